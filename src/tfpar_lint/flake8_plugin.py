@@ -1,0 +1,104 @@
+"""flake8 plugin: ``flake8 --select TFP`` runs the same engine as the CLI.
+
+Registered as the ``TFP`` entry point in the ``flake8.extension`` group.
+flake8 does the selection (``--select``/``--ignore``/``--extend-select``)
+and the ``# noqa`` handling itself, so the plugin asks the engine for every
+rule with noqa off.  Rules that are off by default are put on flake8's
+default ignore list (``extend_default_ignore``): enable one with
+``--extend-select TFP9xx`` (note flake8's rule: an explicit ``--ignore``
+replaces the default ignore list, which turns them back on).
+
+Options (command line, or ``[flake8]`` in ``setup.cfg``/``tox.ini``/``.flake8``)::
+
+    --tfp-strategy-factories=pkg.make_strategy,other.factory
+    --tfp-dataset-distributors=pkg.data.distributed_input
+    --tfp-markers=my_strategy_helper
+
+Columns are handed to flake8 0-based (flake8 prints them 1-based).  A syntax
+error yields nothing here: flake8 reports E999 itself.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Iterator, Optional, Sequence
+
+from tfpar_lint import __version__
+
+
+def _rules() -> tuple[Any, ...]:
+    from tfpar_lint import registry
+
+    return registry.all_rules()
+
+
+class Plugin:
+    name = "tfpar-lint"
+    version = __version__
+
+    strategy_factories: ClassVar[tuple[str, ...]] = ()
+    dataset_distributors: ClassVar[tuple[str, ...]] = ()
+    markers: ClassVar[tuple[str, ...]] = ()
+    _all_codes: ClassVar[Optional[frozenset[str]]] = None
+    _options: ClassVar[Any] = None
+
+    def __init__(self, tree: Any, lines: Sequence[str], filename: str) -> None:
+        # `tree` (flake8's ast) is requested only so that flake8 runs us once
+        # per file; the engine parses with libcst itself.
+        self.lines = lines
+        self.filename = filename
+
+    @classmethod
+    def add_options(cls, option_manager: Any) -> None:
+        off = [r.CODE for r in _rules() if not r.DEFAULT_ENABLED]
+        if off:
+            option_manager.extend_default_ignore(off)
+        for flag, help_text in (
+            ("--tfp-strategy-factories",
+             "Qualified names of project functions that return a tf.distribute strategy (comma-separated)."),
+            ("--tfp-dataset-distributors",
+             "Qualified names of project functions that return an already-distributed dataset (comma-separated)."),
+            ("--tfp-markers",
+             "Extra pre-filter substrings: a file containing one is always analysed (comma-separated)."),
+        ):
+            option_manager.add_option(
+                flag, default="", parse_from_config=True, comma_separated_list=True, help=help_text)
+
+    @classmethod
+    def parse_options(cls, options: Any) -> None:
+        def get(name: str) -> tuple[str, ...]:
+            val = getattr(options, name, None) or ()
+            if isinstance(val, str):
+                val = [v for v in val.replace(",", " ").split()]
+            return tuple(v.strip() for v in val if v and v.strip())
+
+        cls.strategy_factories = get("tfp_strategy_factories")
+        cls.dataset_distributors = get("tfp_dataset_distributors")
+        cls.markers = get("tfp_markers")
+        cls._options = None
+
+    @classmethod
+    def _analysis_options(cls) -> Any:
+        if cls._options is None:
+            from tfpar_lint.engine import AnalysisOptions
+
+            cls._options = AnalysisOptions(
+                strategy_factories=cls.strategy_factories,
+                dataset_distributors=cls.dataset_distributors,
+                extra_markers=cls.markers,
+            )
+        return cls._options
+
+    @classmethod
+    def _codes(cls) -> frozenset[str]:
+        if cls._all_codes is None:
+            cls._all_codes = frozenset(r.CODE for r in _rules())
+        return cls._all_codes
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        from tfpar_lint.engine import lint_source
+
+        result = lint_source("".join(self.lines), self.filename, enabled=self._codes(),
+                             options=self._analysis_options(), apply_noqa=False)
+        if result.error is not None:
+            return  # flake8 reports E902/E999 itself
+        for f in result.findings:
+            yield f.line, max(f.col - 1, 0), f"{f.code} {f.message}", type(self)

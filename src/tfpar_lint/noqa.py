@@ -1,0 +1,135 @@
+"""``# noqa`` suppression comments, with flake8's exact semantics.
+
+The standalone CLI applies these itself (under flake8 the plugin reports
+everything and flake8 applies its own noqa handling).  What matches flake8:
+
+* the comment is found with flake8's ``NOQA_INLINE_REGEXP`` (``# noqa``,
+  ``# NOQA:TFP101``, ``# noqa: TFP101,TFP2``...), searched in the text of the
+  whole *logical* line, so a ``# noqa`` anywhere in a statement that spans
+  several physical lines covers every line of it (flake8's
+  ``FileProcessor._noqa_line_mapping``, built with :mod:`tokenize`);
+* a bare ``# noqa`` suppresses every code; ``# noqa: X`` suppresses a code
+  equal to, or starting with, one of the listed codes (so ``TFP1`` covers
+  ``TFP101``); listed codes are case-sensitive, like flake8's;
+* a line that starts with ``# flake8: noqa`` turns off the whole file.
+
+What tfpar-lint adds: the list may also name rules by their kebab-case name
+(``# noqa: model-created-outside-strategy-scope``; flake8 itself only
+understands codes there, so keep codes in files that flake8 also checks), and
+``# tfpar-lint: noqa`` on its own line turns off the whole file for this tool
+only.  Source that :mod:`tokenize` cannot read falls back to one line per
+physical line instead of crashing.
+"""
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from typing import Optional
+
+# Identical to flake8.defaults.NOQA_INLINE_REGEXP.
+NOQA_INLINE_REGEXP = re.compile(
+    r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?",
+    re.IGNORECASE,
+)
+# flake8's regex extended with kebab-case rule names (at least one hyphen, so
+# that a plain English word after ``# noqa:`` is not taken as a name).
+_NAME = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+"
+NOQA_INLINE_WITH_NAMES = re.compile(
+    r"# noqa(?::[\s]?(?P<codes>((?:[A-Z]+[0-9]+|" + _NAME + r")(?:[,\s]+)?)+))?",
+    re.IGNORECASE,
+)
+# Identical to flake8.defaults.NOQA_FILE (used with ``.match``: the comment must start the line).
+NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.I)
+NOQA_FILE_OWN = re.compile(r"\s*# tfpar-lint[:=]\s*noqa", re.I)
+
+_SPLIT = re.compile(r"[,\s]+")
+
+
+def parse_codes(codes_str: Optional[str]) -> Optional[frozenset[str]]:
+    """``None`` for a bare noqa, else the listed codes/names."""
+    if codes_str is None:
+        return None
+    return frozenset(c for c in _SPLIT.split(codes_str.strip()) if c)
+
+
+class NoqaMap:
+    """Which lines of one source text carry which ``# noqa`` comment."""
+
+    def __init__(self, lines: list[str], logical: dict[int, str], file_noqa: bool) -> None:
+        self._lines = lines
+        self._logical = logical
+        self.file_noqa = file_noqa
+        self._cache: dict[int, Optional[frozenset[str]] | bool] = {}
+
+    @classmethod
+    def from_source(cls, source: str) -> "NoqaMap":
+        lines = source.splitlines(keepends=True)
+        file_noqa = any(NOQA_FILE.match(ln) or NOQA_FILE_OWN.match(ln) for ln in lines)
+        if "noqa" not in source.lower():
+            return cls(lines, {}, False)
+        return cls(lines, _logical_line_mapping(source, lines), file_noqa)
+
+    def line_text(self, line: int) -> str:
+        """The text searched for a noqa comment on behalf of ``line`` (1-based)."""
+        text = self._logical.get(line)
+        if text is None:  # like flake8: fall back to the physical line
+            text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        return text
+
+    def _codes_for(self, line: int) -> Optional[frozenset[str]] | bool:
+        """False: no noqa; None: bare noqa; else the listed codes."""
+        got = self._cache.get(line, 0)
+        if got != 0:
+            return got  # type: ignore[return-value]
+        text = self.line_text(line)
+        result: Optional[frozenset[str]] | bool
+        if "noqa" not in text.lower():
+            result = False
+        else:
+            m = NOQA_INLINE_WITH_NAMES.search(text)
+            result = False if m is None else parse_codes(m.group("codes"))
+        self._cache[line] = result
+        return result
+
+    def is_suppressed(self, line: int, code: str, name: str = "") -> bool:
+        if self.file_noqa:
+            return True
+        codes = self._codes_for(line)
+        if codes is False:
+            return False
+        if codes is None:
+            return True
+        assert isinstance(codes, frozenset)
+        if code in codes or code.startswith(tuple(codes)):
+            return True
+        return bool(name) and name in codes
+
+
+def _logical_line_mapping(source: str, lines: list[str]) -> dict[int, str]:
+    """flake8's ``_noqa_line_mapping``: line number -> text of its logical line.
+
+    On untokenizable input returns the mapping built so far (the remaining
+    lines then fall back to their physical line in :meth:`NoqaMap.line_text`).
+    """
+    ret: dict[int, str] = {}
+    n = len(lines)
+    min_line = n + 2
+    max_line = -1
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            tp = tok.type
+            if tp == tokenize.ENDMARKER or tp == tokenize.DEDENT:
+                continue
+            s_line, e_line = tok.start[0], tok.end[0]
+            min_line = min(min_line, s_line)
+            max_line = max(max_line, e_line)
+            if tp in (tokenize.NL, tokenize.NEWLINE):
+                joined = "".join(lines[min_line - 1:max_line])
+                for ln in range(min_line, max_line + 1):
+                    ret[ln] = joined
+                min_line = n + 2
+                max_line = -1
+    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
+        pass
+    return ret

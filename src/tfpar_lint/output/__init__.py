@@ -1,0 +1,96 @@
+"""Report formats: ``text`` (default), ``json``, ``sarif``, ``github``.
+
+Every format receives a :class:`Report` (the findings, the files that could
+not be linted, and the verifier's script runs when ``--verify`` ran) and
+writes it to a text stream.
+
+Files that could not be linted (unreadable, not UTF-8, syntax error, broken
+notebook) are reported in every format, with flake8's codes: ``E999`` for a
+syntax error, ``E902`` for anything else (I/O, decoding, invalid notebook).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Optional, TextIO
+
+from tfpar_lint.finding import FileError, Finding
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    runs: list[Any] = field(default_factory=list)  # verify.ScriptRun objects
+    verified: bool = False
+    root: str = "."  # paths in SARIF are made relative to this
+
+    def sorted_findings(self) -> list[Finding]:
+        return sorted(self.findings, key=lambda f: f.sort_key())
+
+    def sorted_errors(self) -> list[FileError]:
+        return sorted(self.errors, key=lambda e: (e.path, e.line, e.col))
+
+
+def error_code(err: FileError) -> str:
+    """E999 for a syntax error, E902 for the rest (flake8's codes)."""
+    code = getattr(err, "code", None)
+    if isinstance(code, str) and code:
+        return code
+    msg = err.message.lower()
+    if "syntax" in msg or "parse" in msg or "indentation" in msg or "unexpected" in msg:
+        return "E999"
+    return "E902"
+
+
+def error_name(code: str) -> str:
+    return "syntax-error" if code == "E999" else "io-error"
+
+
+def status_label(status: str) -> str:
+    return status.replace("_", " ").upper()
+
+
+def verification_line(f: Finding) -> Optional[str]:
+    """``-> CONFIRMED: evidence (2 replicas on /cpu:0,/cpu:1, 4.1 s)``."""
+    v = f.verification
+    if v is None:
+        return None
+    extra = []
+    if v.replicas:
+        where = f" on {','.join(v.devices)}" if v.devices else ""
+        extra.append(f"{v.replicas} replica{'s' if v.replicas != 1 else ''}{where}")
+    elif v.devices:
+        extra.append(",".join(v.devices))
+    extra.append(f"{v.seconds:.1f} s")
+    return f"-> {status_label(v.status)}: {v.evidence} ({', '.join(extra)})"
+
+
+def relative_uri(path: str, root: str) -> tuple[str, bool]:
+    """``(uri, is_relative)``: a forward-slash path relative to ``root`` when inside it."""
+    ab = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(ab, os.path.abspath(root))
+    except ValueError:
+        rel = None
+    if rel is not None and not rel.startswith(os.pardir):
+        return PurePosixPath(*Path(rel).parts).as_posix(), True
+    return Path(ab).as_uri(), False
+
+
+def write(fmt: str, report: Report, stream: TextIO, *, statistics: bool = False) -> None:
+    from tfpar_lint.output import github, json as json_fmt, sarif, text
+
+    writers: dict[str, Callable[..., None]] = {
+        "text": text.write, "json": json_fmt.write, "sarif": sarif.write, "github": github.write,
+    }
+    if fmt not in writers:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    writers[fmt](report, stream, statistics=statistics)
+
+
+__all__ = ["FORMATS", "Report", "write", "error_code", "verification_line", "relative_uri"]
+

@@ -1,0 +1,45 @@
+"""GitHub Actions workflow commands, one annotation per finding:
+
+``::warning file=PATH,line=L,col=C,endLine=EL,endColumn=EC,title=CODE::message``
+
+``::error`` for rules whose severity is ``error`` and for files that could not
+be linted.  A notebook finding is annotated on the file (GitHub cannot point
+into a cell) with ``cell N, line L, col C`` in the message.  The verifier's
+verdict, when present, is appended to the message on a new line.
+"""
+from __future__ import annotations
+
+from typing import TextIO
+
+from tfpar_lint.output import Report, error_code, verification_line
+
+
+def _data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(s: str) -> str:
+    return _data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
+    for err in report.sorted_errors():
+        code = error_code(err)
+        props = [f"file={_prop(err.path)}"]
+        if err.line:
+            props += [f"line={err.line}", f"col={max(err.col, 1)}"]
+        props.append(f"title={_prop(code)}")
+        stream.write(f"::error {','.join(props)}::{_data(err.message)}\n")
+    for f in report.sorted_findings():
+        level = "error" if f.severity == "error" else "warning"
+        msg = f.message
+        if f.cell is not None:
+            props = [f"file={_prop(f.path)}", f"title={_prop(f'{f.code} (cell {f.cell})')}"]
+            msg = f"cell {f.cell}, line {f.line}, col {f.col}: {msg}"
+        else:
+            props = [f"file={_prop(f.path)}", f"line={f.line}", f"col={f.col}",
+                     f"endLine={f.end_line}", f"endColumn={f.end_col}", f"title={_prop(f.code)}"]
+        v = verification_line(f)
+        if v:
+            msg += "\n" + v
+        stream.write(f"::{level} {','.join(props)}::{_data(msg)}\n")

@@ -1,0 +1,54 @@
+"""JSON: one top-level list, one object per reported problem.
+
+Each finding is ``Finding.to_dict()``: ``code``, ``name``, ``message``,
+``path``, ``line``, ``col``, ``end_line``, ``end_col`` (1-based; the end
+column is exclusive), ``severity``, ``fix_hint``, plus ``cell`` for
+notebooks, ``data`` when the rule recorded facts, and ``verification``
+(``status``, ``evidence``, ``replicas``, ``devices``, ``seconds``) after
+``--verify``.
+
+Design choice for files that could not be linted: the top level stays a list
+(so ``jq '.[]'`` and every consumer of the findings keep working) and each
+such file is one more object of the same shape with flake8's code ``E999``
+(syntax error) or ``E902`` (unreadable, not UTF-8, invalid notebook), name
+``syntax-error`` / ``io-error``, ``severity: "error"``, and ``"error": true``
+to pick them out.  Objects are sorted by path, then position.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from tfpar_lint.output import Report, error_code, error_name
+
+
+def error_record(err: Any) -> dict[str, Any]:
+    code = error_code(err)
+    return {
+        "code": code,
+        "name": error_name(code),
+        "message": err.message,
+        "path": err.path,
+        "line": err.line,
+        "col": err.col,
+        "end_line": err.line,
+        "end_col": err.col,
+        "severity": "error",
+        "fix_hint": "",
+        "error": True,
+    }
+
+
+def records(report: Report) -> list[dict[str, Any]]:
+    rows: list[tuple[tuple, dict[str, Any]]] = []
+    for err in report.sorted_errors():
+        rows.append(((err.path, 0, err.line, err.col, error_code(err)), error_record(err)))
+    for f in report.sorted_findings():
+        rows.append((f.sort_key(), f.to_dict()))
+    rows.sort(key=lambda r: r[0])
+    return [r for _, r in rows]
+
+
+def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
+    json.dump(records(report), stream, indent=2)
+    stream.write("\n")

@@ -1,0 +1,145 @@
+"""SARIF 2.1.0 (one run), as GitHub code scanning and other viewers read it.
+
+* ``tool.driver``: ``name``, ``version``, ``informationUri``, and every rule
+  (``id``, ``name``, ``shortDescription``, ``fullDescription``, ``helpUri``,
+  ``defaultConfiguration`` with ``level`` and ``enabled``).
+* ``results``: ``ruleId``, ``ruleIndex``, ``level``, ``message``, one
+  location with ``artifactLocation.uri`` relative to the project root with
+  forward slashes (``uriBaseId: "%SRCROOT%"``, defined in
+  ``originalUriBaseIds``; files outside the root get an absolute ``file://``
+  URI) and ``region`` ``startLine``/``startColumn``/``endLine``/``endColumn``
+  (1-based, end column exclusive, as SARIF wants).  A notebook finding's region
+  is counted inside its cell, which ``properties.cell`` names.  The
+  verifier's verdict goes into the result's ``properties.verification``.
+* Files that could not be linted: ``invocations[0].toolExecutionNotifications``
+  (level ``error``, ``descriptor.id`` E999/E902, with the location), and
+  ``executionSuccessful`` false.  The verifier's script runs go into
+  ``invocations[0].properties.scriptRuns``.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+from tfpar_lint import __version__
+from tfpar_lint.output import Report, error_code, relative_uri
+
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+INFORMATION_URI = "https://github.com/tfpar-lint/tfpar-lint"
+
+
+def help_uri(code: str) -> str:
+    return f"{INFORMATION_URI}/blob/main/rules/{code}.md"
+
+
+def level(severity: str) -> str:
+    return {"error": "error", "warning": "warning", "info": "note", "note": "note"}.get(severity, "warning")
+
+
+def _rule_descriptor(rule: Any) -> dict[str, Any]:
+    doc = inspect.cleandoc(rule.__doc__ or "") if rule.__doc__ else ""
+    summary = rule.SUMMARY or (doc.split("\n\n")[0] if doc else rule.NAME)
+    full = doc or summary
+    return {
+        "id": rule.CODE,
+        "name": rule.NAME,
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": full},
+        "helpUri": help_uri(rule.CODE),
+        "defaultConfiguration": {"level": level(rule.SEVERITY), "enabled": bool(rule.DEFAULT_ENABLED)},
+        "properties": {"tags": [rule.CODE[:4] + "xx"]},
+    }
+
+
+def _location(path: str, root: str, line: int, col: int, end_line: int, end_col: int) -> dict[str, Any]:
+    uri, rel = relative_uri(path, root)
+    art: dict[str, Any] = {"uri": uri}
+    if rel:
+        art["uriBaseId"] = "%SRCROOT%"
+    phys: dict[str, Any] = {"artifactLocation": art}
+    if line >= 1:
+        region = {"startLine": line, "startColumn": max(col, 1)}
+        if end_line >= line:
+            region["endLine"] = end_line
+            if end_col >= 1 and (end_line > line or end_col >= max(col, 1)):
+                region["endColumn"] = end_col
+        phys["region"] = region
+    return {"physicalLocation": phys}
+
+
+def build(report: Report) -> dict[str, Any]:
+    from tfpar_lint import registry
+
+    rules = list(registry.all_rules())
+    index = {r.CODE: i for i, r in enumerate(rules)}
+    descriptors = [_rule_descriptor(r) for r in rules]
+    results = []
+    for f in report.sorted_findings():
+        if f.code not in index:  # a finding from a rule unknown to the registry
+            index[f.code] = len(descriptors)
+            descriptors.append({"id": f.code, "name": f.name, "shortDescription": {"text": f.message},
+                                "helpUri": help_uri(f.code)})
+        text = f.message if f.cell is None else f"{f.message} (cell {f.cell})"
+        res: dict[str, Any] = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": level(f.severity),
+            "message": {"text": text},
+            "locations": [_location(f.path, report.root, f.line, f.col, f.end_line, f.end_col)],
+        }
+        props: dict[str, Any] = {}
+        if f.cell is not None:
+            props["cell"] = f.cell
+        if f.fix_hint:
+            props["fixHint"] = f.fix_hint
+        if f.verification is not None:
+            props["verification"] = f.verification.to_dict()
+        elif report.verified:
+            props["verification"] = None
+        if props:
+            res["properties"] = props
+        results.append(res)
+
+    notifications = []
+    for err in report.sorted_errors():
+        code = error_code(err)
+        notifications.append({
+            "level": "error",
+            "message": {"text": f"{err.path}: {err.message}"},
+            "descriptor": {"id": code},
+            "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0)],
+        })
+    invocation: dict[str, Any] = {
+        "executionSuccessful": not report.errors,
+        "toolExecutionNotifications": notifications,
+    }
+    if report.runs:
+        invocation["properties"] = {
+            "scriptRuns": [r.to_dict() if hasattr(r, "to_dict") else str(r) for r in report.runs]}
+
+    root_uri = Path(os.path.abspath(report.root)).as_uri().rstrip("/") + "/"
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "tfpar-lint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": descriptors,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": root_uri}},
+            "invocations": [invocation],
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+        }],
+    }
+
+
+def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
+    json.dump(build(report), stream, indent=2, default=str)
+    stream.write("\n")

@@ -1,0 +1,66 @@
+"""flake8-style text: ``path:line:col: CODE message`` (1-based line and column).
+
+Notebook findings read ``path:cell_N:line:col: CODE message`` (line inside the
+cell).  Files that could not be linted read ``path:line:col: E999 reason`` /
+``path:0:0: E902 reason``, on standard output like flake8.  With ``--verify``
+an indented ``-> CONFIRMED: ...`` line follows each finding and each script's
+run summary follows the findings.  ``--statistics`` appends flake8's
+``count  CODE first-message`` lines.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import TextIO
+
+from tfpar_lint.finding import Finding
+from tfpar_lint.output import Report, error_code, verification_line
+
+
+def location(f: Finding) -> str:
+    if f.cell is not None:
+        return f"{f.path}:cell_{f.cell}:{f.line}:{f.col}"
+    return f"{f.path}:{f.line}:{f.col}"
+
+
+def format_finding(f: Finding) -> str:
+    return f"{location(f)}: {f.code} {f.message}"
+
+
+def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
+    rows: list[tuple[tuple, list[str]]] = []
+    for err in report.sorted_errors():
+        code = error_code(err)
+        rows.append(((err.path, 0, err.line, err.col, code),
+                     [f"{err.path}:{err.line}:{err.col}: {code} {err.message}"]))
+    for f in report.sorted_findings():
+        lines = [format_finding(f)]
+        v = verification_line(f)
+        if v is not None:
+            lines.append("    " + v)
+        elif report.verified:
+            lines.append("    -> UNVERIFIED: the verifier did not run this finding")
+        rows.append((f.sort_key(), lines))
+    rows.sort(key=lambda r: r[0])
+    for _, lines in rows:
+        for line in lines:
+            stream.write(line + "\n")
+    for run in report.runs:
+        summary = run.summary() if hasattr(run, "summary") else str(run)
+        stream.write(summary.rstrip("\n") + "\n")
+    if statistics:
+        write_statistics(report, stream)
+
+
+def write_statistics(report: Report, stream: TextIO) -> None:
+    """flake8's ``--statistics``: ``count     CODE first message`` per code."""
+    counts: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for err in report.sorted_errors():
+        c = error_code(err)
+        counts[c] += 1
+        first.setdefault(c, err.message)
+    for f in report.sorted_findings():
+        counts[f.code] += 1
+        first.setdefault(f.code, f.message)
+    for code in sorted(counts):
+        stream.write(f"{counts[code]:<5} {code} {first[code]}\n")
