@@ -1,0 +1,255 @@
+"""The engine every entry point calls: read -> pre-filter -> parse -> model -> rules -> report.
+
+* The pre-filter is a substring test against the markers of the enabled rules
+  (plus user markers): a file that cannot match is never parsed.
+* One libcst parse, one traversal (:class:`tfpar_lint.semantic.Module`) shared
+  by all rules; positions (libcst ``PositionProvider``) are computed only for
+  files that have a finding.
+* Never imports TensorFlow.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Collection, Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from tfpar_lint.finding import FileError, Finding
+from tfpar_lint.registry import all_rules, default_codes
+from tfpar_lint.rule import STRATEGY_MARKERS, Rule
+from tfpar_lint.semantic import Module
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    strategy_factories: tuple[str, ...] = ()
+    dataset_distributors: tuple[str, ...] = ()
+    extra_markers: tuple[str, ...] = ()
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: Optional[FileError] = None
+    skipped: bool = False
+
+
+def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
+    codes = default_codes() if enabled is None else frozenset(enabled)
+    return [r for r in all_rules() if r.CODE in codes]
+
+
+def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
+    """The pre-filter: rules whose markers occur in the text (no parsing)."""
+    if options.extra_markers and any(m in source for m in options.extra_markers):
+        return list(rules)
+    factory_markers = tuple(q.rsplit(".", 1)[-1] for q in options.strategy_factories)
+    hits: dict[tuple[str, ...], bool] = {}
+
+    def group_ok(group: tuple[str, ...]) -> bool:
+        ok = hits.get(group)
+        if ok is None:
+            alts = group + factory_markers if group is STRATEGY_MARKERS else group
+            ok = hits[group] = any(m in source for m in alts)
+        return ok
+
+    return [r for r in rules if all(group_ok(g) for g in r.MARKERS)]
+
+
+def _syntax_error(path: str, exc: Exception, line_map=None) -> FileError:
+    line = getattr(exc, "raw_line", 0) or 0
+    col = (getattr(exc, "raw_column", 0) or 0) + 1
+    msg = getattr(exc, "message", None) or str(exc).splitlines()[0]
+    if line_map is not None and line:
+        cell, cline = line_map(line)
+        return FileError(path, f"syntax error in cell {cell}: {msg}", line=cline, col=col)
+    return FileError(path, f"syntax error: {msg}", line=line, col=col)
+
+
+def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[Finding]:
+    """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError."""
+    tree = cst.parse_module(source)
+    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors)
+    reports = []
+    for rule_cls in rules:
+        for rep in rule_cls(module).check():
+            reports.append((rule_cls, rep))
+    if not reports:
+        return []
+    positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    findings = []
+    seen = set()
+    for rule_cls, rep in reports:
+        rng = positions.get(rep.node)
+        if rng is None:  # pragma: no cover - every reported node is in the tree
+            continue
+        key = (rule_cls.CODE, rng.start.line, rng.start.column)
+        if key in seen:
+            continue
+        seen.add(key)
+        message = rep.message
+        data = dict(rep.data)
+        if rep.related is not None:
+            rel = positions.get(rep.related)
+            if rel is not None:
+                message = message.replace("{line}", str(rel.start.line))
+                data.setdefault("related_line", rel.start.line)
+        findings.append(
+            Finding(
+                code=rule_cls.CODE, name=rule_cls.NAME, message=message, path=path,
+                line=rng.start.line, col=rng.start.column + 1,
+                end_line=rng.end.line, end_col=rng.end.column + 1,
+                severity=rule_cls.SEVERITY, fix_hint=rule_cls.FIX_HINT, data=data,
+            )
+        )
+    findings.sort(key=Finding.sort_key)
+    return findings
+
+
+def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
+    if not findings or "noqa" not in source:
+        return findings
+    from tfpar_lint.noqa import NoqaMap
+
+    nmap = NoqaMap.from_source(source)
+    return [f for f in findings if not nmap.is_suppressed(f.line, f.code, f.name)]
+
+
+def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection[str]] = None,
+                options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True) -> FileResult:
+    if path.endswith(".ipynb"):
+        return _lint_notebook(source, path, enabled, options, apply_noqa)
+    rules = candidate_rules(source, _rules_for(enabled), options)
+    if not rules:
+        return FileResult(path, skipped=True)
+    try:
+        findings = analyse(source, path, rules, options)
+    except cst.ParserSyntaxError as exc:
+        return FileResult(path, error=_syntax_error(path, exc))
+    except RecursionError:
+        return FileResult(path, error=FileError(path, "file too deeply nested to parse"))
+    except Exception as exc:  # an engine bug must not lose the other files
+        return FileResult(path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}"))
+    if apply_noqa:
+        findings = _apply_noqa(findings, source)
+    return FileResult(path, findings)
+
+
+def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileResult:
+    from tfpar_lint.notebook import code_cells
+
+    try:
+        cells = code_cells(text)
+    except ValueError as exc:
+        return FileResult(path, error=FileError(path, str(exc)))
+    # All code cells form one module (later cells use names of earlier ones).
+    parts: list[str] = []
+    starts: list[tuple[int, int]] = []  # (first line of the cell in the joined source, cell number)
+    line = 1
+    for number, src in cells:
+        if not src.endswith("\n"):
+            src += "\n"
+        starts.append((line, number))
+        parts.append(src)
+        line += src.count("\n")
+    source = "".join(parts)
+
+    def where(joined_line: int) -> tuple[int, int]:
+        cell_start, cell = starts[0] if starts else (1, 1)
+        for s, n in starts:
+            if s <= joined_line:
+                cell_start, cell = s, n
+        return cell, joined_line - cell_start + 1
+
+    rules = candidate_rules(source, _rules_for(enabled), options)
+    if not rules:
+        return FileResult(path, skipped=True)
+    try:
+        findings = analyse(source, path, rules, options)
+    except cst.ParserSyntaxError as exc:
+        return FileResult(path, error=_syntax_error(path, exc, where))
+    except RecursionError:
+        return FileResult(path, error=FileError(path, "notebook too deeply nested to parse"))
+    except Exception as exc:
+        return FileResult(path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}"))
+    if apply_noqa:
+        findings = _apply_noqa(findings, source)
+    for f in findings:
+        f.cell, f.line = where(f.line)
+        cell_end, f.end_line = where(f.end_line)
+    return FileResult(path, findings)
+
+
+def read_source(path: str) -> tuple[Optional[str], Optional[FileError]]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except IsADirectoryError:
+        return None, FileError(path, "is a directory")
+    except FileNotFoundError:
+        return None, FileError(path, "no such file")
+    except PermissionError:
+        return None, FileError(path, "permission denied")
+    except OSError as exc:
+        return None, FileError(path, f"cannot read: {exc.strerror or exc}")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        # honour a PEP 263 coding cookie before giving up
+        import io
+        import tokenize
+
+        try:
+            enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            if enc.lower().replace("_", "-") not in ("utf-8", "utf-8-sig"):
+                return data.decode(enc), None
+        except (SyntaxError, LookupError, UnicodeDecodeError):
+            pass
+        return None, FileError(path, f"not valid UTF-8 (byte {exc.start}: {exc.reason})")
+
+
+def lint_file(path: str, enabled: Optional[Collection[str]] = None,
+              options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True) -> FileResult:
+    source, err = read_source(path)
+    if err is not None:
+        return FileResult(path, error=err)
+    return lint_source(source, path, enabled, options, apply_noqa)
+
+
+def _worker(args) -> FileResult:
+    path, enabled, options, apply_noqa = args
+    return lint_file(path, enabled, options, apply_noqa)
+
+
+def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
+               options: AnalysisOptions = AnalysisOptions(), jobs: Optional[int] = None,
+               apply_noqa: bool = True,
+               progress: Optional[Callable[[int, int], None]] = None) -> list[FileResult]:
+    """Lint files, in a process pool when there are several and ``jobs`` > 1."""
+    paths = list(paths)
+    total = len(paths)
+    jobs = jobs or os.cpu_count() or 1
+    enabled_f = None if enabled is None else frozenset(enabled)
+    results: list[FileResult] = []
+    if jobs <= 1 or total < 4:
+        for i, p in enumerate(paths):
+            results.append(lint_file(p, enabled_f, options, apply_noqa))
+            if progress:
+                progress(i + 1, total)
+        return results
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    chunk = max(1, min(32, total // (jobs * 8) or 1))
+    with ctx.Pool(processes=min(jobs, total)) as pool:
+        for i, res in enumerate(pool.imap(_worker, [(p, enabled_f, options, apply_noqa) for p in paths],
+                                          chunksize=chunk)):
+            results.append(res)
+            if progress:
+                progress(i + 1, total)
+    return results

@@ -1,0 +1,103 @@
+"""The data every part of tfpar-lint exchanges: findings, verdicts, errors.
+
+The engine produces :class:`Finding` objects, the output formats render them,
+and the runtime verifier (``tfpar_lint.verify``) attaches a
+:class:`Verification` to each one it ran.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+CONFIRMED = "confirmed"
+NOT_REPRODUCED = "not_reproduced"
+INCONCLUSIVE = "inconclusive"
+
+
+@dataclass
+class Verification:
+    """What the runtime verifier saw for one finding."""
+
+    status: str  # CONFIRMED | NOT_REPRODUCED | INCONCLUSIVE
+    evidence: str
+    replicas: int = 0
+    devices: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Finding:
+    """One rule violation at one place.
+
+    ``line`` and ``col`` are 1-based (as printed); ``end_line``/``end_col``
+    delimit the flagged node.  ``cell`` is set for notebooks (1-based cell
+    number, with ``line`` counted inside the cell).  ``data`` carries
+    rule-specific facts the verifier needs (e.g. the variable's name).
+    """
+
+    code: str
+    name: str
+    message: str
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    severity: str = "warning"
+    fix_hint: str = ""
+    cell: Optional[int] = None
+    data: dict[str, Any] = field(default_factory=dict)
+    verification: Optional[Verification] = None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.col, self.code)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "end_line": self.end_line,
+            "end_col": self.end_col,
+            "severity": self.severity,
+            "fix_hint": self.fix_hint,
+        }
+        if self.cell is not None:
+            d["cell"] = self.cell
+        if self.data:
+            d["data"] = self.data
+        if self.verification is not None:
+            d["verification"] = self.verification.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Finding":
+        v = d.get("verification")
+        return cls(
+            code=d["code"], name=d["name"], message=d["message"], path=d["path"],
+            line=d["line"], col=d["col"], end_line=d["end_line"], end_col=d["end_col"],
+            severity=d.get("severity", "warning"), fix_hint=d.get("fix_hint", ""),
+            cell=d.get("cell"), data=dict(d.get("data") or {}),
+            verification=Verification(**v) if v else None,
+        )
+
+
+@dataclass
+class FileError:
+    """A file that could not be linted (unreadable, undecodable, unparsable)."""
+
+    path: str
+    message: str
+    line: int = 0
+    col: int = 0
+
+    def render(self) -> str:
+        if self.line:
+            return f"{self.path}:{self.line}:{self.col}: E902 {self.message}"
+        return f"{self.path}:0:0: E902 {self.message}"

@@ -1,0 +1,30 @@
+"""Base for TFP101/102/103/105: an object of one kind created outside the scope, then used with the strategy."""
+from __future__ import annotations
+
+from typing import ClassVar, Iterator
+
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._scope import created_outside_scope, uses_with_strategy, values_of_kind
+
+
+class CreatedOutsideScopeRule(Rule):
+    KIND: ClassVar[str] = ""
+    WHAT: ClassVar[str] = ""  # "Keras model"
+    MARKERS = (STRATEGY_MARKERS, ("scope(", ".run(", "experimental_run_v2"))
+    SEVERITY = "error"
+    PROBE = "scope"
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for v in values_of_kind(m, self.KIND):
+            if not created_outside_scope(m, v):
+                continue
+            for use in uses_with_strategy(m, v):
+                yield Report(
+                    v.origin,
+                    f"{self.WHAT} `{use.subject or m.code(v.origin)}` is created outside the strategy's scope, but "
+                    f"{use.how}; create it inside `with {use.strategy}.scope():`",
+                    {"object": m.code(v.origin), "kind": self.KIND},
+                    related=use.node,
+                )
+                break

@@ -1,0 +1,124 @@
+"""Shared logic of the TFP1xx "created outside the scope, then used with the strategy" rules."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic import CallSite, Module, Value, arg, keyword
+
+
+@dataclass
+class Use:
+    """Evidence that an object is used with a strategy."""
+
+    node: cst.CSTNode
+    how: str  # e.g. "compiled under `strategy.scope()`"
+    strategy: str  # source text of the strategy expression
+    subject: str = ""  # how the code names the object there (e.g. "model")
+
+
+def created_outside_scope(m: Module, v: Value) -> bool:
+    """True only when ``v`` was certainly created outside every strategy scope
+    (and outside any replica function)."""
+    site = v.site
+    if site is None or v.origin is None:
+        return False
+    known, maybe = m.scope_strategies(site)
+    if known or maybe:
+        return False
+    if m.in_replica_fn(site.scope):
+        return False
+    return True
+
+
+def created_in_scope(m: Module, v: Value) -> bool:
+    site = v.site
+    if site is None:
+        return False
+    known, _ = m.scope_strategies(site)
+    return bool(known)
+
+
+def all_from(m: Module, expr: Optional[cst.BaseExpression], site: CallSite, origin: cst.CSTNode) -> bool:
+    if expr is None:
+        return False
+    vals = m.infer_at(expr, site)
+    return bool(vals) and all(v.origin is origin for v in vals)
+
+
+def strategy_text(m: Module, site: CallSite) -> str:
+    for item in site.withs:
+        e = item.item
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "scope":
+            return m.code(e.func.value)
+    return "strategy"
+
+
+def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
+    """Each distinct object of ``kind`` created by a call in this module."""
+    seen: set[int] = set()
+    for b_list in _all_binding_lists(m):
+        for b in b_list:
+            for v in m.binding_values(b):
+                if v.kind == kind and v.origin is not None and id(v.origin) not in seen:
+                    seen.add(id(v.origin))
+                    yield v
+
+
+def _all_binding_lists(m: Module):
+    scopes = [m.scope] + [f.scope for f in m.functions] + [c.scope for c in m.classes]
+    for s in scopes:
+        yield from s.bindings.values()
+    for c in m.classes:
+        yield from c.attrs.values()
+
+
+SCOPED_METHODS = {
+    api.MODEL: ("compile", "fit", "train_on_batch"),
+}
+
+
+def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
+    """Where ``v`` is used with a strategy: a method or ``compile`` argument under
+    a known ``strategy.scope()``, or a reference inside a function run by
+    ``strategy.run``."""
+    origin = v.origin
+    methods = SCOPED_METHODS.get(v.kind, ())
+    for cs in m.calls:
+        f = cs.node.func
+        if not isinstance(f, cst.Attribute):
+            continue
+        meth = f.attr.value
+        if meth in methods and all_from(m, f.value, cs, origin):
+            known, _ = m.scope_items(cs)
+            if known:
+                yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
+                                   f"(line {{line}})", strategy_text(m, cs), m.code(f.value))
+        elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
+            known, _ = m.scope_items(cs)
+            if not known:
+                continue
+            hit = False
+            if v.kind == api.OPTIMIZER:
+                hit = all_from(m, keyword(cs.node, "optimizer") or arg(cs.node, 0), cs, origin)
+            else:
+                for kw in ("metrics", "weighted_metrics"):
+                    lst = keyword(cs.node, kw)
+                    if isinstance(lst, (cst.List, cst.Tuple)):
+                        hit = hit or any(all_from(m, el.value, cs, origin) for el in lst.elements)
+                    elif lst is not None:
+                        hit = hit or all_from(m, lst, cs, origin)
+            if hit:
+                yield Use(cs.node, f"it is passed to `compile` under `{strategy_text(m, cs)}.scope()` "
+                                   f"(line {{line}})", strategy_text(m, cs))
+    # used inside a replica function
+    table = m.replica_functions()
+    for fid, strategies in table.items():
+        fn = m.replica_fn_infos[fid]
+        refs = m.refs_to(origin, fn)
+        if refs:
+            yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
+                                    f"`strategy.run` (line {{line}})", "strategy", refs[0].node.value)

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import Report, Rule
+from tfpar_lint.semantic import arg
+
+DATA = (api.DATASET, api.ITERATOR)
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+    node.visit(V())
+    return out
+
+
+class DatasetReplicatedByHand(Rule):
+    CODE = "TFP202"
+    NAME = "dataset-replicated-by-hand"
+    SUMMARY = "one dataset replicated by hand for several replicas, or a values function that ignores its context"
+    FIX_HINT = ("Let the strategy split the input: `strategy.experimental_distribute_dataset(ds)`, or use "
+                "`ctx.replica_id_in_sync_group` in the values function.")
+    PROBE = "input"
+    MARKERS = (("Dataset", "dataset", "distribute_values_from_function"),)
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        # [ds] * n
+        for node, scope, order in m.sequence_repeats:
+            seq = node.left if isinstance(node.left, (cst.List, cst.Tuple)) else node.right
+            for el in seq.elements:
+                vals = m.infer(el.value, scope, order)
+                if vals and all(v.kind in DATA for v in vals):
+                    yield Report(node, f"`{m.code(node)}` gives every device the same "
+                                       f"{'iterator' if vals[0].kind == api.ITERATOR else 'dataset'}: each "
+                                       f"replica reads the same data; distribute it with the strategy instead")
+                    break
+        # [iter(ds) for _ in range(n)]
+        for node, scope, order in m.comprehensions:
+            targets: set[str] = set()
+            for_in = node.for_in
+            while for_in is not None:
+                targets |= _names(for_in.target)
+                for_in = for_in.inner_for_in
+            elt = node.elt
+            if targets & _names(elt):
+                continue
+            vals = m.infer(elt, scope, order)
+            if vals and all(v.kind in DATA for v in vals):
+                yield Report(node, f"`{m.code(node)}` makes one copy of the same dataset per device: each replica "
+                                   f"reads the same data; distribute it with the strategy instead")
+        # experimental_distribute_values_from_function(lambda ctx: batch)
+        for cs, recv, meth in m.method_calls(api.DISTRIBUTE_VALUES_METHODS):
+            strat = m.infer_at(recv, cs)
+            if not strat or not all(v.kind == api.STRATEGY for v in strat):
+                continue
+            fns = m.resolve_function(arg(cs.node, 0, "value_fn"), cs.scope, cs.order)
+            if fns and all(m.param_used(fn, 0) is False for fn in fns):
+                yield Report(cs.node, f"the function passed to `{meth}` ignores its context argument: every "
+                                      f"replica receives the same value; select the replica's part with "
+                                      f"`ctx.replica_id_in_sync_group`")

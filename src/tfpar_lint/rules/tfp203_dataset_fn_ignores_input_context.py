@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.semantic import arg
+
+MULTI = api.MULTI_WORKER_STRATEGIES | api.TPU_STRATEGIES
+
+
+class DatasetFnIgnoresInputContext(Rule):
+    CODE = "TFP203"
+    NAME = "dataset-fn-ignores-input-context"
+    SUMMARY = "`distribute_datasets_from_function` callback that ignores its input context (no shard, no per-replica batch)"
+    FIX_HINT = ("Shard with `ds.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)` and batch with "
+                "`ctx.get_per_replica_batch_size(global_batch_size)`.")
+    PROBE = "input"
+    MARKERS = (STRATEGY_MARKERS, ("datasets_from_function",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for cs, recv, meth in m.method_calls(api.DISTRIBUTE_FN_METHODS):
+            strat = m.infer_at(recv, cs)
+            if not strat or not all(v.kind == api.STRATEGY for v in strat):
+                continue
+            fns = m.resolve_function(arg(cs.node, 0, "dataset_fn"), cs.scope, cs.order)
+            if not fns:
+                continue
+            if all(m.param_used(fn, 0) is False for fn in fns):
+                yield Report(cs.node, f"the dataset function passed to `{meth}` ignores its input context: every "
+                                      f"input pipeline reads all the data and batches are not per-replica; shard "
+                                      f"with `ctx.input_pipeline_id` and batch with "
+                                      f"`ctx.get_per_replica_batch_size(...)`")
+                continue
+            multi = all(v.qname in MULTI for v in strat)
+            if multi and all(not self._shards(fn) for fn in fns):
+                yield Report(cs.node, f"under a multi-worker strategy the dataset function passed to `{meth}` never "
+                                      f"calls `.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)`: every worker "
+                                      f"reads the same data")
+
+    def _shards(self, fn) -> bool:
+        m = self.module
+        for cs in m.calls_within(fn):
+            f = cs.node.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "shard":
+                return True
+        return False

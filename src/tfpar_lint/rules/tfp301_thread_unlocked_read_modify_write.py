@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import Report, Rule
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, arg, dotted_name
+
+READS = ("read_value", "numpy", "value", "__float__")
+
+
+def _reads_of(m: Module, expr: cst.CSTNode, var: str) -> bool:
+    """Does ``expr`` read the variable whose dotted name is ``var``?"""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal found
+            if n.value == var:
+                found = True
+
+        def visit_Attribute(self, n: cst.Attribute) -> Optional[bool]:
+            nonlocal found
+            if dotted_name(n) == var:
+                found = True
+                return False
+            return None
+
+    expr.visit(V())
+    return found
+
+
+class ThreadUnlockedReadModifyWrite(Rule):
+    CODE = "TFP301"
+    NAME = "thread-unlocked-read-modify-write"
+    SUMMARY = "Python thread does read-modify-write on a shared `tf.Variable` without a lock"
+    FIX_HINT = "Use `v.assign_add(x)` (atomic), or hold a `threading.Lock` / `tf.CriticalSection` around the update."
+    PROBE = "threads"
+    MARKERS = (("Thread", "submit", "Pool", "Executor"), ("assign",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        targets = m.thread_targets()
+        for fid, starts in targets.items():
+            fn = m.thread_fn_infos[fid]
+            if self._acquires(m, fn):
+                continue
+            for cs in m.calls_within(fn):
+                f = cs.node.func
+                if not (isinstance(f, cst.Attribute) and f.attr.value == "assign"):
+                    continue
+                var = dotted_name(f.value)
+                if var is None:
+                    continue
+                vals = m.infer_at(f.value, cs)
+                if not vals or not all(v.kind == api.VARIABLE for v in vals):
+                    continue
+                if any(m.created_within(v.origin, fn) for v in vals):
+                    continue  # a thread-local variable
+                if self._locked(m, cs):
+                    continue
+                value = arg(cs.node, 0, "value")
+                if value is None or not self._rmw(m, cs, fn, value, var):
+                    continue
+                yield Report(
+                    cs.node,
+                    f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) reads and then writes the shared "
+                    f"`tf.Variable` `{var}` without a lock: concurrent threads lose updates; use "
+                    f"`{var}.assign_add(...)` or hold a lock",
+                    {"variable": var, "function": fn.name},
+                )
+
+    @staticmethod
+    def _locked(m: Module, cs: CallSite) -> bool:
+        for item in cs.withs:
+            kinds = {v.kind for v in m.infer_at(item.item, cs)}
+            if api.LOCK in kinds or api.UNKNOWN in kinds:
+                return True  # a lock, or something we cannot rule out as one
+        return False
+
+    @staticmethod
+    def _acquires(m: Module, fn: FunctionInfo) -> bool:
+        return any(isinstance(c.node.func, cst.Attribute) and c.node.func.attr.value in ("acquire", "execute")
+                   for c in m.calls_within(fn))
+
+    @staticmethod
+    def _rmw(m: Module, cs: CallSite, fn: FunctionInfo, value: cst.BaseExpression, var: str) -> bool:
+        if _reads_of(m, value, var):
+            return True
+        # x = v.numpy(); v.assign(x + 1)
+        names = set()
+
+        class N(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                names.add(n.value)
+
+        value.visit(N())
+        for name in names:
+            for b in m.lookup(name, cs.scope, cs.order):
+                if b.scope is fn.scope and b.value is not None and _reads_of(m, b.value, var):
+                    return True
+        return False

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.semantic import FunctionInfo, Module, call_method
+
+
+def runs_strategy(m: Module, fn: FunctionInfo) -> bool:
+    """``fn`` is a training step: it calls ``strategy.run`` itself."""
+    for cs in fn.calls:
+        cm = call_method(cs.node)
+        if cm and cm[1] in api.RUN_METHODS:
+            vals = m.infer_at(cm[0], cs)
+            if vals and all(v.kind == api.STRATEGY for v in vals):
+                return True
+    return False
+
+
+class SeedSetInReplicaFn(Rule):
+    CODE = "TFP401"
+    NAME = "seed-set-in-replica-fn"
+    SUMMARY = "global seed set inside a replica function or a distributed training step"
+    FIX_HINT = ("Seed once at program start; inside replicas use a `tf.random.Generator` created in scope or "
+                "stateless ops with `replica_id_in_sync_group` folded into the seed.")
+    PROBE = "randomness"
+    MARKERS = (STRATEGY_MARKERS, ("set_seed", "set_random_seed"))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for cs, q in m.calls_to(api.SEED_SETTERS):
+            where = None
+            if m.in_replica_fn(cs.scope):
+                where = "a function run on every replica by `strategy.run`"
+            elif cs.func is not None and runs_strategy(m, cs.func):
+                where = f"the training step `{cs.func.name}`, which calls `strategy.run`"
+            if where is None:
+                continue
+            yield Report(
+                cs.node,
+                f"`{m.code(cs.node.func)}` is called inside {where}: every replica (and every step) restarts the "
+                f"same random sequence, so replicas draw identical \"random\" numbers; seed once at start-up",
+                {"call": m.code(cs.node.func)},
+            )

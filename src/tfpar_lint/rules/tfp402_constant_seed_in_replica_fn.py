@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._rng import rng_calls_in_replica_fns, seed_arg
+from tfpar_lint.semantic import is_constant
+
+
+class ConstantSeedInReplicaFn(Rule):
+    CODE = "TFP402"
+    NAME = "constant-seed-in-replica-fn"
+    SUMMARY = "random op with a constant seed inside a function run by `strategy.run`"
+    FIX_HINT = ("Use a `tf.random.Generator` created under the scope, or fold "
+                "`tf.distribute.get_replica_context().replica_id_in_sync_group` into a stateless seed.")
+    PROBE = "randomness"
+    MARKERS = (STRATEGY_MARKERS, ("seed",), ("random",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for cs, q in rng_calls_in_replica_fns(m):
+            seed = seed_arg(cs, q)
+            if not is_constant(seed):
+                continue
+            kind = "stateless" if api.is_stateless_rng(q) else "op-level"
+            yield Report(
+                cs.node,
+                f"`{m.code(cs.node.func)}` with the constant {kind} seed `{m.code(seed)}` runs on every replica: "
+                f"all replicas draw the same numbers; fold the replica id into the seed or use a "
+                f"`tf.random.Generator` created in scope",
+                {"op": q},
+            )

@@ -1,0 +1,293 @@
+"""TensorFlow / Keras API knowledge: canonical qualified names and what they create.
+
+Every import spelling is reduced to one canonical name before comparison:
+``tensorflow.compat.v2.X`` -> ``tensorflow.X``; ``tensorflow.keras.X``,
+``tf_keras.X``, ``keras.api.X``, ``keras._tf_keras.keras.X`` -> ``keras.X``.
+The Keras flavour is remembered separately (``keras_flavor``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+# --------------------------------------------------------------------------- kinds
+STRATEGY = "strategy"
+MODEL = "model"
+LAYER = "layer"
+OPTIMIZER = "optimizer"
+METRIC = "metric"
+LOSS = "loss"
+CHECKPOINT = "checkpoint"
+CHECKPOINT_MANAGER = "checkpoint_manager"
+VARIABLE = "variable"
+GENERATOR = "generator"
+DATASET = "dataset"  # plain tf.data.Dataset
+DIST_DATASET = "dist_dataset"  # DistributedDataset
+ITERATOR = "iterator"  # iterator over a plain dataset
+DIST_ITERATOR = "dist_iterator"
+ELEMENT = "element"  # a value drawn from a plain dataset / iterator
+DIST_VALUES = "dist_values"  # PerReplica values from a distributed dataset / values fn
+PER_REPLICA = "per_replica"  # result of strategy.run
+THREAD = "thread"  # threading.Thread
+EXECUTOR = "executor"  # ThreadPoolExecutor, multiprocessing.dummy.Pool, ThreadPool
+LOCK = "lock"
+TAPE = "tape"
+FUNCTION = "function"
+CLASS = "class"
+API = "api"  # an imported module / attribute chain with a qualified name
+INPUT_CONTEXT = "input_context"
+UNKNOWN = "unknown"
+
+# ------------------------------------------------------------------ canonical names
+_PREFIX_REWRITES = (
+    ("tensorflow.compat.v2.", "tensorflow."),
+    ("tensorflow.compat.v1.", "tensorflow."),
+    ("tensorflow._api.v2.", "tensorflow."),
+    ("tensorflow.python.keras.", "keras."),
+    ("tensorflow.keras.", "keras."),
+    ("keras._tf_keras.keras.", "keras."),
+    ("keras.api.", "keras."),
+    ("keras.src.", "keras."),
+    ("tf_keras.src.", "keras."),
+    ("tf_keras.", "keras."),
+)
+_EXACT_REWRITES = {
+    "tensorflow.keras": "keras",
+    "tf_keras": "keras",
+    "tensorflow.compat.v2": "tensorflow",
+    "tensorflow.compat.v1": "tensorflow",
+}
+
+
+def canonical(qname: str) -> str:
+    if qname in _EXACT_REWRITES:
+        return _EXACT_REWRITES[qname]
+    for _ in range(3):  # tensorflow.compat.v2.keras.X needs two rewrites
+        for old, new in _PREFIX_REWRITES:
+            if qname.startswith(old):
+                qname = new + qname[len(old):]
+                break
+        else:
+            break
+    return qname
+
+
+def keras_flavor(raw_qname: str) -> str:
+    """'tf_keras' (Keras 2), 'tf.keras' (Keras 3 on TF >= 2.16 unless TF_USE_LEGACY_KERAS) or 'keras'."""
+    if raw_qname.startswith("tf_keras"):
+        return "tf_keras"
+    if raw_qname.startswith(("tensorflow.keras", "tensorflow.compat.v2.keras", "tensorflow.compat.v1.keras")):
+        return "tf.keras"
+    return "keras"
+
+
+# ----------------------------------------------------------------------- tables
+STRATEGY_CLASSES = frozenset(
+    "tensorflow.distribute." + n
+    for n in (
+        "MirroredStrategy",
+        "OneDeviceStrategy",
+        "MultiWorkerMirroredStrategy",
+        "TPUStrategy",
+        "Strategy",
+        "experimental.MultiWorkerMirroredStrategy",
+        "experimental.TPUStrategy",
+        "experimental.ParameterServerStrategy",
+        "ParameterServerStrategy",
+        "experimental.CentralStorageStrategy",
+        "CentralStorageStrategy",
+    )
+)
+STRATEGY_GETTERS = frozenset({"tensorflow.distribute.get_strategy"})
+MULTI_WORKER_STRATEGIES = frozenset(
+    {
+        "tensorflow.distribute.MultiWorkerMirroredStrategy",
+        "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
+    }
+)
+PARAMETER_SERVER_STRATEGIES = frozenset(
+    {
+        "tensorflow.distribute.experimental.ParameterServerStrategy",
+        "tensorflow.distribute.ParameterServerStrategy",
+    }
+)
+TPU_STRATEGIES = frozenset(
+    {"tensorflow.distribute.TPUStrategy", "tensorflow.distribute.experimental.TPUStrategy"}
+)
+
+MODEL_FACTORIES = frozenset(
+    {
+        "keras.Sequential",
+        "keras.Model",
+        "keras.models.Sequential",
+        "keras.models.Model",
+        "keras.models.load_model",
+        "keras.saving.load_model",
+        "keras.models.clone_model",
+        "keras.models.model_from_json",
+        "keras.models.model_from_config",
+    }
+)
+MODEL_BASES = frozenset({"keras.Model", "keras.models.Model", "keras.Sequential", "keras.models.Sequential"})
+LAYER_BASES = frozenset({"keras.layers.Layer", "keras.Layer"})
+CHECKPOINT_CLASSES = frozenset({"tensorflow.train.Checkpoint"})
+CHECKPOINT_MANAGER_CLASSES = frozenset({"tensorflow.train.CheckpointManager"})
+VARIABLE_CLASSES = frozenset({"tensorflow.Variable", "keras.Variable"})
+GENERATOR_FACTORIES = frozenset(
+    {
+        "tensorflow.random.Generator",
+        "tensorflow.random.Generator.from_seed",
+        "tensorflow.random.Generator.from_non_deterministic_state",
+        "tensorflow.random.Generator.from_state",
+        "tensorflow.random.get_global_generator",
+        "tensorflow.random.experimental.Generator",
+        "tensorflow.random.experimental.Generator.from_seed",
+        "tensorflow.random.experimental.Generator.from_non_deterministic_state",
+    }
+)
+DATASET_FACTORIES = frozenset(
+    {
+        "tensorflow.data.Dataset.from_tensor_slices",
+        "tensorflow.data.Dataset.from_tensors",
+        "tensorflow.data.Dataset.range",
+        "tensorflow.data.Dataset.from_generator",
+        "tensorflow.data.Dataset.zip",
+        "tensorflow.data.Dataset.list_files",
+        "tensorflow.data.Dataset.load",
+        "tensorflow.data.Dataset.sample_from_datasets",
+        "tensorflow.data.Dataset.choose_from_datasets",
+        "tensorflow.data.Dataset.random",
+        "tensorflow.data.TFRecordDataset",
+        "tensorflow.data.TextLineDataset",
+        "tensorflow.data.FixedLengthRecordDataset",
+        "tensorflow.data.experimental.make_csv_dataset",
+        "tensorflow.data.experimental.CsvDataset",
+        "tensorflow.data.experimental.load",
+        "keras.utils.image_dataset_from_directory",
+        "keras.utils.text_dataset_from_directory",
+        "keras.utils.audio_dataset_from_directory",
+        "keras.utils.timeseries_dataset_from_array",
+        "keras.preprocessing.image_dataset_from_directory",
+        "keras.preprocessing.text_dataset_from_directory",
+        "keras.preprocessing.timeseries_dataset_from_array",
+    }
+)
+# Dataset -> Dataset transformations (the receiver keeps being a plain dataset).
+DATASET_METHODS = frozenset(
+    {
+        "batch", "map", "shuffle", "repeat", "prefetch", "filter", "take", "skip", "cache",
+        "shard", "with_options", "unbatch", "rebatch", "padded_batch", "interleave",
+        "flat_map", "apply", "concatenate", "enumerate", "window", "map_with_legacy_function",
+        "ragged_batch", "bucket_by_sequence_length", "take_while", "scan", "unique",
+        "group_by_window", "rejection_resample", "snapshot", "ignore_errors", "prefetch_to_device",
+    }
+)
+THREAD_CLASSES = frozenset({"threading.Thread"})
+EXECUTOR_CLASSES = frozenset(
+    {
+        "concurrent.futures.ThreadPoolExecutor",
+        "concurrent.futures.thread.ThreadPoolExecutor",
+        "multiprocessing.dummy.Pool",
+        "multiprocessing.pool.ThreadPool",
+    }
+)
+LOCK_CLASSES = frozenset(
+    {
+        "threading.Lock",
+        "threading.RLock",
+        "threading.Semaphore",
+        "threading.BoundedSemaphore",
+        "threading.Condition",
+        "tensorflow.CriticalSection",
+        "multiprocessing.dummy.Lock",
+    }
+)
+TAPE_CLASSES = frozenset({"tensorflow.GradientTape"})
+TF_FUNCTION = frozenset({"tensorflow.function", "tensorflow.autograph.experimental.do_not_convert"})
+
+SEED_SETTERS = frozenset(
+    {
+        "tensorflow.random.set_seed",
+        "tensorflow.set_random_seed",
+        "keras.utils.set_random_seed",
+        "tensorflow.keras.utils.set_random_seed",
+    }
+)
+STATEFUL_RNG_OPS = frozenset(
+    "tensorflow." + n
+    for n in (
+        "random.normal", "random.uniform", "random.truncated_normal", "random.shuffle",
+        "random.gamma", "random.poisson", "random.categorical", "random.experimental.stateless_shuffle_unused",
+        "random.random_gamma", "random_normal", "random_uniform", "random_shuffle",
+        "truncated_normal", "multinomial", "random.multinomial",
+        "image.random_flip_left_right", "image.random_flip_up_down", "image.random_brightness",
+        "image.random_contrast", "image.random_hue", "image.random_saturation", "image.random_crop",
+        "image.random_jpeg_quality", "nn.dropout",
+    )
+)
+STATELESS_RNG_PREFIX = "tensorflow.random.stateless_"
+STATELESS_RNG_EXTRA = frozenset(
+    {
+        "tensorflow.image.stateless_random_flip_left_right",
+        "tensorflow.image.stateless_random_flip_up_down",
+        "tensorflow.image.stateless_random_brightness",
+        "tensorflow.image.stateless_random_contrast",
+        "tensorflow.image.stateless_random_crop",
+        "tensorflow.image.stateless_random_hue",
+        "tensorflow.image.stateless_random_saturation",
+        "tensorflow.image.stateless_random_jpeg_quality",
+        "tensorflow.nn.experimental.stateless_dropout",
+    }
+)
+
+RUN_METHODS = frozenset({"run", "experimental_run_v2"})
+DISTRIBUTE_DATASET_METHODS = frozenset({"experimental_distribute_dataset"})
+DISTRIBUTE_FN_METHODS = frozenset({"distribute_datasets_from_function", "experimental_distribute_datasets_from_function"})
+DISTRIBUTE_VALUES_METHODS = frozenset({"experimental_distribute_values_from_function"})
+
+
+def is_stateless_rng(q: str) -> bool:
+    return q.startswith(STATELESS_RNG_PREFIX) or q in STATELESS_RNG_EXTRA
+
+
+def _last(q: str) -> str:
+    return q.rsplit(".", 1)[-1]
+
+
+def kind_of_constructor(q: str) -> Optional[str]:
+    """What calling the API ``q`` (canonical) creates, or None."""
+    if q in STRATEGY_CLASSES or q in STRATEGY_GETTERS:
+        return STRATEGY
+    if q in MODEL_FACTORIES:
+        return MODEL
+    if q.startswith("keras.applications.") and _last(q)[:1].isupper():
+        return MODEL
+    if q.startswith("keras.layers.") and _last(q)[:1].isupper() and _last(q) not in ("Input", "InputSpec"):
+        return LAYER
+    if q.startswith("keras.optimizers.") and not q.startswith("keras.optimizers.schedules."):
+        if _last(q)[:1].isupper() and _last(q) not in ("Optimizer",) or q == "keras.optimizers.get":
+            return OPTIMIZER
+    if q == "keras.mixed_precision.LossScaleOptimizer":
+        return OPTIMIZER
+    if q.startswith("keras.metrics.") and _last(q)[:1].isupper() and _last(q) != "Metric":
+        return METRIC
+    if q.startswith("keras.losses.") and _last(q)[:1].isupper() and _last(q) not in ("Loss", "Reduction"):
+        return LOSS
+    if q in CHECKPOINT_CLASSES:
+        return CHECKPOINT
+    if q in CHECKPOINT_MANAGER_CLASSES:
+        return CHECKPOINT_MANAGER
+    if q in VARIABLE_CLASSES:
+        return VARIABLE
+    if q in GENERATOR_FACTORIES:
+        return GENERATOR
+    if q in DATASET_FACTORIES:
+        return DATASET
+    if q in THREAD_CLASSES:
+        return THREAD
+    if q in EXECUTOR_CLASSES:
+        return EXECUTOR
+    if q in LOCK_CLASSES:
+        return LOCK
+    if q in TAPE_CLASSES:
+        return TAPE
+    return None
