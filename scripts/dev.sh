@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One entry point for a fresh clone:  bash scripts/dev.sh demo | test | setup
+#   setup : create .venv and install tfpar-lint with its verifier and test dependencies
+#   demo  : setup, lint the bundled fixtures, then verify one flagged script on 2 logical CPU devices
+#   test  : setup, then run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+setup() {
+  local py="${PYTHON:-}"
+  if [ -z "$py" ]; then
+    for cand in python3.11 python3.12 python3.10 python3; do
+      if command -v "$cand" >/dev/null 2>&1; then py="$cand"; break; fi
+    done
+  fi
+  [ -n "$py" ] || { echo "dev.sh: no python3 found" >&2; exit 2; }
+  if [ ! -x .venv/bin/python ]; then
+    echo "dev.sh: creating .venv with $py" >&2
+    "$py" -m venv .venv
+  fi
+  # Re-install only when the dependency declaration changed.
+  local stamp=.venv/.tfpar-deps-stamp
+  local want
+  want="$(cat pyproject.toml scripts/dev.sh | sha256sum | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "dev.sh: installing dependencies (TensorFlow CPU is large; first run takes a few minutes)" >&2
+    .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[verify,dev]'
+    # tf_keras (Keras 2) runs on the tensorflow-cpu installed above; its metadata asks for the full
+    # `tensorflow` wheel, which would install a second copy of TensorFlow, hence --no-deps.
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps 'tf-keras>=2.16,<2.22'
+    echo "$want" > "$stamp"
+  else
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e . >/dev/null
+  fi
+}
+
+case "${1:-}" in
+  setup)
+    setup ;;
+  demo)
+    setup
+    echo "== tfpar-lint fixtures/   (every '# expect:' line should be reported)"
+    rc=0; .venv/bin/tfpar-lint fixtures/ --statistics || rc=$?
+    [ "$rc" -le 1 ] || exit "$rc"
+    echo
+    echo "== tfpar-lint --verify fixtures/TFP201/bad.py   (runs it on 2 logical CPU replicas)"
+    rc=0; .venv/bin/tfpar-lint --verify fixtures/TFP201/bad.py || rc=$?
+    [ "$rc" -le 1 ] || exit "$rc"
+    ;;
+  test)
+    setup
+    shift || true
+    exec .venv/bin/python -m pytest -q "$@" ;;
+  *)
+    echo "usage: bash scripts/dev.sh demo|test|setup" >&2; exit 2 ;;
+esac

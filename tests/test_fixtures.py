@@ -1,0 +1,49 @@
+"""Every ``# expect: TFPnnn`` line of fixtures/ is reported, and nothing else is."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tfpar_lint.engine import lint_file
+from tfpar_lint.expectations import expected_in_source, fixture_files
+from tfpar_lint.registry import all_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+ALL = [r.CODE for r in all_rules()]
+FILES = fixture_files(FIXTURES)
+
+
+def test_fixture_tree_is_complete():
+    """Every rule has a bad and a good fixture, and every bad fixture expects its own code."""
+    missing = []
+    for r in all_rules():
+        folder = FIXTURES / r.CODE
+        bad = sorted(folder.glob("bad*.py"))
+        good = sorted(folder.glob("good*.py"))
+        if not bad or not good:
+            missing.append(f"{r.CODE}: bad={len(bad)} good={len(good)}")
+            continue
+        for b in bad:
+            codes = {c for _, c in expected_in_source(b.read_text())}
+            if r.CODE not in codes:
+                missing.append(f"{b.relative_to(ROOT)} has no '# expect: {r.CODE}'")
+    assert not missing, "\n".join(missing)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
+def test_fixture(path: Path):
+    source = path.read_text()
+    expected = expected_in_source(source)
+    if path.name.startswith("good") or path.parent.name == "tutorials":
+        assert not expected, "good fixtures carry no '# expect:'"
+    result = lint_file(str(path), enabled=ALL)
+    assert result.error is None, result.error
+    found = {(f.line, f.code) for f in result.findings}
+    messages = {(f.line, f.code): f.message for f in result.findings}
+    extra = sorted(found - expected)
+    missed = sorted(expected - found)
+    assert not extra and not missed, (
+        f"false positives: {[(l, c, messages[(l, c)]) for l, c in extra]}\nmissed: {missed}"
+    )
