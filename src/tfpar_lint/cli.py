@@ -19,7 +19,6 @@ import argparse
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
 
@@ -175,9 +174,14 @@ def rule_page(query: str) -> str:
         raise UsageError(f"unknown rule {query!r} (see `{PROG} --list-rules`)")
     import inspect
 
-    doc = inspect.cleandoc(rule.__doc__) if rule.__doc__ else rule.SUMMARY
-    state = "on" if rule.DEFAULT_ENABLED else "off"
-    return f"# {rule.CODE} {rule.NAME}\n\n{rule.SUMMARY}\n\n{doc}\n\nDefault: {state}.\n"
+    parts = [f"# {rule.CODE} {rule.NAME}", rule.SUMMARY]
+    doc = inspect.cleandoc(rule.__doc__) if rule.__doc__ else ""
+    if doc and doc.strip() != rule.SUMMARY.strip():
+        parts.append(doc)
+    if rule.FIX_HINT:
+        parts.append(f"Fix: {rule.FIX_HINT}")
+    parts.append(f"Default: {'on' if rule.DEFAULT_ENABLED else 'off'}. Severity: {rule.SEVERITY}.")
+    return "\n\n".join(parts) + "\n"
 
 
 def list_rules(fmt: str, stream: TextIO) -> None:
@@ -247,29 +251,11 @@ def _lint_stdin(settings: Settings, display: Optional[str], options: Any) -> Any
         data = _read_stdin()
     except OSError as e:
         return engine.FileResult(path=name, findings=[], error=FileError(name, f"cannot read stdin: {e}"))
-    if name.endswith(".ipynb"):
-        # Notebooks go through the engine's file path (cells, positions).
-        fd, tmp = tempfile.mkstemp(suffix=".ipynb")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            res = engine.lint_file(tmp, enabled=enabled, options=options)
-        finally:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-        res.path = name
-        for f in res.findings:
-            f.path = name
-        if res.error is not None:
-            res.error.path = name
-            res.error.message = res.error.message.replace(tmp, name)
-        return res
     try:
         source = _decode(data, name)
     except ValueError as e:
         return engine.FileResult(path=name, findings=[], error=FileError(name, str(e)))
+    # lint_source treats a name ending in .ipynb as notebook JSON.
     return engine.lint_source(source, name, enabled=enabled, options=options)
 
 
@@ -301,8 +287,9 @@ def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
     """Run the verifier; raises UsageError when it cannot be used."""
     hint = f"--verify needs TensorFlow: pip install '{PROG}[verify]'"
     try:
-        from tfpar_lint import verify as verify_mod
+        import importlib
 
+        verify_mod = importlib.import_module("tfpar_lint.verify")
         verify_findings = verify_mod.verify_findings
     except ImportError as e:
         raise UsageError(f"{hint} ({e})") from None

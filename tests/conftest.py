@@ -1,0 +1,153 @@
+"""Shared fixtures: TF snippets, notebook builder, in-process and subprocess CLI runners."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SARIF_SCHEMA = REPO_ROOT.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
+
+# TFP101: the model is built outside the scope (line 3, col 9) and compiled under it.
+TFP101_SRC = """\
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+with strategy.scope():
+    model.compile(optimizer="sgd", loss="mse")
+"""
+TFP101_LINE, TFP101_COL = 3, 9
+
+# The same program done right: no finding.
+CLEAN_TF_SRC = """\
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+"""
+
+# Mentions TensorFlow and a strategy (so the pre-filter lets it through) but does not parse:
+# Python (and flake8's E999) put the error at line 3, column 5.
+SYNTAX_ERROR_SRC = """\
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+x = = 2
+y = 3
+"""
+SYNTAX_ERROR_LINE = 3
+
+
+@dataclass
+class Result:
+    rc: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return [ln for ln in self.out.splitlines() if ln.strip()]
+
+
+@pytest.fixture
+def snippets():
+    class S:
+        tfp101 = TFP101_SRC
+        tfp101_line = TFP101_LINE
+        tfp101_col = TFP101_COL
+        clean = CLEAN_TF_SRC
+        syntax_error = SYNTAX_ERROR_SRC
+        syntax_error_line = SYNTAX_ERROR_LINE
+    return S
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A temp folder as cwd, with a helper to write files (parents created)."""
+    monkeypatch.chdir(tmp_path)
+
+    class P:
+        root = tmp_path
+
+        @staticmethod
+        def write(rel: str, text: str | bytes) -> Path:
+            p = tmp_path / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(text, bytes):
+                p.write_bytes(text)
+            else:
+                p.write_text(text, encoding="utf-8")
+            return p
+    return P
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch) -> Callable[..., Result]:
+    """Run ``tfpar_lint.cli.main`` in-process; ``stdin`` feeds standard input."""
+    from tfpar_lint.cli import main
+
+    def run(*args: str, stdin: Optional[bytes] = None) -> Result:
+        if stdin is not None:
+            import io
+
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+        capsys.readouterr()
+        rc = main(list(args))
+        cap = capsys.readouterr()
+        return Result(rc, cap.out, cap.err)
+    return run
+
+
+def run_subprocess(args: Sequence[str], cwd: Path | str, stdin: Optional[bytes] = None,
+                   env: Optional[dict] = None, timeout: int = 300) -> Result:
+    e = dict(os.environ)
+    e.pop("PYTHONPATH", None)
+    if env:
+        e.update(env)
+    p = subprocess.run(list(args), cwd=str(cwd), input=stdin, capture_output=True, env=e, timeout=timeout)
+    return Result(p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def tfpar(project) -> Callable[..., Result]:
+    """Run ``python -m tfpar_lint`` in a subprocess (real exit code, real streams)."""
+    def run(*args: str, stdin: Optional[bytes] = None, cwd: Optional[Path] = None) -> Result:
+        return run_subprocess([sys.executable, "-m", "tfpar_lint", *args], cwd or project.root, stdin)
+    return run
+
+
+def make_notebook(cells: Sequence[tuple[str, str]], language: str = "python") -> str:
+    """``[("code"|"markdown", source), ...]`` -> nbformat 4 JSON text (sources as line lists)."""
+    out = []
+    for kind, src in cells:
+        cell = {"cell_type": kind, "metadata": {}, "source": src.splitlines(keepends=True)}
+        if kind == "code":
+            cell.update(execution_count=None, outputs=[])
+        out.append(cell)
+    nb = {"cells": out, "metadata": {"kernelspec": {"language": language, "name": "python3",
+                                                    "display_name": "Python 3"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(nb, indent=1)
+
+
+@pytest.fixture
+def notebook():
+    return make_notebook
+
+
+@pytest.fixture
+def tfp101_notebook(notebook) -> str:
+    """TFP101 across cells: the model is built in cell 3 line 2 col 9, compiled in cell 5."""
+    return notebook([
+        ("markdown", "# Training\n"),
+        ("code", "%matplotlib inline\nimport tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"),
+        ("code", "!pip install nothing\nmodel = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"),
+        ("code", "%%bash\necho this cell is not python (\n"),
+        ("code", "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n"),
+    ])

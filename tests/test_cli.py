@@ -1,0 +1,455 @@
+"""The tfpar-lint command: exit codes, selection, inputs, bad input, verify plumbing."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+
+import pytest
+
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Verification
+
+
+def _tfp101_line(path: str = "a.py") -> str:
+    return f"{path}:3:9: TFP101 "
+
+
+# -- exit codes ------------------------------------------------------------------
+
+def test_finding_exits_1_and_prints_flake8_style_line(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    r = cli("a.py")
+    assert r.rc == 1
+    assert len(r.lines) == 1
+    assert r.lines[0].startswith(_tfp101_line())
+    assert r.err == ""
+
+
+def test_clean_files_exit_0(project, cli, snippets):
+    project.write("good.py", snippets.clean)
+    project.write("plain.py", "print('no tensorflow here')\n")
+    r = cli("good.py", "plain.py")
+    assert (r.rc, r.out) == (0, "")
+
+
+def test_real_process_exit_codes(project, tfpar, snippets):
+    project.write("a.py", snippets.tfp101)
+    project.write("good.py", snippets.clean)
+    assert tfpar("good.py").rc == 0
+    r = tfpar("a.py")
+    assert r.rc == 1 and r.out.startswith(_tfp101_line())
+    r = tfpar("--select", "NOPE999", "a.py")
+    assert r.rc == 2 and "NOPE999" in r.err and "Traceback" not in r.err
+
+
+def test_exit_zero(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    r = cli("--exit-zero", "a.py")
+    assert r.rc == 0 and r.lines[0].startswith(_tfp101_line())
+
+
+def test_default_path_is_cwd(project, cli, snippets):
+    project.write("pkg/a.py", snippets.tfp101)
+    r = cli()
+    assert r.rc == 1
+    assert r.lines[0].startswith(_tfp101_line(os.path.join("pkg", "a.py")))
+
+
+# -- bad input: one clear line, exit 2, others still linted ----------------------
+
+def test_syntax_error_reported_and_other_files_still_linted(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    project.write("broken.py", snippets.syntax_error)
+    r = cli("a.py", "broken.py")
+    assert r.rc == 2
+    broken = [ln for ln in r.lines if ln.startswith("broken.py:")]
+    assert len(broken) == 1, r.out
+    # the line Python (and flake8's E999) names, not the one after it
+    assert broken[0].startswith(f"broken.py:{snippets.syntax_error_line}:"), broken[0]
+    assert " E999 " in broken[0], broken[0]
+    assert any(ln.startswith(_tfp101_line()) for ln in r.lines)
+    assert "Traceback" not in r.out + r.err
+
+
+def test_non_utf8_file(project, cli, snippets):
+    project.write("latin.py", b"# tensorflow strategy\nx = '\xe9\xff'\n")
+    project.write("a.py", snippets.tfp101)
+    r = cli("latin.py", "a.py")
+    assert r.rc == 2
+    bad = [ln for ln in r.lines if ln.startswith("latin.py:")]
+    assert len(bad) == 1 and " E902 " in bad[0] and "UTF-8" in bad[0]
+    assert any(ln.startswith(_tfp101_line()) for ln in r.lines)
+
+
+def test_empty_file_is_clean(project, cli):
+    project.write("__init__.py", "")
+    r = cli("__init__.py")
+    assert (r.rc, r.out, r.err) == (0, "", "")
+
+
+def test_missing_path(project, tfpar, snippets):
+    project.write("a.py", snippets.tfp101)
+    r = tfpar("does/not/exist.py", "a.py")
+    assert r.rc == 2
+    assert "Traceback" not in r.out + r.err
+    missing = [ln for ln in r.out.splitlines() if ln.startswith("does/not/exist.py")]
+    assert len(missing) == 1 and "E902" in missing[0]
+    assert _tfp101_line() in r.out
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="file permissions do not stop root (or non-POSIX systems)")
+def test_unreadable_file(project, cli, snippets):
+    p = project.write("secret.py", snippets.tfp101)
+    p.chmod(0)
+    try:
+        r = cli("secret.py")
+    finally:
+        p.chmod(0o644)
+    assert r.rc == 2 and r.lines[0].startswith("secret.py:") and "E902" in r.lines[0]
+
+
+def test_directory_given_as_stdin_filename_is_fine(project, cli, snippets):
+    r = cli("-", "--stdin-filename", "x.py", stdin=snippets.tfp101.encode())
+    assert r.rc == 1 and r.lines[0].startswith(_tfp101_line("x.py"))
+
+
+def test_broken_config_is_one_line_exit_2(project, tfpar, snippets):
+    project.write("a.py", snippets.tfp101)
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nselekt = ['TFP1']\n")
+    r = tfpar("a.py")
+    assert r.rc == 2
+    assert r.out == ""
+    assert len(r.err.strip().splitlines()) == 1, r.err
+    assert "selekt" in r.err and "pyproject.toml" in r.err
+
+
+def test_invalid_toml_is_one_line_exit_2(project, tfpar, snippets):
+    project.write("a.py", snippets.tfp101)
+    project.write("pyproject.toml", "[tool.tfpar-lint\nselect = \n")
+    r = tfpar("a.py")
+    assert r.rc == 2 and "pyproject.toml" in r.err and "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_usage_errors_exit_2(project, cli):
+    assert cli("--jobs", "0").rc == 2
+    assert cli("--format", "xml").rc == 2
+    r = cli("--no-such-flag")
+    assert r.rc == 2 and "--no-such-flag" in r.err
+    assert cli("--devices", "tpu:3", "--verify", "x.py").rc == 2
+
+
+# -- selection ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, expected", [
+    ((), 1),
+    (("--select", "TFP101"), 1),
+    (("--select", "TFP1"), 1),
+    (("--select", "TFP"), 1),
+    (("--select", "ALL"), 1),
+    (("--select", "model-outside-scope"), 1),
+    (("--select", "TFP2"), 0),
+    (("--ignore", "TFP101"), 0),
+    (("--ignore", "TFP1"), 0),
+    (("--ignore", "model-outside-scope"), 0),
+    (("--select", "TFP1", "--ignore", "TFP101"), 0),   # ignore is more specific
+    (("--select", "TFP101", "--ignore", "TFP1"), 1),   # select is more specific
+    (("--select", "TFP1", "--ignore", "TFP1"), 0),     # equal: ignore wins
+    (("--select", "TFP2", "--extend-select", "TFP101"), 1),
+    (("--select", "TFP2,TFP101"), 1),
+])
+def test_selection(project, cli, snippets, args, expected):
+    project.write("a.py", snippets.tfp101)
+    r = cli(*args, "a.py")
+    assert r.rc == expected, (args, r.out, r.err)
+    assert (len(r.lines) == 1) == (expected == 1)
+
+
+def test_unknown_selector(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    r = cli("--ignore", "TFP1O1", "a.py")
+    assert r.rc == 2 and "TFP1O1" in r.err and r.out == ""
+
+
+def test_cli_select_overrides_config_like_ruff(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nignore = ['TFP101']\n")
+    assert cli("a.py").rc == 0
+    assert cli("--select", "TFP101", "a.py").rc == 1        # --select replaces the file's selection
+    assert cli("--extend-select", "TFP2", "a.py").rc == 0   # --extend-select keeps the file's ignore
+    assert cli("--no-config", "a.py").rc == 1
+
+
+def test_per_file_ignores(project, cli, snippets):
+    project.write("src/a.py", snippets.tfp101)
+    project.write("tests/test_a.py", snippets.tfp101)
+    project.write("pyproject.toml", "[tool.tfpar-lint]\n[tool.tfpar-lint.per-file-ignores]\n"
+                                    "'tests/*' = ['TFP1']\n")
+    r = cli(".")
+    assert r.rc == 1
+    assert [ln.split(":")[0] for ln in r.lines] == [os.path.join("src", "a.py")]
+
+
+def test_config_flag_and_format_key(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    project.write("conf/custom.toml", "format = 'json'\nselect = ['TFP1']\n")
+    r = cli("--config", "conf/custom.toml", "a.py")
+    assert r.rc == 1
+    assert json.loads(r.out)[0]["code"] == "TFP101"
+    r = cli("--config", "missing.toml", "a.py")
+    assert r.rc == 2 and "missing.toml" in r.err
+
+
+def test_config_found_upward(project, cli, snippets, monkeypatch):
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nignore = ['TFP1']\n")
+    project.write("sub/deeper/a.py", snippets.tfp101)
+    monkeypatch.chdir(project.root / "sub" / "deeper")
+    assert cli("a.py").rc == 0
+    r = cli("--show-settings")
+    assert str(project.root / "pyproject.toml") in r.out
+
+
+def test_show_settings_explains(project, cli):
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nignore = ['TFP1']\n")
+    r = cli("--show-settings", "--extend-select", "TFP101")
+    assert r.rc == 0
+    row = [ln for ln in r.out.splitlines() if ln.strip().startswith("TFP101")][0]
+    assert " on " in row and "extend-select 'TFP101' (command line)" in row
+    row = [ln for ln in r.out.splitlines() if ln.strip().startswith("TFP102")][0]
+    assert " off " in row and "ignore 'TFP1' (pyproject.toml)" in row
+
+
+# -- information --------------------------------------------------------------------
+
+def test_statistics(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    project.write("b.py", snippets.tfp101)
+    r = cli("--statistics", "a.py", "b.py")
+    assert r.rc == 1
+    stats = [ln for ln in r.lines if not ln.startswith(("a.py", "b.py"))]
+    assert len(stats) == 1
+    count, code = stats[0].split()[:2]
+    assert (count, code) == ("2", "TFP101")
+
+
+def test_list_rules(cli):
+    from tfpar_lint import registry
+
+    r = cli("--list-rules")
+    assert r.rc == 0
+    lines = r.out.splitlines()
+    assert lines[0].split()[:3] == ["CODE", "NAME", "DEFAULT"]
+    rules = registry.all_rules()
+    assert len(lines) == len(rules) + 1
+    for rule, line in zip(rules, lines[1:]):
+        parts = line.split()
+        assert parts[:3] == [rule.CODE, rule.NAME, "on" if rule.DEFAULT_ENABLED else "off"]
+    data = json.loads(cli("--list-rules", "--format", "json").out)
+    assert [d["code"] for d in data] == [r.CODE for r in rules]
+
+
+def test_rule_page(cli):
+    r = cli("rule", "TFP101")
+    assert r.rc == 0 and "TFP101" in r.out
+    assert cli("--explain", "tfp101").out == r.out
+    assert cli("--explain", "model-outside-scope").out == r.out
+    bad = cli("rule", "TFP998")
+    assert bad.rc == 2 and "TFP998" in bad.err
+    assert cli("rule").rc == 2
+
+
+def test_rule_page_prefers_checkout_rules_folder(tmp_path, monkeypatch):
+    from tfpar_lint import cli as cli_mod
+
+    page = cli_mod.rule_page_path("TFP101")
+    repo_page = cli_mod.Path(cli_mod.__file__).resolve().parents[2] / "rules" / "TFP101.md"
+    if repo_page.is_file():
+        assert page == repo_page
+    else:
+        pytest.skip("rules/TFP101.md not written yet")
+
+
+def test_version(cli):
+    from tfpar_lint import __version__
+
+    r = cli("--version")
+    assert r.rc == 0 and __version__ in r.out
+
+
+# -- inputs ---------------------------------------------------------------------------
+
+def test_stdin(project, cli, snippets):
+    r = cli("-", stdin=snippets.tfp101.encode())
+    assert r.rc == 1 and r.lines[0].startswith("<stdin>:3:9: TFP101")
+    r = cli("--stdin-filename", "pkg/train.py", stdin=snippets.tfp101.encode())
+    assert r.rc == 1 and r.lines[0].startswith("pkg/train.py:3:9: TFP101")
+
+
+def test_stdin_notebook(project, cli, tfp101_notebook):
+    r = cli("-", "--stdin-filename", "nb.ipynb", stdin=tfp101_notebook.encode())
+    assert r.rc == 1 and r.lines[0].startswith("nb.ipynb:cell_3:2:9: TFP101"), r.out
+
+
+def test_stdin_per_file_ignores_and_force_exclude(project, cli, snippets):
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nextend-exclude = ['generated']\n"
+                                    "[tool.tfpar-lint.per-file-ignores]\n'tests/*' = ['ALL']\n")
+    src = snippets.tfp101.encode()
+    assert cli("-", "--stdin-filename", "tests/t.py", stdin=src).rc == 0
+    assert cli("-", "--stdin-filename", "generated/g.py", stdin=src).rc == 1
+    assert cli("-", "--stdin-filename", "generated/g.py", "--force-exclude", stdin=src).rc == 0
+
+
+def test_folder_walk_with_excludes(project, cli, snippets):
+    for rel in ["pkg/a.py", "pkg/sub/b.py", "venv/lib/c.py", "build/d.py", ".git/e.py",
+                "pkg/gen/f.py", "notes/g.txt", "pkg/h_pb2.py"]:
+        project.write(rel, snippets.tfp101)
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nextend-exclude = ['pkg/gen', '*_pb2.py']\n")
+    r = cli(".")
+    got = sorted(ln.split(":")[0] for ln in r.lines)
+    assert got == sorted([os.path.join("pkg", "a.py"), os.path.join("pkg", "sub", "b.py")]), r.out
+    # a file named explicitly is linted whatever its extension or excludes...
+    r = cli("notes/g.txt", "venv/lib/c.py")
+    assert len(r.lines) == 2
+    # ...unless --force-exclude
+    r = cli("--force-exclude", "notes/g.txt", "venv/lib/c.py")
+    assert len(r.lines) == 1 and r.lines[0].startswith("notes/g.txt")
+    # --exclude replaces the defaults
+    r = cli("--exclude", "pkg", ".")
+    got = {ln.split(":")[0].split(os.sep)[0] for ln in r.lines}
+    assert got == {"venv", "build", ".git"}
+
+
+def test_no_files_found_warns_exit_0(project, cli):
+    (project.root / "empty").mkdir()
+    r = cli("empty")
+    assert r.rc == 0 and r.out == "" and "no Python files" in r.err
+
+
+def test_jobs_parallel_same_result(project, cli, snippets):
+    for i in range(12):
+        project.write(f"m{i:02d}.py", snippets.tfp101 if i % 2 else snippets.clean)
+    serial = cli("-j", "1", ".")
+    parallel = cli("-j", "4", ".")
+    assert serial.rc == parallel.rc == 1
+    assert serial.out == parallel.out and len(serial.lines) == 6
+
+
+def test_output_file(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    r = cli("--format", "json", "--output-file", "out/report.json", "a.py")
+    assert r.rc == 2  # out/ does not exist: clear error, no traceback
+    assert "out/report.json" in r.err
+    (project.root / "out").mkdir()
+    r = cli("--format", "json", "--output-file", "out/report.json", "a.py")
+    assert r.rc == 1 and r.out == ""
+    assert json.loads((project.root / "out" / "report.json").read_text())[0]["code"] == "TFP101"
+
+
+def test_progress_bar_only_on_tty_with_many_files(project, cli, snippets, monkeypatch):
+    for i in range(25):
+        project.write(f"m{i:02d}.py", snippets.clean)
+    r = cli("-j", "1", ".")
+    assert r.err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    r = cli("-j", "1", ".")
+    assert "25/25 files" in r.err
+    r = cli("-j", "1", "--no-progress", ".")
+    assert "files" not in r.err
+
+
+def test_double_dash_without_verify_means_paths(project, cli, snippets):
+    project.write("-odd.py", snippets.tfp101)
+    r = cli("--", "-odd.py")
+    assert r.rc == 1 and r.lines[0].startswith("-odd.py:3:9")
+
+
+# -- --verify plumbing (with a stand-in verifier; the real one needs TensorFlow) -----
+
+class _FakeRun:
+    def __init__(self, script):
+        self.script = script
+
+    def summary(self):
+        return f"{self.script}: ran 3 steps on 2 replicas"
+
+    def to_dict(self):
+        return {"script": self.script, "steps": 3}
+
+
+@pytest.fixture
+def fake_verify(monkeypatch):
+    calls = {}
+
+    def install(status):
+        def verify_findings(scripts, findings, *, devices, max_steps, timeout, script_args, jobs):
+            calls.update(scripts=list(scripts), devices=devices, max_steps=max_steps, timeout=timeout,
+                         script_args=list(script_args))
+            for f in findings:
+                f.verification = Verification(status=status, evidence="variable is not mirrored",
+                                              replicas=2, devices=["/cpu:0", "/cpu:1"], seconds=4.12)
+            return [_FakeRun(s) for s in scripts]
+        mod = types.ModuleType("tfpar_lint.verify")
+        mod.verify_findings = verify_findings
+        monkeypatch.setitem(sys.modules, "tfpar_lint.verify", mod)
+        return calls
+    return install
+
+
+def test_verify_confirmed_text(project, cli, snippets, fake_verify):
+    calls = fake_verify(CONFIRMED)
+    project.write("train.py", snippets.tfp101)
+    r = cli("--verify", "--devices", "cpu:2", "--max-steps", "3", "--timeout", "60", "train.py",
+            "--", "--epochs", "1")
+    assert r.rc == 1
+    assert r.lines[0].startswith("train.py:3:9: TFP101")
+    assert r.lines[1] == ("    -> CONFIRMED: variable is not mirrored "
+                          "(2 replicas on /cpu:0,/cpu:1, 4.1 s)")
+    assert "train.py: ran 3 steps on 2 replicas" in r.out
+    assert calls == {"scripts": ["train.py"], "devices": "cpu:2", "max_steps": 3, "timeout": 60.0,
+                     "script_args": ["--epochs", "1"]}
+
+
+@pytest.mark.parametrize("status, rc", [(CONFIRMED, 1), (INCONCLUSIVE, 1), (NOT_REPRODUCED, 0)])
+def test_verify_exit_codes(project, cli, snippets, fake_verify, status, rc):
+    fake_verify(status)
+    project.write("train.py", snippets.tfp101)
+    assert cli("--verify", "train.py").rc == rc
+
+
+def test_verify_json_and_sarif(project, cli, snippets, fake_verify):
+    fake_verify(NOT_REPRODUCED)
+    project.write("train.py", snippets.tfp101)
+    r = cli("--verify", "--format", "json", "train.py")
+    assert r.rc == 0
+    assert json.loads(r.out)[0]["verification"]["status"] == NOT_REPRODUCED
+    assert "ran 3 steps" in r.err  # run summaries go to stderr, stdout stays JSON
+    r = cli("--verify", "--format", "sarif", "train.py")
+    log = json.loads(r.out)
+    assert log["runs"][0]["results"][0]["properties"]["verification"]["replicas"] == 2
+    assert log["runs"][0]["invocations"][0]["properties"]["scriptRuns"][0]["steps"] == 3
+
+
+def test_verify_clean_script_does_not_run_verifier(project, cli, snippets, fake_verify):
+    calls = fake_verify(CONFIRMED)
+    project.write("train.py", snippets.clean)
+    assert cli("--verify", "train.py").rc == 0
+    assert calls == {}
+
+
+def test_verify_without_tensorflow(project, cli, snippets, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tfpar_lint.verify", None)  # import fails like a missing TF
+    project.write("train.py", snippets.tfp101)
+    r = cli("--verify", "train.py")
+    assert r.rc == 2
+    assert "pip install 'tfpar-lint[verify]'" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_verify_usage_errors(project, cli, snippets):
+    project.write("train.py", snippets.tfp101)
+    assert cli("--verify", "-", stdin=b"").rc == 2
+    assert cli("--max-steps", "3", "train.py").rc == 2
+    assert cli("--verify", "--max-steps", "0", "train.py").rc == 2
+    assert cli("--verify", "--timeout", "-1", "train.py").rc == 2
