@@ -8,7 +8,8 @@ cell stay the ones the user sees:
 
 * line magics and shell escapes: ``%timeit f()``, ``!pip install x``,
   ``files = !ls``, ``t = %time f()``, help requests ``tf.function?`` / ``??x``
-  (with their ``\\``-continued lines);
+  (with their ``\\``-continued lines); one that opens a block becomes ``pass``
+  so that the block still parses;
 * a cell magic (``%%bash``, ``%%time``...) on the first line means the cell is
   not Python: the whole cell is left out.
 """
@@ -42,16 +43,27 @@ def clean_cell(source: str) -> str | None:
         return None
     out: list[str] = []
     continuing = False
+    last_code = ""
     for line in lines:
         body = line.rstrip("\r\n")
         eol = line[len(body):]
         stripped = body.strip()
-        if continuing or _is_ipython_line(stripped, body):
-            out.append(eol or "")
+        if continuing:
+            out.append(eol)
+            continuing = body.endswith("\\")
+        elif _is_ipython_line(stripped, body):
+            indent = body[:len(body) - len(body.lstrip())]
+            # a magic opening a block (`if x:` then `    %time f()`) becomes `pass`
+            opens_block = bool(indent) and last_code.rstrip().endswith(":")
+            out.append((indent + "pass" if opens_block else "") + eol)
+            if opens_block:
+                last_code = indent + "pass"
             continuing = body.endswith("\\")
         else:
             out.append(line)
             continuing = False
+            if stripped and not stripped.startswith("#"):
+                last_code = body
     return "".join(out)
 
 

@@ -1,0 +1,112 @@
+"""Notebook code cells and notebook positions in the CLI's output."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tfpar_lint.notebook import clean_cell, code_cells
+
+
+def test_code_cells_numbers_count_all_cells(notebook):
+    text = notebook([("markdown", "# hi\n"), ("code", "a = 1\n"), ("raw", "x"), ("code", "b = 2")])
+    assert code_cells(text) == [(2, "a = 1\n"), (4, "b = 2")]
+
+
+def test_source_as_string_or_list():
+    nb = {"cells": [{"cell_type": "code", "source": "a = 1\nb = 2"},
+                    {"cell_type": "code", "source": ["c = 1\n", "d = 2"]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    assert code_cells(json.dumps(nb)) == [(1, "a = 1\nb = 2"), (2, "c = 1\nd = 2")]
+
+
+@pytest.mark.parametrize("src, expected", [
+    ("%matplotlib inline\nimport tensorflow as tf\n", "\nimport tensorflow as tf\n"),
+    ("!pip install x\nx = 1\n", "\nx = 1\n"),
+    ("  !ls\nx = 1\n", "\nx = 1\n"),
+    ("files = !ls\nx = 1\n", "\nx = 1\n"),
+    ("t = %time f()\nx = 1\n", "\nx = 1\n"),
+    ("tf.function?\nx = 1\n", "\nx = 1\n"),
+    ("??tf.function\nx = 1\n", "\nx = 1\n"),
+    ("%pip install \\\n   tensorflow\nx = 1\n", "\n\nx = 1\n"),
+    ("x = a != b\ny = a % b\n", "x = a != b\ny = a % b\n"),
+    ("if x:\n    %time f()\n", "if x:\n    pass\n"),
+    ("x = 1", "x = 1"),
+])
+def test_magics_blanked_keeping_line_numbers(src, expected):
+    out = clean_cell(src)
+    assert out == expected
+    assert out.count("\n") == src.count("\n")
+
+
+def test_cell_magic_skips_the_whole_cell(notebook):
+    assert clean_cell("%%bash\necho hi\n") is None
+    assert clean_cell("\n%%time\nx = 1\n") is None
+    text = notebook([("code", "%%writefile x.py\nimport tensorflow\n"), ("code", "y = 1\n")])
+    assert code_cells(text) == [(2, "y = 1\n")]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", ["empty"]),
+    ("{not json", ["invalid notebook JSON", "line 1"]),
+    ("[1, 2]", ["not a JSON object"]),
+    ('{"metadata": {}}', ["no 'cells'"]),
+    ('{"cells": [1]}', ["cell 1"]),
+    ('{"cells": [{"cell_type": "code", "source": 3}]}', ["cell 1", "source"]),
+])
+def test_invalid_notebooks_raise_value_error(text, words):
+    with pytest.raises(ValueError) as exc:
+        code_cells(text)
+    for w in words:
+        assert w in str(exc.value)
+
+
+def test_non_python_kernel_has_no_cells(notebook):
+    assert code_cells(notebook([("code", "library(x)\n")], language="R")) == []
+
+
+def test_nbformat3():
+    nb = {"worksheets": [{"cells": [{"cell_type": "code", "input": ["x = 1\n"]}]}], "nbformat": 3}
+    assert code_cells(json.dumps(nb)) == [(1, "x = 1\n")]
+
+
+# -- through the CLI --------------------------------------------------------------------
+
+def test_cli_notebook_positions(project, cli, tfp101_notebook):
+    project.write("train.ipynb", tfp101_notebook)
+    r = cli("train.ipynb")
+    assert r.rc == 1
+    assert len(r.lines) == 1
+    assert r.lines[0].startswith("train.ipynb:cell_3:2:9: TFP101 "), r.out
+
+
+def test_cli_notebook_json_sarif_github(project, cli, tfp101_notebook):
+    project.write("train.ipynb", tfp101_notebook)
+    f = json.loads(cli("--format", "json", "train.ipynb").out)[0]
+    assert (f["cell"], f["line"], f["col"]) == (3, 2, 9)
+    res = json.loads(cli("--format", "sarif", "train.ipynb").out)["runs"][0]["results"][0]
+    assert res["properties"]["cell"] == 3
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "train.ipynb"
+    gh = cli("--format", "github", "train.ipynb").out
+    assert gh.startswith("::error file=train.ipynb,title=TFP101 (cell 3)::cell 3, line 2, col 9: ") or \
+        gh.startswith("::warning file=train.ipynb,title=TFP101 (cell 3)::cell 3, line 2, col 9: ")
+
+
+def test_cli_finds_notebooks_in_folders_and_noqa_in_cells(project, cli, tfp101_notebook, notebook):
+    project.write("nbs/train.ipynb", tfp101_notebook)
+    project.write("nbs/.ipynb_checkpoints/train-checkpoint.ipynb", tfp101_notebook)
+    r = cli(".")
+    assert len(r.lines) == 1 and r.lines[0].startswith("nbs/train.ipynb:cell_3:2:9:")
+    quiet = tfp101_notebook.replace("tf.keras.layers.Dense(1)])", "tf.keras.layers.Dense(1)])  # noqa: TFP101")
+    project.write("nbs/train.ipynb", quiet)
+    assert cli(".").rc == 0
+
+
+def test_cli_broken_notebook(project, cli, snippets):
+    project.write("bad.ipynb", '{"cells": [')
+    project.write("a.py", snippets.tfp101)
+    r = cli("bad.ipynb", "a.py")
+    assert r.rc == 2
+    bad = [ln for ln in r.lines if ln.startswith("bad.ipynb:")]
+    assert len(bad) == 1 and "E902" in bad[0] and "invalid notebook JSON" in bad[0]
+    assert any(ln.startswith("a.py:3:9: TFP101") for ln in r.lines)
