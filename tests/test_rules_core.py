@@ -1,0 +1,337 @@
+"""Import spellings, resolution and precision cases for the TFP1xx-TFP4xx rules."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tfpar_lint.engine import AnalysisOptions, lint_source
+from tfpar_lint.registry import all_rules
+
+ALL = [r.CODE for r in all_rules()]
+
+
+def codes(src: str, options: AnalysisOptions = AnalysisOptions()) -> list[tuple[int, str]]:
+    res = lint_source(textwrap.dedent(src), "t.py", enabled=ALL, options=options)
+    assert res.error is None, res.error
+    return [(f.line, f.code) for f in res.findings]
+
+
+# --------------------------------------------------------------------------- spellings
+SCOPE_TAIL = """
+with strategy.scope():
+    model.compile(optimizer="sgd", loss="mse")
+"""
+
+SPELLINGS = {
+    "import tensorflow as tf": (
+        "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"),
+    "from tensorflow import keras": (
+        "import tensorflow as tf\nfrom tensorflow import keras\nstrategy = tf.distribute.MirroredStrategy()\n"
+        "model = keras.Sequential([keras.layers.Dense(1)])\n"),
+    "import keras (Keras 3)": (
+        "import keras\nimport tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"
+        "model = keras.Sequential([keras.layers.Dense(1)])\n"),
+    "import tf_keras": (
+        "import tf_keras\nimport tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"
+        "model = tf_keras.Sequential([tf_keras.layers.Dense(1)])\n"),
+    "from tensorflow import distribute as d": (
+        "from tensorflow import distribute as d\nfrom tensorflow import keras\nstrategy = d.MirroredStrategy()\n"
+        "model = keras.models.Sequential()\n"),
+    "from tensorflow.distribute import MirroredStrategy as MS": (
+        "from tensorflow.distribute import MirroredStrategy as MS\nimport keras\nstrategy = MS()\n"
+        "model = keras.Model(inputs=None, outputs=None)\n"),
+    "import tensorflow.compat.v2 as tf": (
+        "import tensorflow.compat.v2 as tf\nstrategy = tf.distribute.MirroredStrategy()\n"
+        "model = tf.keras.Sequential()\n"),
+    "import tensorflow (no alias)": (
+        "import tensorflow\nstrategy = tensorflow.distribute.MirroredStrategy()\n"
+        "model = tensorflow.keras.Sequential()\n"),
+    "from keras.models import Sequential as Seq": (
+        "from keras.models import Sequential as Seq\nimport tensorflow as tf\n"
+        "strategy = tf.distribute.MultiWorkerMirroredStrategy()\nmodel = Seq()\n"),
+    "get_strategy()": (
+        "import tensorflow as tf\nimport keras\nstrategy = tf.distribute.get_strategy()\nmodel = keras.Sequential()\n"),
+}
+
+
+@pytest.mark.parametrize("name", list(SPELLINGS))
+def test_import_spellings_resolve(name):
+    src = SPELLINGS[name] + SCOPE_TAIL
+    model_line = src.splitlines().index(next(l for l in src.splitlines() if l.startswith("model ="))) + 1
+    assert codes(src) == [(model_line, "TFP101")]
+
+
+def test_functional_and_subclassed_models_and_builders():
+    src = """
+    import tensorflow as tf
+    from tensorflow import keras
+
+    class Net(keras.Model):
+        def call(self, x):
+            return x
+
+    class Deeper(Net):
+        pass
+
+    def build():
+        inputs = keras.Input(shape=(3,))
+        outputs = keras.layers.Dense(1)(inputs)
+        return keras.Model(inputs, outputs)
+
+    def make_strategy():
+        return tf.distribute.MirroredStrategy()
+
+    strategy = make_strategy()
+    a = Net()
+    b = Deeper()
+    c = build()
+    with strategy.scope():
+        a.compile(loss="mse")
+        b.compile(loss="mse")
+        c.fit([1], [1])
+    """
+    assert codes(src) == [(21, "TFP101"), (22, "TFP101"), (23, "TFP101")]
+
+
+def test_annotated_strategy_parameter_resolves():
+    src = """
+    import tensorflow as tf
+    import keras
+
+    def train(strategy: tf.distribute.Strategy):
+        model = keras.Sequential()
+        with strategy.scope():
+            model.compile(loss="mse")
+    """
+    assert codes(src) == [(6, "TFP101")]
+
+
+def test_parameter_resolved_from_every_call_site():
+    src = """
+    import tensorflow as tf
+    import keras
+
+    def train(strategy, model):
+        with strategy.scope():
+            model.compile(loss="mse")
+
+    s = tf.distribute.MirroredStrategy()
+    m = keras.Sequential()
+    train(s, m)
+    """
+    assert codes(src) == [(10, "TFP101")]
+
+
+def test_configured_strategy_factory():
+    src = """
+    from mylib.dist import make
+    import keras
+    strategy = make()
+    model = keras.Sequential()
+    with strategy.scope():
+        model.compile(loss="mse")
+    """
+    assert codes(src) == []
+    assert codes(src, AnalysisOptions(strategy_factories=("mylib.dist.make",))) == [(5, "TFP101")]
+
+
+# --------------------------------------------------------------------------- precision
+SILENT = {
+    "unannotated strategy parameter": """
+        import keras
+        def train(strategy):
+            model = keras.Sequential()
+            with strategy.scope():
+                model.compile(loss="mse")
+        """,
+    "model imported from another module": """
+        import tensorflow as tf
+        from mymodels import model
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model.compile(loss="mse")
+        """,
+    "name that merely looks like a strategy": """
+        import keras
+        strategy = load_config().strategy
+        model = keras.Sequential()
+        with strategy.scope():
+            model.compile(loss="mse")
+        """,
+    "builder called inside the scope": """
+        import tensorflow as tf
+        import keras
+        def build():
+            m = keras.Sequential([keras.layers.Dense(1)])
+            m.compile(optimizer=keras.optimizers.Adam(), loss="mse", metrics=[keras.metrics.AUC()])
+            return m
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = build()
+        model.fit([1], [1])
+        """,
+    "function called only from inside a scope": """
+        import tensorflow as tf
+        import keras
+        def setup():
+            model = keras.Sequential()
+            opt = keras.optimizers.SGD()
+            model.compile(optimizer=opt, loss="mse")
+            return model
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            setup()
+        """,
+    "evaluation model outside any scope, never used with the strategy": """
+        import tensorflow as tf
+        import keras
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = keras.Sequential()
+            model.compile(loss="mse")
+        eval_model = keras.Sequential()
+        eval_model.compile(loss="mse")
+        eval_model.evaluate([1], [1])
+        """,
+    "fit outside the scope of a model built inside": """
+        import tensorflow as tf
+        import keras
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = keras.Sequential()
+            model.compile(loss="mse")
+        model.fit([1], [1])
+        """,
+    "distributed dataset fed to run": """
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        ds = tf.data.Dataset.range(8).batch(4)
+        dist = strategy.experimental_distribute_dataset(ds)
+        def step(x):
+            return x
+        @tf.function
+        def train_step(x):
+            return strategy.run(step, args=(x,))
+        for x in dist:
+            train_step(x)
+        it = iter(dist)
+        strategy.run(step, args=(next(it),))
+        """,
+    "assign_add and locked read-modify-write in threads": """
+        import threading
+        import tensorflow as tf
+        v = tf.Variable(0)
+        lock = threading.Lock()
+        def a():
+            v.assign_add(1)
+        def b():
+            with lock:
+                v.assign(v + 1)
+        def c(guard):
+            with guard:
+                v.assign(v + 1)
+        threading.Thread(target=a).start()
+        threading.Thread(target=b).start()
+        threading.Thread(target=c, args=(lock,)).start()
+        """,
+    "read-modify-write outside any thread": """
+        import tensorflow as tf
+        v = tf.Variable(0)
+        def bump():
+            v.assign(v + 1)
+        bump()
+        """,
+    "seed at start-up, per-replica stateless seeds": """
+        import tensorflow as tf
+        tf.random.set_seed(1)
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            gen = tf.random.Generator.from_seed(1)
+        def step(x):
+            ctx = tf.distribute.get_replica_context()
+            seed = [7, ctx.replica_id_in_sync_group]
+            a = tf.random.stateless_normal([2], seed=seed)
+            return gen.normal([2]) + a
+        strategy.run(step, args=(1,))
+        """,
+    "dataset fn that shards and batches per replica": """
+        import tensorflow as tf
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        def dataset_fn(input_context):
+            bs = input_context.get_per_replica_batch_size(64)
+            ds = tf.data.Dataset.range(100)
+            ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+            return ds.batch(bs).prefetch(2)
+        dist = strategy.distribute_datasets_from_function(dataset_fn)
+        vals = strategy.experimental_distribute_values_from_function(
+            lambda ctx: tf.constant(ctx.replica_id_in_sync_group))
+        """,
+    "apply_gradients in the replica function and under scope": """
+        import tensorflow as tf
+        import keras
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = keras.Sequential([keras.layers.Dense(1)])
+            opt = keras.optimizers.SGD()
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+        @tf.function
+        def train(x):
+            strategy.run(step, args=(x,))
+        with strategy.scope():
+            opt.apply_gradients([])
+        """,
+}
+
+
+@pytest.mark.parametrize("name", list(SILENT))
+def test_silent_on_correct_or_unresolvable_code(name):
+    assert codes(SILENT[name]) == []
+
+
+def test_run_fed_from_plain_dataset_through_a_step_parameter():
+    src = """
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    ds = tf.data.Dataset.range(8).batch(4)
+    def step(x):
+        return x
+    @tf.function
+    def train_step(batch):
+        return strategy.run(step, args=(batch,))
+    for x in ds:
+        train_step(x)
+    """
+    assert codes(src) == [(9, "TFP201")]
+
+
+def test_thread_pool_and_indirect_read_modify_write():
+    src = """
+    from concurrent.futures import ThreadPoolExecutor
+    import tensorflow as tf
+    v = tf.Variable(0.0)
+    def work(i):
+        x = v.numpy()
+        v.assign(x + i)
+    with ThreadPoolExecutor(4) as ex:
+        list(ex.map(work, range(10)))
+    """
+    assert codes(src) == [(7, "TFP301")]
+
+
+def test_off_by_default_rule_only_when_selected():
+    src = """
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    def step(x):
+        return x + tf.random.uniform([2])
+    strategy.run(step, args=(1,))
+    """
+    assert codes(src) == [(5, "TFP403")]
+    res = lint_source(textwrap.dedent(src), "t.py")  # default selection
+    assert res.findings == []
