@@ -101,19 +101,20 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
             known, _ = m.scope_items(cs)
             if not known:
                 continue
-            hit = False
+            hit = None
             if v.kind == api.OPTIMIZER:
-                hit = all_from(m, keyword(cs.node, "optimizer") or arg(cs.node, 0), cs, origin)
+                e = keyword(cs.node, "optimizer") or arg(cs.node, 0)
+                hit = e if all_from(m, e, cs, origin) else None
             else:
                 for kw in ("metrics", "weighted_metrics"):
                     lst = keyword(cs.node, kw)
-                    if isinstance(lst, (cst.List, cst.Tuple)):
-                        hit = hit or any(all_from(m, el.value, cs, origin) for el in lst.elements)
-                    elif lst is not None:
-                        hit = hit or all_from(m, lst, cs, origin)
-            if hit:
+                    items = [el.value for el in lst.elements] if isinstance(lst, (cst.List, cst.Tuple)) else [lst]
+                    for e in items:
+                        if hit is None and all_from(m, e, cs, origin):
+                            hit = e
+            if hit is not None:
                 yield Use(cs.node, f"it is passed to `compile` under `{strategy_text(m, cs)}.scope()` "
-                                   f"(line {{line}})", strategy_text(m, cs))
+                                   f"(line {{line}})", strategy_text(m, cs), m.code(hit))
     # used inside a replica function
     table = m.replica_functions()
     for fid, strategies in table.items():
