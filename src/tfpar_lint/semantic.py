@@ -382,6 +382,8 @@ class _Builder(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> bool:
         node.value.visit(self)  # the value is evaluated before the targets are bound
         for t in node.targets:
+            if isinstance(t.target, cst.Attribute):
+                self.m.attr_assigns.append((t.target, node.value, self.scope, self._order()))
             self._bind_target(t.target, "assign", node, node.value)
             t.target.visit(self)
         return False
@@ -506,6 +508,9 @@ class _Builder(cst.CSTVisitor):
     def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
         self.m.comprehensions.append((node, self.scope, self._order()))
 
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        self.m.fstring_exprs.append((node.expression, self.scope, self._order()))
+
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) in self.skip_names:
             return
@@ -536,6 +541,10 @@ class Module:
         # [x] * n  and  [f(x) for ...]: (node, scope, order)
         self.sequence_repeats: list[tuple[cst.BinaryOperation, Scope, int]] = []
         self.comprehensions: list[tuple[cst.BaseExpression, Scope, int]] = []
+        # obj.attr = value (any receiver): (target, value, scope, order)
+        self.attr_assigns: list[tuple[cst.Attribute, cst.BaseExpression, Scope, int]] = []
+        # {expr} inside f-strings: (expr, scope, order)
+        self.fstring_exprs: list[tuple[cst.BaseExpression, Scope, int]] = []
         tree.visit(_Builder(self))
         # memo tables
         self._infer_memo: dict[int, list[Value]] = {}
@@ -1010,9 +1019,6 @@ class Module:
                 for v in self.infer(r.node, r.scope, r.order):
                     if v.info is fn:
                         return True
-        for c in self.classes:
-            for bs in c.attrs.values():
-                pass
         if fn.cls is not None:
             # self.method referenced without call (e.g. strategy.run(self.step))
             for cs in self.calls:
@@ -1229,3 +1235,44 @@ class Module:
             if vals and all(v.origin is value_origin for v in vals):
                 out.append(r)
         return out
+
+    def reaching_exprs(self, name: cst.Name, scope: Scope, order: int,
+                       _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """Right-hand sides whose value may reach ``name`` here, as (expr, scope, order):
+        ``x = e`` -> e; ``x += e`` -> e plus what reached ``x`` before.  None when a
+        binding is anything else (parameter, import, unpacking, loop target, ...)."""
+        if _depth > 20:
+            return None
+        bs = self.lookup(name.value, scope, order)
+        if not bs:
+            return None
+        out: list[tuple[cst.BaseExpression, Scope, int]] = []
+        for b in bs:
+            if b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path:
+                out.append((b.value, b.scope, b.order))
+            elif b.kind == "aug" and isinstance(b.node, cst.AugAssign):
+                out.append((b.node.value, b.scope, b.order))
+                prev = self.reaching_exprs(name, b.scope, b.order, _depth + 1)
+                if prev is None:
+                    return None
+                out.extend(prev)
+            else:
+                return None
+        return out
+
+    def sets_env(self, var: str) -> Optional[str]:
+        """The literal value this module assigns to environment variable ``var``
+        (``os.environ[var] = "1"``, ``os.environ.setdefault(var, "1")``, ``os.putenv``), or None."""
+        import re
+
+        if var not in self.source:
+            return None
+        v = re.escape(var)
+        pats = (rf"environ\s*\[\s*['\"]{v}['\"]\s*\]\s*=\s*['\"]([^'\"]*)['\"]",
+                rf"(?:setdefault|putenv|update)\s*\(\s*(?:{{\s*)?['\"]{v}['\"]\s*[,:]\s*['\"]([^'\"]*)['\"]",
+                rf"environ\.update\s*\(\s*{v}\s*=\s*['\"]([^'\"]*)['\"]")
+        for p in pats:
+            mt = re.search(p, self.source)
+            if mt:
+                return mt.group(1)
+        return None
