@@ -39,7 +39,10 @@ SYNTAX_ERROR_SRC = """\
 import tensorflow as tf
 strategy = tf.distribute.MirroredStrategy()
 x = = 2
-y = 3
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    strategy.run(model)
 """
 SYNTAX_ERROR_LINE = 3
 
@@ -112,6 +115,12 @@ def run_subprocess(args: Sequence[str], cwd: Path | str, stdin: Optional[bytes] 
         e.update(env)
     p = subprocess.run(list(args), cwd=str(cwd), input=stdin, capture_output=True, env=e, timeout=timeout)
     return Result(p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def proc():
+    """``proc(argv, cwd, stdin=None, env=None)`` -> Result of a real subprocess."""
+    return run_subprocess
 
 
 @pytest.fixture

@@ -22,8 +22,13 @@ def location(f: Finding) -> str:
     return f"{f.path}:{f.line}:{f.col}"
 
 
+def one_line(s: str) -> str:
+    """One finding, one line (for grep and editors): newlines become spaces."""
+    return " ".join(s.splitlines()) if ("\n" in s or "\r" in s) else s
+
+
 def format_finding(f: Finding) -> str:
-    return f"{location(f)}: {f.code} {f.message}"
+    return f"{location(f)}: {f.code} {one_line(f.message)}"
 
 
 def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
@@ -31,12 +36,12 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
     for err in report.sorted_errors():
         code = error_code(err)
         rows.append(((err.path, 0, err.line, err.col, code),
-                     [f"{err.path}:{err.line}:{err.col}: {code} {err.message}"]))
+                     [f"{err.path}:{err.line}:{err.col}: {code} {one_line(err.message)}"]))
     for f in report.sorted_findings():
         lines = [format_finding(f)]
         v = verification_line(f)
         if v is not None:
-            lines.append("    " + v)
+            lines.append("    " + one_line(v))
         elif report.verified:
             lines.append("    -> UNVERIFIED: the verifier did not run this finding")
         rows.append((f.sort_key(), lines))
@@ -58,9 +63,9 @@ def write_statistics(report: Report, stream: TextIO) -> None:
     for err in report.sorted_errors():
         c = error_code(err)
         counts[c] += 1
-        first.setdefault(c, err.message)
+        first.setdefault(c, one_line(err.message))
     for f in report.sorted_findings():
         counts[f.code] += 1
-        first.setdefault(f.code, f.message)
+        first.setdefault(f.code, one_line(f.message))
     for code in sorted(counts):
         stream.write(f"{counts[code]:<5} {code} {first[code]}\n")

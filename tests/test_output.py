@@ -1,0 +1,219 @@
+"""Report formats: text, json, sarif (schema-validated), github."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tfpar_lint.finding import CONFIRMED, FileError, Finding, Verification
+from tfpar_lint.output import Report, error_code, write
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SCHEMA_PATH = REPO_ROOT / ".." / "shared" / "data" / "sarif-schema-2.1.0.json"
+
+
+def _finding(**kw) -> Finding:
+    base = dict(code="TFP101", name="model-outside-scope", message="model built outside the scope",
+                path="pkg/train.py", line=3, col=9, end_line=3, end_col=56, severity="error",
+                fix_hint="build it inside the scope")
+    base.update(kw)
+    return Finding(**base)
+
+
+def _report(root: str = ".") -> Report:
+    f1 = _finding()
+    f2 = _finding(path="nb.ipynb", cell=4, line=2, col=5, end_line=2, end_col=20, severity="warning",
+                  message="50% of it, with: commas, colons\nand a newline")
+    f3 = _finding(path="pkg/train.py", line=10, col=1, end_line=11, end_col=4)
+    f3.verification = Verification(status=CONFIRMED, evidence="weights differ across replicas",
+                                   replicas=2, devices=["/cpu:0", "/cpu:1"], seconds=4.06)
+    errors = [FileError("broken.py", "syntax error: invalid syntax", line=3, col=5),
+              FileError("latin.py", "not valid UTF-8 (byte 3: invalid start byte)")]
+    return Report(findings=[f3, f2, f1], errors=errors, root=root)
+
+
+def render(fmt: str, report: Report, **kw) -> str:
+    buf = io.StringIO()
+    write(fmt, report, buf, **kw)
+    return buf.getvalue()
+
+
+def test_error_codes():
+    assert error_code(FileError("a.py", "syntax error: x", 1, 1)) == "E999"
+    assert error_code(FileError("a.py", "not valid UTF-8 (byte 0)")) == "E902"
+    assert error_code(FileError("a.py", "FileNotFoundError: no such file or directory")) == "E902"
+    assert error_code(FileError("a.ipynb", "invalid notebook JSON: Expecting value")) == "E902"
+
+
+# -- text -----------------------------------------------------------------------------
+
+def test_text():
+    out = render("text", _report()).splitlines()
+    assert out == [
+        "broken.py:3:5: E999 syntax error: invalid syntax",
+        "latin.py:0:0: E902 not valid UTF-8 (byte 3: invalid start byte)",
+        "nb.ipynb:cell_4:2:5: TFP101 50% of it, with: commas, colons and a newline",
+        "pkg/train.py:3:9: TFP101 model built outside the scope",
+        "pkg/train.py:10:1: TFP101 model built outside the scope",
+        "    -> CONFIRMED: weights differ across replicas (2 replicas on /cpu:0,/cpu:1, 4.1 s)",
+    ]
+
+
+def test_text_statistics_like_flake8():
+    out = render("text", _report(), statistics=True).splitlines()
+    # flake8: f"{count:<5} {code} {first message}", sorted by code, after the findings
+    assert out[-3] == "1     E902 not valid UTF-8 (byte 3: invalid start byte)"
+    assert out[-2] == "1     E999 syntax error: invalid syntax"
+    assert out[-1] == "3     TFP101 50% of it, with: commas, colons and a newline"
+
+
+def test_text_script_run_summaries():
+    class Run:
+        def summary(self):
+            return "pkg/train.py: 2 replicas, 3 steps, exit 0"
+    rep = _report()
+    rep.runs = [Run()]
+    rep.verified = True
+    out = render("text", rep)
+    assert out.rstrip().endswith("pkg/train.py: 2 replicas, 3 steps, exit 0")
+    assert "    -> UNVERIFIED" in out  # findings the verifier did not run are marked
+
+
+# -- json ------------------------------------------------------------------------------
+
+def test_json_is_a_list_with_errors_inline():
+    data = json.loads(render("json", _report()))
+    assert isinstance(data, list) and len(data) == 5
+    keys = {"code", "name", "message", "path", "line", "col", "end_line", "end_col", "severity", "fix_hint"}
+    for d in data:
+        assert keys <= set(d)
+    errs = [d for d in data if d.get("error")]
+    assert [(e["code"], e["name"], e["path"]) for e in errs] == [
+        ("E999", "syntax-error", "broken.py"), ("E902", "io-error", "latin.py")]
+    f = [d for d in data if d["path"] == "pkg/train.py"]
+    assert f[0]["line"] == 3 and "verification" not in f[0]
+    assert f[1]["verification"] == {"status": "confirmed", "evidence": "weights differ across replicas",
+                                    "replicas": 2, "devices": ["/cpu:0", "/cpu:1"], "seconds": 4.06}
+    nb = [d for d in data if d["path"] == "nb.ipynb"][0]
+    assert nb["cell"] == 4
+    # round trip
+    assert Finding.from_dict(f[1]).verification.replicas == 2
+
+
+def test_json_empty():
+    assert json.loads(render("json", Report())) == []
+
+
+# -- sarif -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sarif_validator():
+    if not SCHEMA_PATH.is_file():
+        pytest.skip(f"SARIF 2.1.0 schema not found at {SCHEMA_PATH.resolve()} (shared data folder absent)")
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return jsonschema.Draft4Validator(schema)
+
+
+def _validate(validator, log):
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
+
+
+def test_sarif_valid_and_complete(sarif_validator, tmp_path, monkeypatch):
+    from tfpar_lint import __version__, registry
+
+    monkeypatch.chdir(tmp_path)  # the findings' relative paths are relative to the cwd
+    log = json.loads(render("sarif", _report(root=str(tmp_path))))
+    _validate(sarif_validator, log)
+    assert log["version"] == "2.1.0"
+    run = log["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "tfpar-lint" and driver["version"] == __version__
+    assert driver["informationUri"].startswith("https://")
+    ids = [r["id"] for r in driver["rules"]]
+    assert ids == [r.CODE for r in registry.all_rules()]
+    for rule, desc in zip(registry.all_rules(), driver["rules"]):
+        assert desc["name"] == rule.NAME
+        assert desc["shortDescription"]["text"] and desc["fullDescription"]["text"]
+        assert desc["helpUri"].endswith(f"/{rule.CODE}.md")
+        assert desc["defaultConfiguration"]["level"] in ("error", "warning", "note")
+        assert desc["defaultConfiguration"]["enabled"] is bool(rule.DEFAULT_ENABLED)
+    results = run["results"]
+    assert len(results) == 3
+    first = results[1]  # sorted: nb.ipynb, pkg/train.py:3, pkg/train.py:10
+    assert first["ruleId"] == "TFP101" and first["level"] == "error"
+    assert driver["rules"][first["ruleIndex"]]["id"] == "TFP101"
+    loc = first["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "pkg/train.py", "uriBaseId": "%SRCROOT%"}
+    assert loc["region"] == {"startLine": 3, "startColumn": 9, "endLine": 3, "endColumn": 56}
+    assert results[0]["properties"]["cell"] == 4 and results[0]["level"] == "warning"
+    assert results[2]["properties"]["verification"]["status"] == "confirmed"
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
+    inv = run["invocations"][0]
+    assert inv["executionSuccessful"] is False
+    notes = inv["toolExecutionNotifications"]
+    assert [(n["descriptor"]["id"], n["level"]) for n in notes] == [("E999", "error"), ("E902", "error")]
+    assert notes[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+
+
+def test_sarif_clean_run_valid(sarif_validator):
+    log = json.loads(render("sarif", Report()))
+    _validate(sarif_validator, log)
+    assert log["runs"][0]["results"] == []
+    assert log["runs"][0]["invocations"][0]["executionSuccessful"] is True
+
+
+def test_sarif_windows_style_and_outside_paths(sarif_validator, tmp_path):
+    outside = _finding(path=str(tmp_path.parent / "elsewhere.py"))
+    rep = Report(findings=[outside], root=str(tmp_path))
+    log = json.loads(render("sarif", rep))
+    _validate(sarif_validator, log)
+    uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri.startswith("file:///") and "\\" not in uri
+
+
+def test_sarif_from_cli_is_valid(sarif_validator, project, cli, snippets):
+    project.write("pkg/a.py", snippets.tfp101)
+    project.write("pkg/broken.py", snippets.syntax_error)
+    r = cli("--format", "sarif", ".")
+    assert r.rc == 2
+    log = json.loads(r.out)
+    _validate(sarif_validator, log)
+    res = log["runs"][0]["results"]
+    assert [x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for x in res] == ["pkg/a.py"]
+    assert res[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    assert res[0]["locations"][0]["physicalLocation"]["region"]["startColumn"] == 9
+    notes = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert len(notes) == 1 and notes[0]["descriptor"]["id"] == "E999"
+
+
+# -- github ------------------------------------------------------------------------------
+
+def test_github():
+    out = render("github", _report()).splitlines()
+    assert out[0] == "::error file=broken.py,line=3,col=5,title=E999::syntax error: invalid syntax"
+    assert out[1] == "::error file=latin.py,title=E902::not valid UTF-8 (byte 3: invalid start byte)"
+    assert out[2] == ("::warning file=nb.ipynb,title=TFP101 (cell 4)::cell 4, line 2, col 5: "
+                      "50%25 of it, with: commas, colons%0Aand a newline")
+    assert out[3] == ("::error file=pkg/train.py,line=3,col=9,endLine=3,endColumn=56,title=TFP101::"
+                      "model built outside the scope")
+    assert out[4].endswith("::model built outside the scope%0A-> CONFIRMED: weights differ across replicas "
+                           "(2 replicas on /cpu:0,/cpu:1, 4.1 s)")
+    assert len(out) == 5
+
+
+def test_github_escapes_properties():
+    f = _finding(path="dir,with:odd/a.py", severity="warning")
+    out = render("github", Report(findings=[f]))
+    assert out.startswith("::warning file=dir%2Cwith%3Aodd/a.py,line=3,")
+
+
+def test_cli_github_format(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    r = cli("--format", "github", "a.py")
+    assert r.rc == 1
+    assert r.out.startswith("::error file=a.py,line=3,col=9,") or r.out.startswith("::warning file=a.py,line=3,col=9,")
+    assert ",title=TFP101::" in r.out
