@@ -1,0 +1,129 @@
+"""pre-commit integration: the hook manifest, and `pre-commit try-repo` really installing and running it.
+
+`try-repo` builds a fresh virtualenv and pip-installs this project into it (hatchling and libcst
+come from the package index).  Offline, point TFPAR_PRECOMMIT_WHEELHOUSE at a folder of wheels
+(hatchling, libcst and their dependencies): the install then runs with PIP_NO_INDEX and
+PIP_FIND_LINKS.  Without either, the test is skipped with the pip error as the reason.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = REPO_ROOT / ".pre-commit-hooks.yaml"
+
+NETWORK_ERRORS = ("Could not find a version", "No matching distribution", "NewConnectionError",
+                  "Temporary failure in name resolution", "Network is unreachable", "ProxyError",
+                  "Failed to establish a new connection", "Read timed out", "SSLError")
+
+
+def test_manifest_is_valid_and_as_documented():
+    clientlib = pytest.importorskip("pre_commit.clientlib")
+    hooks = clientlib.load_manifest(str(MANIFEST))
+    hook = {h["id"]: h for h in hooks}["tfpar-lint"]
+    assert hook["entry"] == "tfpar-lint"
+    assert hook["language"] == "python"
+    assert sorted(hook["types_or"]) == ["jupyter", "python"]
+    assert hook["require_serial"] is False
+    assert "--force-exclude" in hook["args"]
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def _snapshot_repo(dest: Path) -> Path:
+    """A committed copy of this working tree (tracked + untracked, minus ignored files)."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT,
+                           check=True, capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = REPO_ROOT / rel
+        if not src.is_file() or rel.startswith(("tests/", "fixtures/", "benchmarks/")):
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
+    _git("init", "-q", cwd=dest)
+    _git("add", "-A", cwd=dest)
+    _git("commit", "-q", "-m", "snapshot", cwd=dest)
+    return dest
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    wheelhouse = env.get("TFPAR_PRECOMMIT_WHEELHOUSE")
+    if wheelhouse:
+        env["PIP_NO_INDEX"] = "1"
+        env["PIP_FIND_LINKS"] = wheelhouse
+    return env
+
+
+def _try_repo(tool: Path, user: Path, *files: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(tool), "tfpar-lint",
+                           "--files", *files], cwd=user, capture_output=True, text=True, env=_env(),
+                          timeout=900)
+
+
+@pytest.fixture(scope="module")
+def repos(tmp_path_factory):
+    pytest.importorskip("pre_commit")
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    tool = _snapshot_repo(tmp_path_factory.mktemp("tool"))
+    user = tmp_path_factory.mktemp("user")
+    _git("init", "-q", cwd=user)
+    return tool, user
+
+
+def _skip_if_offline(proc: subprocess.CompletedProcess) -> None:
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0 and any(e in out for e in NETWORK_ERRORS):
+        pytest.skip("pre-commit could not pip-install the hook's environment (no package index "
+                    "reachable; set TFPAR_PRECOMMIT_WHEELHOUSE): "
+                    + next(ln for ln in out.splitlines() if any(e in ln for e in NETWORK_ERRORS))[:200])
+
+
+def test_try_repo_reports_findings(repos, snippets, tfp101_notebook):
+    tool, user = repos
+    (user / "bad.py").write_text(snippets.tfp101)
+    (user / "ok.py").write_text(snippets.clean)
+    (user / "nb.ipynb").write_text(tfp101_notebook)
+    (user / "legacy").mkdir()
+    (user / "legacy" / "old.py").write_text(snippets.tfp101)
+    (user / "pyproject.toml").write_text("[tool.tfpar-lint]\nextend-exclude = ['legacy']\n")
+    _git("add", "-A", cwd=user)
+    proc = _try_repo(tool, user, "bad.py", "ok.py", "nb.ipynb", "legacy/old.py", "pyproject.toml")
+    _skip_if_offline(proc)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "tfpar-lint" in out and "Failed" in out
+    assert "bad.py:3:9: TFP101" in out
+    assert "nb.ipynb:cell_3:2:9: TFP101" in out
+    assert "ok.py:" not in out
+    assert "legacy/old.py" not in out  # --force-exclude honours the project's excludes
+
+
+def test_try_repo_zero_files_passes(repos):
+    tool, user = repos
+    (user / "notes.md").write_text("# nothing to lint\n")
+    _git("add", "-A", cwd=user)
+    proc = _try_repo(tool, user, "notes.md")
+    _skip_if_offline(proc)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "(no files to check)Skipped" in out or "Passed" in out
+
+
+def test_hook_entry_with_no_tf_files_exits_0(project, tfpar):
+    project.write("plain.py", "print('hello')\n")
+    r = tfpar("--force-exclude", "plain.py")
+    assert (r.rc, r.out) == (0, "")
