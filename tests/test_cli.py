@@ -397,7 +397,8 @@ def fake_verify(monkeypatch):
     calls = {}
 
     def install(status):
-        def verify_findings(scripts, findings, *, devices, max_steps, timeout, script_args, jobs):
+        def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=120.0,
+                            script_args=(), jobs=None, workdir=None):
             calls.update(scripts=list(scripts), devices=devices, max_steps=max_steps, timeout=timeout,
                          script_args=list(script_args))
             for f in findings:
@@ -407,6 +408,7 @@ def fake_verify(monkeypatch):
         mod = types.ModuleType("tfpar_lint.verify")
         mod.verify_findings = verify_findings
         monkeypatch.setitem(sys.modules, "tfpar_lint.verify", mod)
+        monkeypatch.setattr("tfpar_lint.cli._tensorflow_available", lambda: True)
         return calls
     return install
 
@@ -452,13 +454,29 @@ def test_verify_clean_script_does_not_run_verifier(project, cli, snippets, fake_
     assert calls == {}
 
 
+def test_verify_defaults_left_to_the_verifier(project, cli, snippets, fake_verify):
+    calls = fake_verify(CONFIRMED)
+    project.write("train.py", snippets.tfp101)
+    cli("--verify", "train.py")
+    assert (calls["devices"], calls["max_steps"], calls["timeout"], calls["script_args"]) == (
+        "auto", 3, 120.0, [])
+
+
 def test_verify_without_tensorflow(project, cli, snippets, monkeypatch):
-    monkeypatch.setitem(sys.modules, "tfpar_lint.verify", None)  # import fails like a missing TF
+    monkeypatch.setattr("tfpar_lint.cli._tensorflow_available", lambda: False)
     project.write("train.py", snippets.tfp101)
     r = cli("--verify", "train.py")
     assert r.rc == 2
     assert "pip install 'tfpar-lint[verify]'" in r.err
     assert len(r.err.strip().splitlines()) == 1
+
+
+def test_verify_package_unimportable(project, cli, snippets, monkeypatch):
+    monkeypatch.setattr("tfpar_lint.cli._tensorflow_available", lambda: True)
+    monkeypatch.setitem(sys.modules, "tfpar_lint.verify", None)  # import fails
+    project.write("train.py", snippets.tfp101)
+    r = cli("--verify", "train.py")
+    assert r.rc == 2 and "pip install 'tfpar-lint[verify]'" in r.err
 
 
 def test_verify_usage_errors(project, cli, snippets):
@@ -467,3 +485,37 @@ def test_verify_usage_errors(project, cli, snippets):
     assert cli("--max-steps", "3", "train.py").rc == 2
     assert cli("--verify", "--max-steps", "0", "train.py").rc == 2
     assert cli("--verify", "--timeout", "-1", "train.py").rc == 2
+
+
+# -- the real verifier (needs TensorFlow; slow) ----------------------------------------------
+
+REAL_TFP101_SCRIPT = """\
+import numpy as np
+import tensorflow as tf
+import keras
+
+strategy = tf.distribute.MirroredStrategy()
+x = np.random.rand(32, 4).astype("float32")
+y = np.random.rand(32, 1).astype("float32")
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+with strategy.scope():
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+"""
+
+
+@pytest.mark.verify
+def test_verify_for_real(project, tfpar):
+    from tfpar_lint.cli import _tensorflow_available
+
+    if not _tensorflow_available():
+        pytest.skip("TensorFlow is not installed (pip install 'tfpar-lint[verify]')")
+    project.write("train.py", REAL_TFP101_SCRIPT)
+    r = tfpar("--verify", "--devices", "cpu:2", "--max-steps", "2", "--timeout", "240", "train.py")
+    assert r.rc in (1, 0), r.err
+    lines = r.out.splitlines()
+    assert lines[0].startswith("train.py:8:9: TFP101 "), r.out
+    assert re.match(r"    -> (CONFIRMED|NOT REPRODUCED|INCONCLUSIVE): .+ \(.*\d+\.\d s\)$", lines[1]), lines[1]
+    assert any(ln.startswith("train.py: ") for ln in lines[2:]), r.out  # the script run summary
+    if lines[1].startswith("    -> CONFIRMED"):
+        assert r.rc == 1 and "2 replicas on /cpu:0,/cpu:1" in lines[1]

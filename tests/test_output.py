@@ -40,6 +40,16 @@ def render(fmt: str, report: Report, **kw) -> str:
     return buf.getvalue()
 
 
+def test_short_device_names_in_verdict_line():
+    from tfpar_lint.output import verification_line
+
+    f = _finding()
+    f.verification = Verification(status="not_reproduced", evidence="ran fine", replicas=2, seconds=1.0,
+                                  devices=["/job:localhost/replica:0/task:0/device:CPU:0",
+                                           "/job:localhost/replica:0/task:0/device:GPU:1"])
+    assert verification_line(f) == "-> NOT REPRODUCED: ran fine (2 replicas on /cpu:0,/gpu:1, 1.0 s)"
+
+
 def test_error_codes():
     assert error_code(FileError("a.py", "syntax error: x", 1, 1)) == "E999"
     assert error_code(FileError("a.py", "not valid UTF-8 (byte 0)")) == "E902"

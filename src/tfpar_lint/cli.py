@@ -282,10 +282,22 @@ def _lint_files(files: list[str], settings: Settings, options: Any, jobs: Option
     return results
 
 
+def _tensorflow_available() -> bool:
+    """Is TensorFlow importable here (without importing it)?"""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
             script_args: list[str], jobs: Optional[int]) -> list[Any]:
     """Run the verifier; raises UsageError when it cannot be used."""
     hint = f"--verify needs TensorFlow: pip install '{PROG}[verify]'"
+    if not _tensorflow_available():
+        raise UsageError(f"{hint} (TensorFlow is not installed for {sys.executable})")
     try:
         import importlib
 
@@ -295,9 +307,13 @@ def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
         raise UsageError(f"{hint} ({e})") from None
     except AttributeError:
         raise UsageError("this installation's runtime verifier has no verify_findings()") from None
+    kwargs: dict[str, Any] = {"devices": args.devices, "script_args": script_args, "jobs": jobs}
+    if args.max_steps is not None:
+        kwargs["max_steps"] = args.max_steps
+    if args.timeout is not None:
+        kwargs["timeout"] = args.timeout
     try:
-        return list(verify_findings(files, findings, devices=args.devices, max_steps=args.max_steps,
-                                    timeout=args.timeout, script_args=script_args, jobs=jobs) or [])
+        return list(verify_findings(files, findings, **kwargs) or [])
     except ImportError as e:
         raise UsageError(f"{hint} ({e})") from None
 

@@ -11,6 +11,7 @@ syntax error, ``E902`` for anything else (I/O, decoding, invalid notebook).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Optional, TextIO
@@ -54,6 +55,15 @@ def status_label(status: str) -> str:
     return status.replace("_", " ").upper()
 
 
+_DEVICE = re.compile(r"device:([A-Za-z_]+):(\d+)$")
+
+
+def short_device(name: str) -> str:
+    """``/job:localhost/replica:0/task:0/device:CPU:0`` -> ``/cpu:0``."""
+    m = _DEVICE.search(name)
+    return f"/{m.group(1).lower()}:{m.group(2)}" if m else name
+
+
 def verification_line(f: Finding) -> Optional[str]:
     """``-> CONFIRMED: evidence (2 replicas on /cpu:0,/cpu:1, 4.1 s)``."""
     v = f.verification
@@ -61,10 +71,10 @@ def verification_line(f: Finding) -> Optional[str]:
         return None
     extra = []
     if v.replicas:
-        where = f" on {','.join(v.devices)}" if v.devices else ""
+        where = f" on {','.join(short_device(d) for d in v.devices)}" if v.devices else ""
         extra.append(f"{v.replicas} replica{'s' if v.replicas != 1 else ''}{where}")
     elif v.devices:
-        extra.append(",".join(v.devices))
+        extra.append(",".join(short_device(d) for d in v.devices))
     extra.append(f"{v.seconds:.1f} s")
     return f"-> {status_label(v.status)}: {v.evidence} ({', '.join(extra)})"
 
