@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
 
 from tfpar_lint import __version__
 from tfpar_lint.config import FORMATS, ConfigError, Settings, load_settings, split_csv
-from tfpar_lint.finding import CONFIRMED, NOT_REPRODUCED, FileError, Finding
+from tfpar_lint.finding import NOT_REPRODUCED, FileError, Finding
 
 PROG = "tfpar-lint"
 PROGRESS_MIN_FILES = 20
@@ -259,6 +259,13 @@ def _lint_stdin(settings: Settings, display: Optional[str], options: Any) -> Any
     return engine.lint_source(source, name, enabled=enabled, options=options)
 
 
+def _offset_progress(progress: Callable[[int, int], None], offset: int,
+                     total: int) -> Callable[[int, int], None]:
+    def cb(done: int, _n: int) -> None:
+        progress(offset + done, total)
+    return cb
+
+
 def _lint_files(files: list[str], settings: Settings, options: Any, jobs: Optional[int],
                 progress: Optional[Callable[[int, int], None]]) -> list[Any]:
     from tfpar_lint import engine
@@ -271,12 +278,9 @@ def _lint_files(files: list[str], settings: Settings, options: Any, jobs: Option
     total = len(files)
     offset = 0
     for enabled, group in groups.items():
-        cb = None
+        cb: Optional[Callable[[int, int], None]] = None
         if progress is not None:
-            start = offset
-
-            def cb(done: int, _n: int, _start: int = start) -> None:
-                progress(_start + done, total)
+            cb = _offset_progress(progress, offset, total)
         results.extend(engine.lint_paths(group, enabled=enabled, options=options, jobs=jobs, progress=cb))
         offset += len(group)
     return results
@@ -398,7 +402,6 @@ def _main(argv: list[str]) -> int:
     if not args.verify and (script_args or args.max_steps or args.timeout):
         raise UsageError("--max-steps/--timeout and script arguments need --verify")
 
-    from tfpar_lint import engine
     from tfpar_lint.discovery import discover, is_excluded
 
     found = discover(paths, settings.all_excludes, settings.root, force_exclude=args.force_exclude)
@@ -473,4 +476,4 @@ def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verif
     return 0
 
 
-__all__ = ["main", "build_parser", "exit_code", "rule_page", "list_rules", "CONFIRMED"]
+__all__ = ["main", "build_parser", "exit_code", "rule_page", "list_rules"]

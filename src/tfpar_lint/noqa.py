@@ -130,6 +130,6 @@ def _logical_line_mapping(source: str, lines: list[str]) -> dict[int, str]:
                     ret[ln] = joined
                 min_line = n + 2
                 max_line = -1
-    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
+    except (tokenize.TokenError, SyntaxError, ValueError):
         pass
     return ret
