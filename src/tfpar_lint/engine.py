@@ -59,10 +59,19 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
     return [r for r in rules if all(group_ok(g) for g in r.MARKERS)]
 
 
-def _syntax_error(path: str, exc: Exception, line_map=None) -> FileError:
+def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str] = None) -> FileError:
     line = getattr(exc, "raw_line", 0) or 0
     col = (getattr(exc, "raw_column", 0) or 0) + 1
     msg = getattr(exc, "message", None) or str(exc).splitlines()[0]
+    if source is not None:
+        # CPython's own parser names the line users expect (libcst's recovery point can be later).
+        try:
+            compile(source, path, "exec", dont_inherit=True)
+        except SyntaxError as py_exc:
+            if py_exc.lineno:
+                line, col, msg = py_exc.lineno, py_exc.offset or 1, py_exc.msg
+        except (ValueError, RecursionError, MemoryError):
+            pass
     if line_map is not None and line:
         cell, cline = line_map(line)
         return FileError(path, f"syntax error in cell {cell}: {msg}", line=cline, col=col)
@@ -128,7 +137,7 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     try:
         findings = analyse(source, path, rules, options)
     except cst.ParserSyntaxError as exc:
-        return FileResult(path, error=_syntax_error(path, exc))
+        return FileResult(path, error=_syntax_error(path, exc, source=source))
     except RecursionError:
         return FileResult(path, error=FileError(path, "file too deeply nested to parse"))
     except Exception as exc:  # an engine bug must not lose the other files
@@ -170,7 +179,7 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
     try:
         findings = analyse(source, path, rules, options)
     except cst.ParserSyntaxError as exc:
-        return FileResult(path, error=_syntax_error(path, exc, where))
+        return FileResult(path, error=_syntax_error(path, exc, where, source))
     except RecursionError:
         return FileResult(path, error=FileError(path, "notebook too deeply nested to parse"))
     except Exception as exc:
