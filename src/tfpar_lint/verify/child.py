@@ -1,0 +1,312 @@
+"""Instrumented child: ``python -m tfpar_lint.verify.child SPEC.json``.
+
+Order matters: stack dumps armed, TensorFlow imported, logical devices
+configured (before any op), probes installed, then the script runs from a
+marked copy of its text (same line numbers) as ``__main__`` in the working
+directory the driver chose.  The result (observations, error, markers that
+fired) is written as JSON to ``spec["result"]`` whatever happens; the
+process then leaves with ``os._exit`` so that stray non-daemon threads or a
+slow TensorFlow shutdown cannot hang it.
+"""
+from __future__ import annotations
+
+import builtins
+import faulthandler
+import json
+import linecache
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+
+from tfpar_lint.verify.runtime import STOP_SENTINEL, Recorder, VerifierStop
+
+
+class VerifierTimeout(BaseException):
+    """Raised in the main thread when the driver sends SIGTERM at the timeout."""
+
+
+_STATE: dict = {}
+
+
+def main(argv: list[str]) -> int:
+    spec_path = argv[0]
+    with open(spec_path) as f:
+        spec = json.load(f)
+    t_start = time.time()
+    result: dict = {"outcome": "failed", "notes": [], "pid": os.getpid()}
+    stacks = open(spec["stacks"], "w")
+    _STATE.update(spec=spec, result=result, stacks=stacks)
+    remaining = spec["deadline"] - time.time()
+    if remaining > 0:
+        faulthandler.dump_traceback_later(max(0.5, remaining), exit=False, file=stacks)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    os.environ.pop("TFPAR_VERIFY_SPEC", None)
+
+    R = None
+    try:
+        R = _setup(spec, result)
+        result["startup_seconds"] = round(time.time() - t_start, 3)
+        _run_script(spec, R, result)
+    except VerifierTimeout:
+        result["outcome"] = "hung"
+    except BaseException as e:  # set-up failure (devices, imports)
+        result["outcome"] = "failed"
+        result["error"] = _describe_error(e, R, spec["script"])
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        _finish(R, result, spec, t_start)
+    code = 0 if result["outcome"] in ("ok", "stopped") else 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover - exercised by the hang test
+    if threading.current_thread() is threading.main_thread():
+        raise VerifierTimeout()
+
+
+def _setup(spec: dict, result: dict) -> Recorder:
+    t0 = time.time()
+    import tensorflow as tf
+
+    result["tf_import_seconds"] = round(time.time() - t0, 3)
+    from tfpar_lint.verify import devices as dev
+    from tfpar_lint.verify import instrument, probes, source, synthetic
+
+    req = dev.parse_devices(spec["devices"])
+    worker = spec.get("worker_index")
+    devs, notes, split = dev.configure(req, worker, spec.get("num_workers", 1))
+
+    try:
+        tf.debugging.disable_traceback_filtering()
+    except Exception:
+        pass
+    try:
+        import keras
+
+        keras.config.disable_traceback_filtering()
+    except Exception:
+        pass
+
+    script = os.path.realpath(spec["script"])
+    with open(script, encoding="utf-8") as f:
+        text = f.read()
+    marked_text, marks = source.instrument(text, [int(x) for x in spec.get("lines", [])])
+    R = Recorder(script, int(spec["max_steps"]), marks)
+    R.devices = devs
+    R.worker_mode = worker is not None
+    R.worker_index = worker
+    for n in notes:
+        R.note(n)
+    R.text = marked_text
+    from tfpar_lint.verify import runtime
+
+    runtime.REC = R
+
+    def mark(mid, value=None):
+        return R.mark(mid, value)
+
+    from tensorflow.python.autograph.impl import api as ag_api
+
+    builtins.__tfpar_mark__ = ag_api.do_not_convert(mark)
+
+    instrument.install(R, spec.get("tf_config"), split)
+    for name in probes.PROBE_MODULES:
+        probes.load(name).install(R)
+    synthetic.install(R.note)
+    if spec.get("uses_threads"):
+        sys.setswitchinterval(1e-6)
+        R.note("sys.setswitchinterval(1e-6) to encourage thread interleaving")
+    seed = spec.get("seed")
+    if seed is not None:
+        tf.random.set_seed(int(seed))
+        R.note(f"global seed set to {seed} before the script")
+    result["setup_seconds"] = round(time.time() - t0, 3)
+    return R
+
+
+def _run_script(spec: dict, R: Recorder, result: dict) -> None:
+    script = R.script
+    text = R.text
+    lines = text.splitlines(keepends=True)
+    _protect_linecache({script: lines, spec["script"]: lines})
+    code = compile(text, script, "exec", dont_inherit=True)
+    mod = types.ModuleType("__main__")
+    mod.__file__ = script
+    mod.__builtins__ = builtins
+    mod.__spec__ = None
+    mod.__loader__ = None
+    old_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = mod
+    sys.argv = [spec["script"]] + list(spec.get("script_args", []))
+    sdir = os.path.dirname(script)
+    sys.path[:0] = [sdir]
+    sys.dont_write_bytecode = True
+    _guard_writes(sdir)
+    t0 = time.time()
+    try:
+        exec(code, mod.__dict__)
+        result["outcome"] = "ok"
+    except VerifierStop:
+        result["outcome"] = "stopped"
+    except VerifierTimeout:
+        result["outcome"] = "hung"
+    except SystemExit as e:
+        if e.code in (None, 0):
+            result["outcome"] = "ok"
+        else:
+            result["outcome"] = "error"
+            result["error"] = _describe_error(e, R, script)
+    except BaseException as e:
+        if STOP_SENTINEL in str(e) and R.stop_reason:
+            result["outcome"] = "stopped"
+        else:
+            result["outcome"] = "error"
+            result["error"] = _describe_error(e, R, script)
+    finally:
+        result["script_seconds"] = round(time.time() - t0, 3)
+        if old_main is not None:
+            sys.modules["__main__"] = old_main
+
+
+def _protect_linecache(files: dict) -> None:
+    """Serve the marked text for the script from linecache, always.
+
+    AutoGraph re-reads a function's source through linecache and, for a
+    ``__main__`` module with ``__file__``, calls ``linecache.updatecache``
+    first, which would reload the unmarked file from disk."""
+    entries = {fn: (sum(len(x) for x in lines), None, lines, fn) for fn, lines in files.items()}
+    linecache.cache.update(entries)
+    orig = linecache.updatecache
+
+    def updatecache(filename, module_globals=None):
+        if filename in entries:
+            linecache.cache[filename] = entries[filename]
+            return entries[filename][2]
+        return orig(filename, module_globals)
+
+    linecache.updatecache = updatecache
+
+
+def _guard_writes(folder: str) -> None:
+    """Refuse Python-level writes into the script's own folder (the run's
+    working directory is a temporary folder; this catches absolute paths)."""
+    folder = os.path.realpath(folder) + os.sep
+
+    def hook(event, args):
+        if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            mode = args[1] if len(args) > 1 else "r"
+            flags = args[2] if len(args) > 2 else 0
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+            if writing and _inside(args[0], folder):
+                raise PermissionError(f"tfpar-lint --verify: the script may not write into its own folder: {args[0]}")
+        elif event in ("os.mkdir", "os.remove", "os.rename", "os.rmdir", "shutil.rmtree", "os.truncate"):
+            if args and _inside(args[0], folder):
+                raise PermissionError(f"tfpar-lint --verify: the script may not modify its own folder: {args[0]}")
+
+    sys.addaudithook(hook)
+
+
+def _inside(path, folder: str) -> bool:
+    try:
+        p = os.fsdecode(path) if not isinstance(path, int) else ""
+        if not p:
+            return False
+        return os.path.realpath(os.path.abspath(p)).startswith(folder)
+    except Exception:
+        return False
+
+
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _describe_error(e: BaseException, R, script: str) -> dict:
+    frames = []
+    script_lines: list[int] = []
+    real = os.path.realpath(script)
+    seen = set()
+    exc = e
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for fs in traceback.extract_tb(exc.__traceback__):
+            frames.append([fs.filename, fs.lineno, fs.name])
+            ln = None
+            if os.path.realpath(fs.filename) == real:
+                ln = fs.lineno
+            elif R is not None and fs.filename in R.ag_files:
+                ln = R.ag_map.get((fs.filename, fs.lineno))
+            if ln is not None:
+                script_lines.append(ln)
+        exc = exc.__cause__ or exc.__context__
+    msg = str(e)
+    for fn, ln in _FILE_LINE.findall(msg):
+        if os.path.realpath(fn) == real:
+            script_lines.append(int(ln))
+    location = ""
+    last = [ln for f, ln, _ in frames if os.path.realpath(f) == real]
+    if last:
+        location = f"{os.path.basename(script)}:{last[-1]}"
+    elif script_lines:
+        location = f"{os.path.basename(script)}:{script_lines[-1]}"
+    return {
+        "type": type(e).__name__,
+        "message": msg[:6000],
+        "frames": frames[-60:],
+        "script_lines": sorted(set(script_lines)),
+        "location": location,
+        "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-8000:],
+    }
+
+
+def _finish(R, result: dict, spec: dict, t_start: float) -> None:
+    try:
+        if R is not None:
+            from tfpar_lint.verify import probes
+
+            result["probes"] = {}
+            for name in probes.PROBE_MODULES:
+                try:
+                    result["probes"][name] = probes.load(name).collect(R)
+                except BaseException as e:  # pragma: no cover
+                    result["probes"][name] = {}
+                    R.note(f"{name} probe failed to report: {type(e).__name__}: {e}")
+            result["marks"] = {str(k): v for k, v in R.marks.items()}
+            result["ran"] = {str(k): v for k, v in R.ran.items()}
+            result["strategies"] = [{k: v for k, v in s.items() if not k.startswith("_")} for s in R.strategies]
+            result["devices"] = R.devices
+            result["steps"] = max(R.total_steps(), getattr(R, "keras_steps", 0))
+            result["stop_reason"] = R.stop_reason
+            result["notes"] = list(R.notes)
+        result["seconds"] = round(time.time() - t_start, 3)
+        tmp = spec["result"] + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(result, f, default=_json_default)
+        os.replace(tmp, spec["result"])
+    except BaseException as e:  # pragma: no cover
+        sys.stderr.write(f"tfpar-verify child: could not write the result: {e!r}\n")
+
+
+def _json_default(o):
+    if isinstance(o, (set, frozenset)):
+        return sorted(o, key=str)
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+    except Exception:
+        pass
+    return repr(o)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,509 @@
+"""Driver: run every script in instrumented child processes and judge findings.
+
+* one child per script (``python -m tfpar_lint.verify.child spec.json``) in
+  its own temporary working directory and its own process group;
+* ``timeout`` per run: on expiry SIGTERM to the whole group, SIGKILL after a
+  short grace period; the child dumps its Python stacks (faulthandler) just
+  before, so a hang is reported with where it hung;
+* scripts that create ``MultiWorkerMirroredStrategy`` run as a local
+  cluster: one child per worker with ``TF_CONFIG`` on free loopback ports;
+  when a worker fails, its peers get a short grace period and are killed;
+* runs are scheduled in parallel (``jobs`` slots; a cluster takes one slot
+  per worker);
+* TFP403 findings get a second run with the same global seed to compare.
+
+No TensorFlow import in this module: it runs in the CLI process.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding, Verification
+from tfpar_lint.verify import probes as probes_pkg
+from tfpar_lint.verify.devices import DeviceRequest, host_has_gpu, parse_devices
+from tfpar_lint.verify.probes import RunData
+from tfpar_lint.verify.result import FAMILIES, FamilyObservation, ScriptRun, family_of
+
+KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
+PEER_GRACE = 10.0  # seconds a worker may outlive a failed peer
+NUM_WORKERS = 2
+FORCED_SEED = 1234
+_SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+_MWMS = re.compile(r"MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy")
+_THREADS = re.compile(r"\bthreading\b|concurrent\.futures|ThreadPoolExecutor|\bThread\(")
+
+
+@dataclass
+class _Job:
+    index: int
+    script: str  # absolute path
+    findings: list[Finding]
+    multiworker: bool
+    uses_threads: bool
+    rerun: bool  # a second run with the same seed (TFP403)
+    lines: list[int] = field(default_factory=list)
+
+
+class _Slots:
+    """Counting semaphore that hands out n slots at once (clusters)."""
+
+    def __init__(self, n: int):
+        self.free = n
+        self.total = n
+        self.cv = threading.Condition()
+
+    def acquire(self, n: int) -> int:
+        n = min(n, self.total)
+        with self.cv:
+            while self.free < n:
+                self.cv.wait()
+            self.free -= n
+        return n
+
+    def release(self, n: int) -> None:
+        with self.cv:
+            self.free += n
+            self.cv.notify_all()
+
+
+def default_jobs(req: DeviceRequest) -> int:
+    if req.kind == "gpu" or (req.kind == "auto" and host_has_gpu()):
+        return 1
+    return max(1, os.cpu_count() or 1)
+
+
+def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=120.0, script_args=(),
+                    jobs=None, workdir=None) -> list[ScriptRun]:
+    req = parse_devices(devices)
+    max_steps = max(1, int(max_steps))
+    timeout = float(timeout)
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_path.setdefault(os.path.realpath(f.path), []).append(f)
+    order: list[str] = []
+    for s in scripts:
+        rp = os.path.realpath(s)
+        if rp not in order:
+            order.append(rp)
+    display = {os.path.realpath(s): s for s in scripts}
+    jobs_list: list[_Job] = []
+    for i, rp in enumerate(order):
+        fs = by_path.get(rp, [])
+        try:
+            with open(rp, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            text = ""
+        codes = {f.code for f in fs}
+        jobs_list.append(_Job(
+            index=i, script=rp, findings=fs,
+            multiworker=bool(_MWMS.search(text)) or any(c.startswith("TFP6") for c in codes),
+            uses_threads=bool(_THREADS.search(text)) or any(c.startswith("TFP3") for c in codes),
+            rerun="TFP403" in codes,
+            lines=sorted({f.line for f in fs}),
+        ))
+    n_jobs = jobs if jobs and jobs > 0 else default_jobs(req)
+    keep = workdir is not None or os.environ.get("TFPAR_VERIFY_KEEP") == "1"
+    root = workdir or tempfile.mkdtemp(prefix="tfpar-verify-")
+    os.makedirs(root, exist_ok=True)
+    slots = _Slots(n_jobs)
+    ctx = dict(req=req, max_steps=max_steps, timeout=timeout, script_args=list(script_args or ()),
+               root=root, slots=slots)
+    try:
+        # One task per run (a job with a re-run gives two tasks running in parallel).
+        with cf.ThreadPoolExecutor(max_workers=max(1, n_jobs) * 2) as ex:
+            futs = {}
+            for job in jobs_list:
+                futs[(job.index, 0)] = ex.submit(_execute, job, ctx, False)
+                if job.rerun:
+                    futs[(job.index, 1)] = ex.submit(_execute, job, ctx, True)
+            runs: list[ScriptRun] = []
+            for job in jobs_list:
+                data = futs[(job.index, 0)].result()
+                if job.rerun:
+                    data.rerun = futs[(job.index, 1)].result()
+                runs.append(_conclude(job, data, display.get(job.script, job.script), req, root if keep else ""))
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return runs
+
+
+# ------------------------------------------------------------------ running
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def _child_env(req: DeviceRequest, tf_config: Optional[str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _SRC_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if req.kind == "cpu" or (req.kind == "auto" and not host_has_gpu()):
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    env.pop("TF_CONFIG", None)
+    if tf_config:
+        env["TF_CONFIG"] = tf_config
+    return env
+
+
+class _Proc:
+    def __init__(self, popen: subprocess.Popen, rundir: str, worker: Optional[int]):
+        self.p = popen
+        self.rundir = rundir
+        self.worker = worker
+        self.killed = False
+        self.kill_reason = ""
+
+
+def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, tf_config=None,
+           seed=None) -> _Proc:
+    os.makedirs(rundir, exist_ok=True)
+    cwd = os.path.join(rundir, "cwd")
+    os.makedirs(cwd, exist_ok=True)
+    spec = {
+        "script": job.script,
+        "script_args": ctx["script_args"],
+        "devices": str(ctx["req"]),
+        "max_steps": ctx["max_steps"],
+        "lines": job.lines,
+        "deadline": deadline,
+        "result": os.path.join(rundir, "result.json"),
+        "stacks": os.path.join(rundir, "stacks.txt"),
+        "worker_index": worker,
+        "num_workers": NUM_WORKERS if worker is not None else 1,
+        "tf_config": tf_config,
+        "uses_threads": job.uses_threads,
+        "seed": seed,
+    }
+    spec_path = os.path.join(rundir, "spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    out = open(os.path.join(rundir, "stdout.txt"), "wb")
+    err = open(os.path.join(rundir, "stderr.txt"), "wb")
+    try:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "tfpar_lint.verify.child", spec_path],
+            cwd=cwd, env=_child_env(ctx["req"], tf_config), stdout=out, stderr=err,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    finally:
+        out.close()
+        err.close()
+    return _Proc(p, rundir, worker)
+
+
+def _kill_group(proc: _Proc, reason: str) -> None:
+    if proc.p.poll() is not None:
+        return
+    proc.killed = True
+    proc.kill_reason = reason
+    try:
+        os.killpg(proc.p.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        proc.p.wait(KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.p.pid, signal.SIGKILL)  # also any child the script left behind
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.p.wait(5)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pass
+
+
+def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
+    n = NUM_WORKERS if job.multiworker else 1
+    got = ctx["slots"].acquire(n)
+    try:
+        return _execute_now(job, ctx, rerun)
+    finally:
+        ctx["slots"].release(got)
+
+
+def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
+    stem = os.path.splitext(os.path.basename(job.script))[0]
+    base = os.path.join(ctx["root"], f"{job.index:03d}-{stem}{'-rerun' if rerun else ''}")
+    timeout = ctx["timeout"]
+    t0 = time.time()
+    deadline = t0 + timeout
+    seed = FORCED_SEED if job.rerun else None
+    procs: list[_Proc] = []
+    notes: list[str] = []
+    if job.multiworker:
+        ports = _free_ports(NUM_WORKERS)
+        cluster = {"worker": [f"localhost:{p}" for p in ports]}
+        for w in range(NUM_WORKERS):
+            tfc = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": w}})
+            procs.append(_spawn(job, ctx, os.path.join(base, f"worker{w}"), deadline, worker=w,
+                                tf_config=tfc, seed=seed))
+        notes.append(f"local cluster of {NUM_WORKERS} workers on loopback ports {', '.join(map(str, ports))}")
+    else:
+        procs.append(_spawn(job, ctx, base, deadline, seed=seed))
+    hung = False
+    peer_deadline = None
+    while True:
+        alive = [p for p in procs if p.p.poll() is None]
+        if not alive:
+            break
+        now = time.time()
+        failed = [p for p in procs if p.p.poll() not in (None, 0)]
+        if failed and peer_deadline is None and len(procs) > 1:
+            peer_deadline = now + PEER_GRACE
+        if peer_deadline is not None and now >= peer_deadline:
+            for p in alive:
+                _kill_group(p, f"still running {PEER_GRACE:.0f} s after worker {failed[0].worker} failed")
+                notes.append(f"worker {p.worker} killed {PEER_GRACE:.0f} s after worker {failed[0].worker} failed "
+                             f"(blocked waiting for its peer)")
+            continue
+        if now >= deadline + 0.3:
+            hung = True
+            for p in alive:
+                _kill_group(p, f"timeout {timeout:g} s")
+            continue
+        try:
+            alive[0].p.wait(0.05)
+        except subprocess.TimeoutExpired:
+            pass
+    seconds = time.time() - t0
+    results = []
+    for p in procs:
+        results.append(_read_json(os.path.join(p.rundir, "result.json")))
+    hang_loc = ""
+    if hung or any(p.killed for p in procs):
+        locs = []
+        for p in procs:
+            if p.killed:
+                loc = _hang_location(os.path.join(p.rundir, "stacks.txt"), job.script)
+                if loc:
+                    locs.append((f"worker {p.worker}: " if p.worker is not None else "") + loc)
+        hang_loc = "; ".join(locs)
+    outcome = _outcome(procs, results, hung)
+    # A child that died without a result (segfault, SIGKILL): keep its stderr tail.
+    for p, r in zip(procs, results):
+        if not r:
+            tail = _tail(os.path.join(p.rundir, "stderr.txt"))
+            r.update({"outcome": "failed", "notes": [],
+                      "error": {"type": "ProcessError",
+                                "message": (f"killed ({p.kill_reason})" if p.killed else
+                                            f"exited with status {p.p.returncode} without a result") +
+                                           (f"; stderr: {tail}" if tail and not p.killed else ""),
+                                "frames": [], "script_lines": [], "location": ""}} if not p.killed else {})
+    data = RunData(path=job.script, workers=results, outcome=outcome, seconds=seconds, hang=hang_loc,
+                   hang_seconds=timeout if hung else 0.0)
+    data.exit_codes = [p.p.returncode for p in procs]  # type: ignore[attr-defined]
+    data.killed = [p.killed for p in procs]  # type: ignore[attr-defined]
+    data.driver_notes = notes  # type: ignore[attr-defined]
+    data.rundir = base  # type: ignore[attr-defined]
+    strategies = data.strategies()
+    data.replicas = max((s.get("replicas", 0) for s in strategies), default=0)
+    devs: list[str] = []
+    for s in strategies:
+        for d in s.get("devices", []):
+            if d not in devs:
+                devs.append(d)
+    if not devs:
+        for r in results:
+            for d in (r or {}).get("devices", []):
+                d2 = d if len(results) == 1 else f"worker{results.index(r)}{d}"
+                if d2 not in devs:
+                    devs.append(d2)
+    data.devices = devs
+    return data
+
+
+def _outcome(procs, results, hung) -> str:
+    if hung:
+        return "hung"
+    outs = [(r or {}).get("outcome", "failed") for r in results]
+    if any(p.killed for p in procs):
+        # a worker killed after its peer failed
+        return "error" if "error" in outs else "hung"
+    for o in ("failed", "error", "hung"):
+        if o in outs:
+            return o
+    return "stopped" if "stopped" in outs else "ok"
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _tail(path: str, n: int = 600) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 4000))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-4:])[-n:]
+
+
+_THREAD_HDR = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.M)
+_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (.+)$', re.M)
+
+
+def _hang_location(stacks_path: str, script: str) -> str:
+    """``script.py:40 in <module> (innermost: threading.py:320 in wait)`` from a faulthandler dump."""
+    try:
+        with open(stacks_path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    if not text.strip():
+        return ""
+    blocks = []
+    heads = list(_THREAD_HDR.finditer(text))
+    for i, h in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        frames = _FRAME.findall(text[h.end():end])
+        blocks.append(frames)
+    if not blocks:
+        return ""
+    main = next((b for b in blocks if any(fn.endswith(os.path.join("verify", "child.py")) and fun.strip() ==
+                                          "_run_script" for fn, _, fun in b)), blocks[0])
+    real = os.path.realpath(script)
+    where = ""
+    for fn, ln, fun in main:
+        if os.path.realpath(fn) == real:
+            where = f"{os.path.basename(script)}:{ln} in {fun.strip()}"
+            break
+    if main:
+        fn, ln, fun = main[0]
+        inner = f"{os.path.basename(fn)}:{ln} in {fun.strip()}"
+        if not where:
+            return inner
+        if not (os.path.realpath(fn) == real):
+            return f"{where} (innermost: {inner})"
+    return where
+
+
+# ------------------------------------------------------------------ verdicts
+def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_root: str) -> ScriptRun:
+    notes: list[str] = list(getattr(data, "driver_notes", []))
+    for r in data.workers:
+        for n in (r or {}).get("notes", []):
+            if n not in notes:
+                notes.append(n)
+    stop = next(((r or {}).get("stop_reason") for r in data.workers if (r or {}).get("stop_reason")), "")
+    if stop:
+        notes.append(stop)
+    if data.rerun is not None:
+        notes.append(f"ran twice with global seed {FORCED_SEED} to compare random streams")
+    codes = [c for c in getattr(data, "exit_codes", [])]
+    killed = getattr(data, "killed", [])
+    exit_status = None if any(killed) else (max(codes, key=lambda c: abs(c or 0)) if codes else None)
+    run = ScriptRun(
+        path=display,
+        outcome=data.outcome,
+        exit_status=exit_status,
+        seconds=round(data.seconds, 2),
+        replicas=data.replicas,
+        devices=data.devices,
+        workers=len(data.workers),
+        strategies=[f"{s['type']}({s['replicas']} replicas)" for s in _unique_strategies(data)],
+        steps=max(((r or {}).get("steps", 0) or 0) for r in data.workers) if data.workers else 0,
+        error=data.error_text(),
+        hang_location=data.hang,
+        notes=notes,
+        startup_seconds=max(((r or {}).get("startup_seconds", 0) or 0) for r in data.workers) if data.workers else 0,
+        workdir=getattr(data, "rundir", "") if keep_root else "",
+    )
+    if data.outcome == "hung":
+        run.notes.insert(0, f"hung after {data.hang_seconds or data.seconds:.0f} s; killed")
+    for fam_digit, name in FAMILIES.items():
+        mod = probes_pkg.load(name)
+        try:
+            status, summary = mod.observe(data)
+        except Exception as e:  # pragma: no cover - a probe bug must not lose the run
+            status, summary = INCONCLUSIVE, f"probe error: {type(e).__name__}: {e}"
+        if data.outcome in ("error", "hung", "failed") and status == NOT_REPRODUCED:
+            status = INCONCLUSIVE
+            summary += f" (run incomplete: {data.outcome})"
+        run.observations.append(FamilyObservation(name, f"TFP{fam_digit}xx", status, summary))
+    for f in job.findings:
+        status, evidence = _judge(f, data)
+        f.verification = Verification(status=status, evidence=evidence, replicas=data.replicas,
+                                      devices=list(data.devices), seconds=round(data.seconds, 2))
+    return run
+
+
+def _unique_strategies(data: RunData) -> list[dict]:
+    seen, out = set(), []
+    for s in data.strategies():
+        k = (s.get("type"), s.get("replicas"))
+        if k not in seen:
+            seen.add(k)
+            out.append(s)
+    return out
+
+
+def _judge(f: Finding, data: RunData) -> tuple[str, str]:
+    fam = family_of(f.code)
+    if fam is None:
+        return INCONCLUSIVE, f"no runtime probe for {f.code} yet"
+    mod = probes_pkg.load(fam)
+    try:
+        verdict = mod.judge(f, data)
+    except Exception as e:  # pragma: no cover - a probe bug must not lose the run
+        verdict = (INCONCLUSIVE, f"probe error: {type(e).__name__}: {e}")
+    if verdict and verdict[0] == CONFIRMED:
+        return verdict
+    ran = data.ran(f.line)
+    err = data.error_text()
+    if data.outcome == "hung":
+        where = f" at {data.hang}" if data.hang else ""
+        before = f" before line {f.line} ran" if ran is False else ""
+        return INCONCLUSIVE, f"hung after {data.hang_seconds or data.seconds:.0f} s{where}{before}"
+    if ran is False:
+        if err:
+            return INCONCLUSIVE, f"the script failed before line {f.line} ran: {err}"
+        stop = next(((r or {}).get("stop_reason") for r in data.workers if (r or {}).get("stop_reason")), "")
+        if stop:
+            return INCONCLUSIVE, f"line {f.line} was not reached ({stop}); raise --max-steps"
+        return INCONCLUSIVE, f"line {f.line} never ran"
+    if verdict is None:
+        if err:
+            return INCONCLUSIVE, f"the script failed: {err}"
+        return INCONCLUSIVE, f"line {f.line} ran, but the {fam} probe saw nothing to judge there"
+    status, evidence = verdict
+    if err and status == NOT_REPRODUCED:
+        evidence += f" (the script then failed: {err})"
+    return status, evidence

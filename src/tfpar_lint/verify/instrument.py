@@ -1,0 +1,288 @@
+"""Core child-side patches shared by every probe.
+
+* strategy constructors: give device-less strategies the configured devices,
+  keep the verifier's ``TF_CONFIG`` for ``MultiWorkerMirroredStrategy``,
+  record every strategy created;
+* ``Strategy.run``: record each call (site, strategy, eager or traced), let
+  probes wrap the replica function, count steps;
+* ``tf.function`` calls: count calls of functions that contain
+  ``strategy.run`` (custom training steps) and stop after ``max_steps``;
+* Keras ``fit``/``evaluate``/``predict``: one epoch of at most ``max_steps``
+  steps;
+* AutoGraph: remember the source map of converted script functions so stack
+  frames in generated code map back to script lines.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+from typing import Any, Callable
+
+from tfpar_lint.verify.runtime import Recorder, patch, try_import, when_imported
+
+# Probes append callables ``wrap(fn, call) -> fn`` applied to each replica fn.
+RUN_WRAPPERS: list[Callable[[Callable, dict], Callable]] = []
+
+
+def install(R: Recorder, tf_config: str | None, split_gpu: bool) -> None:
+    _install_autograph_map(R)
+    _install_strategies(R, tf_config, split_gpu)
+    _install_run(R)
+    _install_function_steps(R)
+    when_imported("keras.src.backend.tensorflow.trainer", lambda m: _install_keras3_bounds(R, m))
+    when_imported("tf_keras.src.engine.training", lambda m: _install_tf_keras_bounds(R, m))
+
+
+# ---------------------------------------------------------------- autograph
+def _install_autograph_map(R: Recorder) -> None:
+    from tensorflow.python.autograph.impl import api
+
+    def make(orig):
+        def _convert_actual(entity, program_ctx):
+            out = orig(entity, program_ctx)
+            sm = getattr(out, "ag_source_map", None) or {}
+            try:
+                for loc, origin in sm.items():
+                    if os.path.realpath(origin.loc.filename) == R.script:
+                        R.ag_map[(loc.filename, loc.lineno)] = origin.loc.lineno
+                        R.ag_files.add(loc.filename)
+            except Exception:  # pragma: no cover
+                pass
+            return out
+
+        return _convert_actual
+
+    patch(api, "_convert_actual", make)
+
+
+# --------------------------------------------------------------- strategies
+def _install_strategies(R: Recorder, tf_config: str | None, split_gpu: bool) -> None:
+    from tensorflow.python.distribute import mirrored_strategy
+
+    def make_mirrored(orig):
+        def __init__(self, container_strategy, devices=None, cross_device_ops=None):
+            if R.devices and not R.worker_mode:
+                if devices is None:
+                    devices = list(R.devices)
+                    R.note(f"MirroredStrategy() given the verifier's devices {_short(devices)}")
+                else:
+                    devices = _remap_devices(R, devices)
+                if cross_device_ops is None and split_gpu:
+                    import tensorflow as tf
+
+                    cross_device_ops = tf.distribute.HierarchicalCopyAllReduce()
+            orig(self, container_strategy, devices=devices, cross_device_ops=cross_device_ops)
+
+        return __init__
+
+    patch(mirrored_strategy.MirroredExtended, "__init__", make_mirrored)
+
+    cs = try_import("tensorflow.python.distribute.central_storage_strategy")
+    if cs is not None:
+        def make_central(orig):
+            def __init__(self, compute_devices=None, parameter_device=None):
+                if R.devices and not R.worker_mode and compute_devices is None:
+                    compute_devices = list(R.devices)
+                    R.note(f"CentralStorageStrategy() given the verifier's devices {_short(compute_devices)}")
+                orig(self, compute_devices=compute_devices, parameter_device=parameter_device)
+                R.register_strategy(self)
+
+            return __init__
+
+        patch(cs.CentralStorageStrategy, "__init__", make_central)
+
+    from tensorflow.python.distribute import distribute_lib
+
+    # Register every non-default strategy once constructed (its creation line).
+    def make_strategy_init(orig):
+        def __init__(self, extended):
+            orig(self, extended)
+            try:
+                R.register_strategy(self, R.script_lines(2))
+            except Exception:  # pragma: no cover
+                pass
+
+        return __init__
+
+    patch(distribute_lib.Strategy, "__init__", make_strategy_init)
+    patch(distribute_lib.StrategyV1, "__init__", make_strategy_init)
+
+    car = try_import("tensorflow.python.distribute.collective_all_reduce_strategy")
+    if car is not None and tf_config:
+        def make_mwms(orig):
+            def __init__(self, cluster_resolver=None, communication_options=None):
+                if cluster_resolver is None and os.environ.get("TF_CONFIG") != tf_config:
+                    os.environ["TF_CONFIG"] = tf_config
+                    R.note("the script's TF_CONFIG was replaced by the verifier's local cluster")
+                orig(self, cluster_resolver=cluster_resolver, communication_options=communication_options)
+
+            return __init__
+
+        patch(car.CollectiveAllReduceStrategy, "__init__", make_mwms)
+
+
+def _short(devs) -> str:
+    return "[" + ", ".join(str(d).split("device:")[-1] for d in devs) + "]"
+
+
+def _remap_devices(R: Recorder, devices):
+    """Explicit GPU devices on a machine configured with CPUs only: use the
+    configured devices instead (same count when available) and say so."""
+    try:
+        devs = [str(d) for d in (devices if isinstance(devices, (list, tuple)) else [devices])]
+    except Exception:  # pragma: no cover
+        return devices
+    if any("GPU" in d.upper() for d in devs) and not any("GPU" in d.upper() for d in R.devices):
+        new = list(R.devices[: max(1, len(devs))])
+        R.note(f"MirroredStrategy devices {devs} are not available; used {_short(new)}")
+        return new
+    return devices
+
+
+# ---------------------------------------------------------------- strategy.run
+class _FnStack(threading.local):
+    def __init__(self):
+        self.stack: list[Any] = []
+
+
+_FN = _FnStack()
+
+
+def _install_run(R: Recorder) -> None:
+    from tensorflow.python.autograph.core import ag_ctx
+    from tensorflow.python.autograph.impl import api as ag_api
+    from tensorflow.python.distribute import distribute_lib
+    from tensorflow.python.eager import context
+
+    def make(orig):
+        def run(self, fn, args=(), kwargs=None, options=None):
+            if isinstance(self, distribute_lib._DefaultDistributionStrategy):  # noqa: SLF001
+                return orig(self, fn, args=args, kwargs=kwargs, options=options)
+            eager = context.executing_eagerly()
+            with R.lock:
+                R.run_calls += 1
+                call = {
+                    "arg_kind": _arg_kind(args, kwargs),
+                    "index": R.run_calls,
+                    "strategy": R.strategy_index(self),
+                    "lines": R.script_lines(2),
+                    "eager": eager,
+                    "keras": bool(R.keras_loop_depth),
+                    "name": getattr(fn, "__name__", type(fn).__name__),
+                }
+            user_fn = fn
+            if RUN_WRAPPERS:
+                fn = ag_api.tf_convert(fn, ag_ctx.control_status_ctx(), convert_by_default=False)
+                for w in RUN_WRAPPERS:
+                    fn = w(fn, call)
+                fn = ag_api.do_not_convert(fn)
+            stack = _FN.stack
+            key = ("run", getattr(getattr(user_fn, "__code__", None), "co_filename", ""),
+                   getattr(getattr(user_fn, "__code__", None), "co_firstlineno", id(user_fn)))
+            if stack:
+                R.step_functions.add(id(stack[0]))
+                return orig(self, fn, args=args, kwargs=kwargs, options=options)
+            if eager:
+                R.before_step(key, f"strategy.run({call['name']})")
+            out = orig(self, fn, args=args, kwargs=kwargs, options=options)
+            if eager:
+                R.after_step(key, f"strategy.run({call['name']})")
+            return out
+
+        return run
+
+    patch(distribute_lib.StrategyBase, "run", make)
+
+
+def _arg_kind(args, kwargs) -> str:
+    import tensorflow as tf
+
+    try:
+        flat = tf.nest.flatten((args, kwargs or {}), expand_composites=False)
+    except Exception:  # pragma: no cover
+        return "none"
+    if any(isinstance(x, tf.distribute.DistributedValues) for x in flat):
+        return "distributed"
+    if any(isinstance(x, tf.Tensor) or hasattr(x, "__array__") for x in flat):
+        return "plain"
+    return "none"
+
+
+def _install_function_steps(R: Recorder) -> None:
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
+
+    def make(orig):
+        def __call__(self, *args, **kwds):
+            stack = _FN.stack
+            outer = not stack
+            key = ("fn", id(self))
+            name = getattr(self, "_name", None) or getattr(self, "__name__", "tf.function")
+            if outer and id(self) in R.step_functions:
+                R.before_step(key, name)
+            stack.append(self)
+            try:
+                out = orig(self, *args, **kwds)
+            finally:
+                stack.pop()
+            if outer and id(self) in R.step_functions:
+                R.after_step(key, name)
+            return out
+
+        return __call__
+
+    patch(pf.Function, "__call__", make)
+
+
+# -------------------------------------------------------------- keras bounds
+def _bounded(R: Recorder, orig, kind: str):
+    sig = inspect.signature(orig)
+
+    def wrapper(self, *args, **kwargs):
+        try:
+            ba = sig.bind(self, *args, **kwargs)
+        except TypeError:
+            return orig(self, *args, **kwargs)
+        a = ba.arguments
+        n = R.max_steps
+        if kind == "fit":
+            initial = a.get("initial_epoch", 0) or 0
+            epochs = a.get("epochs", 1)
+            if epochs is None or epochs - initial > 1:
+                a["epochs"] = initial + 1
+            spe = a.get("steps_per_epoch")
+            if spe is None or spe > n:
+                a["steps_per_epoch"] = n
+            if a.get("validation_data") is not None or (a.get("validation_split") or 0) > 0:
+                vs = a.get("validation_steps")
+                if vs is None or vs > n:
+                    a["validation_steps"] = n
+            R.note(f"Keras fit bounded to 1 epoch of at most {n} steps")
+        else:
+            st = a.get("steps")
+            if st is None or st > n:
+                a["steps"] = n
+        R.keras_loop_depth += 1
+        try:
+            return orig(*ba.args, **ba.kwargs)
+        finally:
+            R.keras_loop_depth -= 1
+            R.keras_steps = getattr(R, "keras_steps", 0) + (n if kind == "fit" else 0)
+
+    return wrapper
+
+
+def _install_keras3_bounds(R: Recorder, mod) -> None:
+    cls = getattr(mod, "TensorFlowTrainer", None)
+    if cls is None:
+        return
+    for kind in ("fit", "evaluate", "predict"):
+        patch(cls, kind, lambda orig, k=kind: _bounded(R, orig, k))
+
+
+def _install_tf_keras_bounds(R: Recorder, mod) -> None:
+    cls = getattr(mod, "Model", None)
+    if cls is None:
+        return
+    for kind in ("fit", "evaluate", "predict"):
+        patch(cls, kind, lambda orig, k=kind: _bounded(R, orig, k))

@@ -1,0 +1,102 @@
+"""Probes, one module per rule family.
+
+Every probe module has two halves:
+
+child side (imports TensorFlow lazily, runs inside the instrumented process)
+    ``install(R)``  patch what the family needs to observe;
+    ``collect(R) -> dict``  JSON-serialisable observations at the end.
+
+parent side (no TensorFlow)
+    ``judge(finding, run) -> (status, evidence) | None``  verdict for one
+    finding of the family (``run`` is a :class:`RunData`);
+    ``observe(run) -> (status, summary)``  line-independent family verdict
+    shown for every script (so "not reproduced" can be printed for scripts
+    without findings).
+
+A probe observes the real symptom (TensorFlow errors, what each replica
+received, lost updates, random draws); it never re-runs the static check.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tfpar_lint.verify.result import FAMILIES
+
+PROBE_MODULES = tuple(FAMILIES.values())  # scope, input, threads, randomness
+
+
+def load(name: str):
+    return importlib.import_module(f"tfpar_lint.verify.probes.{name}")
+
+
+@dataclass
+class RunData:
+    """Everything the parent knows about one script run (all workers)."""
+
+    path: str
+    workers: list[dict[str, Any]]  # child result per worker (may be {} when killed)
+    outcome: str  # ok | stopped | error | hung | failed
+    seconds: float
+    hang: str = ""
+    hang_seconds: float = 0.0
+    rerun: Optional["RunData"] = None  # second run with the same seed (TFP403)
+    replicas: int = 0
+    devices: list[str] = field(default_factory=list)
+
+    def probe(self, name: str) -> list[dict[str, Any]]:
+        """This probe's observations, one dict per worker that reported."""
+        return [w.get("probes", {}).get(name, {}) for w in self.workers if w]
+
+    def ran(self, line: int) -> Optional[bool]:
+        """Whether the statement of ``line`` started (None when it carried no marker)."""
+        known = False
+        for w in self.workers:
+            if not w:
+                continue
+            marks = {int(k): v for k, v in (w.get("marks") or {}).items()}
+            mid = marks.get(line)
+            if mid is None:
+                continue
+            known = True
+            ran = {int(k): v for k, v in (w.get("ran") or {}).items()}
+            if ran.get(mid):
+                return True
+        return False if known else None
+
+    @property
+    def error(self) -> Optional[dict[str, Any]]:
+        for w in self.workers:
+            if w and w.get("error"):
+                return w["error"]
+        return None
+
+    def error_text(self) -> str:
+        e = self.error
+        if not e:
+            return ""
+        where = f" ({e['location']})" if e.get("location") else ""
+        msg = " ".join(str(e.get("message", "")).split())
+        if len(msg) > 300:
+            msg = msg[:300] + "..."
+        return f"{e.get('type', 'Error')}: {msg}{where}"
+
+    def error_lines(self) -> set[int]:
+        e = self.error
+        return set(e.get("script_lines", [])) if e else set()
+
+    def strategies(self) -> list[dict[str, Any]]:
+        out = []
+        for w in self.workers:
+            out.extend((w or {}).get("strategies", []))
+        return out
+
+    def ctx(self) -> str:
+        """``2 replicas of MirroredStrategy`` for evidence strings."""
+        sts = self.strategies()
+        if not sts:
+            return "no strategy"
+        s = max(sts, key=lambda s: s.get("replicas", 0))
+        n = s.get("replicas", 0)
+        return f"{s.get('type', 'strategy')} with {n} replica{'s' if n != 1 else ''}"

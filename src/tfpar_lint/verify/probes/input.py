@@ -1,0 +1,455 @@
+"""TFP2xx: input distribution.
+
+Child side:
+
+* every ``strategy.run`` replica function is wrapped so that each replica
+  fingerprints (hash + shape) the tensors it receives, per step (eagerly, or
+  through a ``tf.numpy_function`` callback inside a ``tf.function``);
+* ``experimental_distribute_values_from_function``: fingerprints of the value
+  each replica got from the user's ``value_fn``;
+* ``distribute_datasets_from_function``: the contexts the callback received,
+  the first element of each replica/worker, and two counterfactual calls of
+  the callback with other ``InputContext`` objects (input pipeline 1 of 2;
+  twice the replicas) to see whether it shards and batches per replica.
+
+A finding is confirmed when the replicas (or workers) received identical
+data, when each replica received the whole undistributed batch, or when the
+dataset callback returned the same data for every input pipeline / the same
+batch whatever the number of replicas.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+
+CODES = "TFP2xx"
+MAX_TENSORS = 6
+
+
+# =================================================================== child
+class _State:
+    def __init__(self):
+        self.sites: dict[int, dict[str, Any]] = {}
+        self.values_fn: list[dict[str, Any]] = []
+        self.dataset_fns: list[dict[str, Any]] = []
+        self.distributed_datasets: list[dict[str, Any]] = []
+
+
+def _flat_tensors(tf, obj) -> list:
+    out = []
+    for t in tf.nest.flatten(obj, expand_composites=False):
+        if isinstance(t, tf.Tensor) and not isinstance(t, tf.Variable) and t.dtype != tf.resource:
+            out.append(t)
+    return out
+
+
+def install(R) -> None:
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.distribute import distribute_lib
+    from tensorflow.python.eager import context
+    from tensorflow.python.framework import ops
+    from tensorflow.python.ops import control_flow_util
+
+    from tfpar_lint.verify import instrument
+    from tfpar_lint.verify.runtime import STOP_SENTINEL, fingerprint, patch
+
+    S = _State()
+    R.input = S
+    per_site_cap = max(R.max_steps, 3) + 2
+
+    def record(site: dict, rid: int, arrays: list) -> None:
+        fps = [[list(np.shape(a)), str(getattr(a, "dtype", "")), fingerprint(a)] for a in arrays]
+        with R.lock:
+            steps = site["replicas"].setdefault(str(rid), [])
+            site["count"][str(rid)] = site["count"].get(str(rid), 0) + 1
+            n = site["count"][str(rid)]
+            if len(steps) < per_site_cap:
+                steps.append(fps)
+        # An in-graph loop over the whole dataset inside one tf.function call:
+        # stop it once the evidence is in (the Python-level step bound cannot).
+        if (not site["keras"] and not R.keras_loop_depth and not site["eager"]
+                and n > 2 * R.max_steps + 2):
+            R.stop_reason = f"stopped inside an in-graph loop after {n - 1} steps"
+            raise RuntimeError(f"{STOP_SENTINEL}: {R.stop_reason}")
+
+    def wrap(fn, call):
+        key = (tuple(call["lines"]), call["name"], call["strategy"])
+        site = S.sites.setdefault(key, {
+            "lines": call["lines"], "strategy": call["strategy"], "eager": call["eager"],
+            "keras": call["keras"], "arg_kind": call.get("arg_kind", "none"), "name": call["name"],
+            "replicas": {}, "count": {},
+        })
+
+        def replica_fn(*args, **kwargs):
+            tensors = _flat_tensors(tf, (args, kwargs))[:MAX_TENSORS]
+            if tensors:
+                try:
+                    ctx = tf.distribute.get_replica_context()
+                    rid = ctx.replica_id_in_sync_group
+                    if context.executing_eagerly():
+                        record(site, int(rid), [t.numpy() for t in tensors])
+                    elif not control_flow_util.GraphOrParentsInXlaContext(ops.get_default_graph()):
+                        def cb(r, *arrs):
+                            record(site, int(r), list(arrs))
+                            return []
+
+                        tf.numpy_function(cb, [tf.cast(rid, tf.int32)] + tensors, [], stateful=True,
+                                          name="tfpar_input_probe")
+                except RuntimeError:
+                    raise
+                except Exception as e:  # pragma: no cover - never break the script
+                    R.note(f"input probe skipped a replica function: {type(e).__name__}")
+            return fn(*args, **kwargs)
+
+        return replica_fn
+
+    instrument.RUN_WRAPPERS.append(wrap)
+
+    # ---- experimental_distribute_values_from_function
+    def make_values(orig):
+        def experimental_distribute_values_from_function(self, value_fn):
+            rec = {"lines": R.script_lines(2), "replicas": {}, "strategy": R.strategy_index(self)}
+            S.values_fn.append(rec)
+
+            def wrapped(ctx):
+                v = value_fn(ctx)
+                try:
+                    ts = _flat_tensors(tf, v)[:MAX_TENSORS]
+                    arrs = [t.numpy() if hasattr(t, "numpy") else np.asarray(t) for t in ts]
+                    if not ts:
+                        arrs = [np.asarray(x) for x in tf.nest.flatten(v)][:MAX_TENSORS]
+                    rec["replicas"][str(ctx.replica_id_in_sync_group)] = [
+                        [list(np.shape(a)), str(getattr(a, "dtype", "")), fingerprint(a)] for a in arrs]
+                except Exception:
+                    pass
+                return v
+
+            return orig(self, wrapped)
+
+        return experimental_distribute_values_from_function
+
+    for cls in (distribute_lib.StrategyBase, distribute_lib.Strategy, distribute_lib.StrategyV1):
+        if "experimental_distribute_values_from_function" in cls.__dict__:
+            patch(cls, "experimental_distribute_values_from_function", make_values)
+
+    # ---- distribute_datasets_from_function
+    def first_element(ds):
+        for el in ds.take(1):
+            ts = _flat_tensors(tf, el)
+            return [[list(t.shape), t.dtype.name, fingerprint(t.numpy())] for t in ts]
+        return []
+
+    def make_dff(orig):
+        def distribute_datasets_from_function(self, dataset_fn, options=None):
+            rec = {"lines": R.script_lines(2), "contexts": [], "counterfactual": {}, "strategy": R.strategy_index(self),
+                   "used": set()}
+            S.dataset_fns.append(rec)
+            probed = []
+
+            def wrapped(input_context):
+                rec["contexts"].append({
+                    "pipelines": input_context.num_input_pipelines,
+                    "pipeline_id": input_context.input_pipeline_id,
+                    "replicas": input_context.num_replicas_in_sync,
+                })
+                ds = dataset_fn(_ContextSpy(input_context, rec["used"]))
+                if not probed:
+                    probed.append(True)
+                    rec["counterfactual"] = _counterfactual(tf, dataset_fn, input_context, first_element)
+                    try:
+                        rec["first"] = first_element(ds)
+                    except Exception:
+                        pass
+                return ds
+
+            return orig(self, wrapped, options) if options is not None else orig(self, wrapped)
+
+        return distribute_datasets_from_function
+
+    for cls in (distribute_lib.StrategyBase, distribute_lib.Strategy, distribute_lib.StrategyV1):
+        if "distribute_datasets_from_function" in cls.__dict__:
+            patch(cls, "distribute_datasets_from_function", make_dff)
+
+
+class _ContextSpy:
+    """Forwards to the real InputContext and records what the callback used."""
+
+    def __init__(self, ctx, used: set):
+        object.__setattr__(self, "_ctx", ctx)
+        object.__setattr__(self, "_used", used)
+
+    def __getattr__(self, name):
+        self._used.add(name)
+        return getattr(self._ctx, name)
+
+    def __repr__(self):
+        return repr(self._ctx)
+
+
+def _counterfactual(tf, dataset_fn, real, first_element) -> dict[str, Any]:
+    """Call the user's dataset_fn with other contexts and compare outputs."""
+    out: dict[str, Any] = {}
+    r = max(1, int(real.num_replicas_in_sync))
+
+    def el(pipelines, pid, replicas):
+        ctx = tf.distribute.InputContext(num_input_pipelines=pipelines, input_pipeline_id=pid,
+                                         num_replicas_in_sync=replicas)
+        return first_element(dataset_fn(ctx))
+
+    try:
+        a = el(2, 0, 2 * r)
+        b = el(2, 1, 2 * r)
+        out["pipeline0"] = a
+        out["pipeline1"] = b
+        out["same_for_pipelines"] = bool(a) and a == b
+    except Exception as e:
+        out["error_pipelines"] = f"{type(e).__name__}: {str(e)[:200]}"
+    try:
+        c = el(1, 0, r)
+        d = el(1, 0, 2 * r)
+        out["batch_r"] = c[0][0][:1] if c and c[0][0] else []
+        out["batch_2r"] = d[0][0][:1] if d and d[0][0] else []
+        out["same_batch_for_replicas"] = bool(c and d and c[0][0] and d[0][0]) and c[0][0][0] == d[0][0][0]
+        out["replicas"] = r
+    except Exception as e:
+        # e.g. get_per_replica_batch_size raising for an indivisible batch: it depends on replicas.
+        out["error_replicas"] = f"{type(e).__name__}: {str(e)[:200]}"
+    return out
+
+
+def collect(R) -> dict[str, Any]:
+    S: _State = getattr(R, "input", None)
+    if S is None:
+        return {}
+    dfs = []
+    for d in S.dataset_fns:
+        d = dict(d)
+        d["used"] = sorted(d["used"])
+        dfs.append(d)
+    return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs}
+
+
+# ================================================================== parent
+def _steps(site) -> list[dict[str, Any]]:
+    """[{replica id: fingerprints}] per step, for steps seen by >= 2 replicas."""
+    reps = site.get("replicas", {})
+    if len(reps) < 2:
+        return []
+    n = min(len(v) for v in reps.values())
+    return [{rid: reps[rid][k] for rid in reps} for k in range(n)]
+
+
+def _identical(step: dict) -> bool:
+    vals = list(step.values())
+    return all(v == vals[0] for v in vals[1:])
+
+
+def _nontrivial(step: dict) -> bool:
+    for fps in step.values():
+        for shape, _dt, _fp in fps:
+            n = 1
+            for s in shape:
+                n *= s
+            if n >= 2:
+                return True
+    return False
+
+
+def _shape_str(step: dict) -> str:
+    fps = next(iter(step.values()))
+    if not fps:
+        return "nothing"
+    big = max(fps, key=lambda f: _size(f[0]))
+    return f"({', '.join(str(s) for s in big[0])}{',' if len(big[0]) == 1 else ''}) {big[1]}"
+
+
+def _size(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _all_sites(run) -> list[tuple[int, dict]]:
+    """strategy.run sites; a site seen on several workers (same lines, same
+    function) is merged: replica ids are global under MultiWorkerMirroredStrategy."""
+    merged: dict[tuple, dict] = {}
+    out = []
+    for w, o in enumerate(run.probe("input")):
+        for s in (o or {}).get("sites", []):
+            key = (tuple(s["lines"]), s["name"])
+            m = merged.get(key)
+            if m is None:
+                m = merged[key] = dict(s, replicas=dict(s["replicas"]), workers=[w])
+                out.append((w, m))
+            else:
+                for rid, steps in s["replicas"].items():
+                    m["replicas"].setdefault(rid, steps)
+                m["workers"].append(w)
+    return out
+
+
+def _site_verdict(site) -> Optional[tuple[bool, int, str]]:
+    """(identical on every step, steps, shape) for one strategy.run site."""
+    steps = [s for s in _steps(site) if _nontrivial(s)]
+    if not steps:
+        return None
+    ident = all(_identical(s) for s in steps)
+    return ident, len(steps), _shape_str(steps[0])
+
+
+def _worker_overlap(run) -> Optional[str]:
+    """Identical per-step data on two workers (MWMS) at the same site."""
+    per_worker = run.probe("input")
+    if len(per_worker) < 2:
+        return None
+    keyed = []
+    for o in per_worker:
+        d = {}
+        for s in (o or {}).get("sites", []):
+            key = (tuple(s["lines"]), s["name"])
+            d.setdefault(key, []).append(s)
+        keyed.append(d)
+    for key, sites0 in keyed[0].items():
+        for other in keyed[1:]:
+            for s0 in sites0:
+                for s1 in other.get(key, []):
+                    fp0 = {json_key(fps) for steps in s0["replicas"].values() for fps in steps}
+                    fp1 = {json_key(fps) for steps in s1["replicas"].values() for fps in steps}
+                    common = fp0 & fp1
+                    if common and any(_size(f[0]) >= 2 for f in json_load(next(iter(common)))):
+                        return (f"workers received the same data at strategy.run line {key[0][-1] if key[0] else '?'}"
+                                f" ({len(common)} of {len(fp0)} per-replica inputs identical across workers)")
+    return None
+
+
+def json_key(fps) -> str:
+    import json
+
+    return json.dumps(fps)
+
+
+def json_load(s):
+    import json
+
+    return json.loads(s)
+
+
+def _dff_symptom(d) -> Optional[str]:
+    cf = d.get("counterfactual", {})
+    parts = []
+    if cf.get("same_for_pipelines"):
+        parts.append("it returned the same first element for input pipelines 0 and 1 of 2 (no sharding: every "
+                     "worker reads the same data)")
+    if cf.get("same_batch_for_replicas"):
+        b = cf.get("batch_r", ["?"])
+        parts.append(f"its batch size stays {b[0] if b else '?'} with {cf.get('replicas')} or "
+                     f"{2 * cf.get('replicas', 1)} replicas (not a per-replica batch: each replica gets the global batch)")
+    if not parts:
+        return None
+    used = d.get("used", [])
+    u = f"; the callback used input_context.{', '.join(used)}" if used else "; the callback never used its input_context"
+    return "dataset_fn: " + " and ".join(parts) + u
+
+
+def judge(finding, run) -> Optional[tuple[str, str]]:
+    code, line = finding.code, finding.line
+    sites = _all_sites(run)
+    overlap = _worker_overlap(run)
+    if code == "TFP203":
+        dfs = [d for o in run.probe("input") for d in (o or {}).get("dataset_fns", []) if line in d["lines"]]
+        if not dfs:
+            dfs = [d for o in run.probe("input") for d in (o or {}).get("dataset_fns", [])]
+        if not dfs:
+            return None
+        for d in dfs:
+            sym = _dff_symptom(d)
+            if sym:
+                return CONFIRMED, sym + (f"; {overlap}" if overlap else "")
+        if overlap:
+            return CONFIRMED, overlap
+        cf = dfs[0].get("counterfactual", {})
+        if "error_pipelines" in cf and "error_replicas" in cf:
+            return INCONCLUSIVE, f"could not call the dataset_fn with other contexts: {cf['error_pipelines']}"
+        return NOT_REPRODUCED, ("dataset_fn shards by input pipeline and batches per replica (its output changes "
+                                "with the InputContext)")
+    if code == "TFP202":
+        for o in run.probe("input"):
+            for v in (o or {}).get("values_fn", []):
+                reps = list(v["replicas"].values())
+                if line in v["lines"] and len(reps) >= 2:
+                    if all(r == reps[0] for r in reps[1:]) and any(_size(f[0]) >= 2 for f in reps[0]):
+                        return CONFIRMED, (f"experimental_distribute_values_from_function at line {line}: value_fn "
+                                           f"gave all {len(reps)} replicas the same value")
+                    return NOT_REPRODUCED, (f"value_fn at line {line} gave the {len(reps)} replicas different values")
+        if run.ran(line) is False:
+            return None
+        verdicts = [(s, _site_verdict(s)) for _, s in sites]
+        verdicts = [(s, v) for s, v in verdicts if v]
+        same = [(s, v) for s, v in verdicts if v[0]]
+        if same:
+            s, (_, n, shape) = same[0]
+            return CONFIRMED, (f"all replicas received identical {shape} inputs at every one of {n} steps of "
+                               f"strategy.run at line {_site_line(s)}")
+        if overlap:
+            return CONFIRMED, overlap
+        if verdicts:
+            return NOT_REPRODUCED, f"replicas received different inputs at {len(verdicts)} strategy.run call site(s)"
+        return None
+    # TFP201 and other 2xx: the strategy.run call at the finding's line
+    at = [s for _, s in sites if line in s["lines"]] or ([] if code == "TFP201" else [s for _, s in sites])
+    verdicts = [(s, _site_verdict(s)) for s in at]
+    verdicts = [(s, v) for s, v in verdicts if v]
+    for s, (ident, n, shape) in verdicts:
+        if ident:
+            kind = "an undistributed tensor" if s.get("arg_kind") == "plain" else "identical data"
+            return CONFIRMED, (f"strategy.run at line {_site_line(s)} received {kind}: each of the "
+                               f"{len(s['replicas'])} replicas got the same {shape} batch at all {n} steps "
+                               f"(the full global batch, not a per-replica slice)")
+    if overlap:
+        return CONFIRMED, overlap
+    if verdicts:
+        s, (_, n, shape) = verdicts[0]
+        return NOT_REPRODUCED, (f"strategy.run at line {_site_line(s)}: the {len(s['replicas'])} replicas received "
+                                f"different {shape} inputs at each of {n} steps")
+    if at:
+        return INCONCLUSIVE, f"strategy.run at line {line} ran but passed no tensors to the replicas"
+    return None
+
+
+def _site_line(s) -> str:
+    return str(s["lines"][0]) if s.get("lines") else "?"
+
+
+def observe(run) -> tuple[str, str]:
+    obs = run.probe("input")
+    if not any(obs):
+        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
+    for o in obs:
+        for v in (o or {}).get("values_fn", []):
+            reps = list(v["replicas"].values())
+            if len(reps) >= 2 and all(r == reps[0] for r in reps[1:]) and any(_size(f[0]) >= 2 for f in reps[0]):
+                return CONFIRMED, (f"value_fn at line {_site_line(v)} gave all {len(reps)} replicas the same value")
+        for d in (o or {}).get("dataset_fns", []):
+            sym = _dff_symptom(d)
+            if sym:
+                return CONFIRMED, sym
+    overlap = _worker_overlap(run)
+    if overlap:
+        return CONFIRMED, overlap
+    sites = _all_sites(run)
+    verdicts = [(s, _site_verdict(s)) for _, s in sites]
+    verdicts = [(s, v) for s, v in verdicts if v]
+    for s, (ident, n, shape) in verdicts:
+        if ident:
+            return CONFIRMED, (f"all {len(s['replicas'])} replicas received the same {shape} input at each of {n} "
+                               f"steps of strategy.run at line {_site_line(s)}")
+    if verdicts:
+        steps = sum(v[1] for _, v in verdicts)
+        return NOT_REPRODUCED, (f"{len(verdicts)} strategy.run site(s), {steps} step(s): every replica received "
+                                f"different data")
+    if sites:
+        return NOT_REPRODUCED, "strategy.run passed no per-replica data (fewer than 2 replicas or no tensors)"
+    return NOT_REPRODUCED, "no strategy.run calls"

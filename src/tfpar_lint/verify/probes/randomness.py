@@ -1,0 +1,275 @@
+"""TFP4xx: randomness in replica functions.
+
+Child side: the public random ops (``tf.random.*``, ``tf.random.stateless_*``,
+``tf.nn.dropout``, ``keras.random.*``) are wrapped; a call made directly
+from the script inside a replica function records, per call site, replica
+and call number, a fingerprint of the values drawn (eagerly, or through a
+``tf.numpy_function`` callback when traced).  ``tf.random.set_seed`` and
+``keras.utils.set_random_seed`` calls are recorded with their context.
+
+A finding is confirmed when the replicas drew identical values at the same
+call (after ``set_seed`` inside the replica function for TFP401, at the
+flagged call for TFP402/TFP403), or, for TFP403, when two runs with the same
+global seed drew different values.  Draws inside library code (e.g. Keras
+``Dropout``) are not counted.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+
+CODES = "TFP4xx"
+
+_TF_RANDOM = ("uniform", "normal", "truncated_normal", "shuffle", "categorical", "gamma", "poisson",
+              "stateless_uniform", "stateless_normal", "stateless_truncated_normal", "stateless_categorical",
+              "stateless_binomial", "stateless_gamma", "stateless_poisson", "stateless_parameterized_truncated_normal")
+_KERAS_RANDOM = ("uniform", "normal", "truncated_normal", "dropout", "shuffle", "categorical", "randint",
+                 "gamma", "binomial", "beta")
+
+
+class _State:
+    def __init__(self):
+        self.sites: dict[str, dict[str, Any]] = {}
+        self.seeds: list[dict[str, Any]] = []
+
+
+def install(R) -> None:
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+    from tensorflow.python.framework import ops
+    from tensorflow.python.ops import control_flow_util
+
+    from tfpar_lint.verify.runtime import fingerprint, patch, when_imported
+
+    S = _State()
+    R.randomness = S
+    cap = max(R.max_steps, 3) * 4
+
+    def record(key: str, rid: int, arr) -> None:
+        with R.lock:
+            site = S.sites[key]
+            lst = site["replicas"].setdefault(str(rid), [])
+            if len(lst) < cap:
+                lst.append(fingerprint(arr))
+
+    def observe_draw(api: str, out, seeded: bool) -> None:
+        try:
+            if not R.in_replica_fn():
+                return
+            line = R.direct_caller_line(3)
+            if line is None:
+                return
+            key = f"{line}:{api}"
+            eager = context.executing_eagerly()
+            with R.lock:
+                S.sites.setdefault(key, {"line": line, "api": api, "seeded": seeded, "eager": eager,
+                                         "replicas": {}, "after_seed": bool(_seed_in_replica(S))})
+            rid = tf.distribute.get_replica_context().replica_id_in_sync_group
+            tensors = [t for t in tf.nest.flatten(out) if isinstance(t, tf.Tensor)]
+            if not tensors:
+                return
+            t = tensors[0]
+            if eager:
+                record(key, int(rid), t.numpy())
+            elif not control_flow_util.GraphOrParentsInXlaContext(ops.get_default_graph()):
+                def cb(r, a):
+                    record(key, int(r), a)
+                    return []
+
+                tf.numpy_function(cb, [tf.cast(rid, tf.int32), t], [], stateful=True, name="tfpar_rng_probe")
+        except Exception as e:  # pragma: no cover - never break the script
+            R.note(f"randomness probe skipped a draw: {type(e).__name__}")
+
+    def make_rng(api: str, seed_pos: Optional[int]):
+        def make(orig):
+            def rng(*args, **kwargs):
+                out = orig(*args, **kwargs)
+                seeded = kwargs.get("seed") is not None or (seed_pos is not None and len(args) > seed_pos
+                                                            and args[seed_pos] is not None)
+                observe_draw(api, out, seeded)
+                return out
+
+            return rng
+
+        return make
+
+    import inspect
+
+    def seed_position(fn) -> Optional[int]:
+        try:
+            params = list(inspect.signature(fn).parameters)
+            return params.index("seed") if "seed" in params else None
+        except (TypeError, ValueError):
+            return None
+
+    for name in _TF_RANDOM:
+        fn = getattr(tf.random, name, None)
+        if fn is not None:
+            patch(tf.random, name, make_rng(f"tf.random.{name}", seed_position(fn)), tag="randomness")
+    exp = getattr(tf.random, "experimental", None)
+    if exp is not None:
+        for name in _TF_RANDOM:
+            if name.startswith("stateless") and getattr(exp, name, None) is not None:
+                patch(exp, name, make_rng(f"tf.random.experimental.{name}", seed_position(getattr(exp, name))),
+                      tag="randomness")
+    patch(tf.nn, "dropout", make_rng("tf.nn.dropout", seed_position(tf.nn.dropout)), tag="randomness")
+
+    def make_set_seed(api: str):
+        def make(orig):
+            def set_seed(*args, **kwargs):
+                rec = {"api": api, "lines": R.script_lines(2), "replica": bool(_safe(R.in_replica_fn)),
+                       "eager": context.executing_eagerly(),
+                       "seed": repr(args[0] if args else kwargs.get("seed"))[:40]}
+                with R.lock:
+                    if len(S.seeds) < 200:
+                        S.seeds.append(rec)
+                return orig(*args, **kwargs)
+
+            return set_seed
+
+        return make
+
+    patch(tf.random, "set_seed", make_set_seed("tf.random.set_seed"), tag="randomness")
+    patch(tf.compat.v1, "set_random_seed", make_set_seed("tf.compat.v1.set_random_seed"), tag="randomness")
+
+    def keras_random(mod):
+        for name in _KERAS_RANDOM:
+            f = getattr(mod, name, None)
+            if f is not None:
+                patch(mod, name, make_rng(f"keras.random.{name}", seed_position(f)), tag="randomness")
+
+    when_imported("keras.random", keras_random)
+
+    def keras_utils(mod):
+        if getattr(mod, "set_random_seed", None) is not None:
+            patch(mod, "set_random_seed", make_set_seed("keras.utils.set_random_seed"), tag="randomness")
+
+    when_imported("keras.utils", keras_utils)
+    when_imported("keras.src.utils.rng_utils", keras_utils)
+
+
+def _safe(fn, default=False):
+    try:
+        return fn()
+    except Exception:
+        return default
+
+
+def _seed_in_replica(S) -> bool:
+    return any(s["replica"] for s in S.seeds)
+
+
+def collect(R) -> dict[str, Any]:
+    S: _State = getattr(R, "randomness", None)
+    if S is None:
+        return {}
+    return {"sites": list(S.sites.values()), "seeds": S.seeds}
+
+
+# ================================================================== parent
+def _compare(site) -> Optional[tuple[int, int, bool]]:
+    """(identical draws, compared draws, repeats across steps) for one site."""
+    reps = site.get("replicas", {})
+    if len(reps) < 2:
+        return None
+    n = min(len(v) for v in reps.values())
+    if n == 0:
+        return None
+    lists = list(reps.values())
+    same = sum(1 for k in range(n) if all(lst[k] == lists[0][k] for lst in lists[1:]))
+    repeats = any(len(set(lst)) < len(lst) for lst in lists)
+    return same, n, repeats
+
+
+def _sites(run, line: Optional[int] = None) -> list[dict]:
+    out = []
+    for o in run.probe("randomness"):
+        for s in (o or {}).get("sites", []):
+            if line is None or s["line"] == line:
+                out.append(s)
+    return out
+
+
+def _rerun_diff(run, line: int) -> Optional[tuple[int, int]]:
+    """(differing, compared) draws at ``line`` between the run and its re-run."""
+    if run.rerun is None:
+        return None
+    a = {(s["api"], rid): v for s in _sites(run, line) for rid, v in s["replicas"].items()}
+    b = {(s["api"], rid): v for s in _sites(run.rerun, line) for rid, v in s["replicas"].items()}
+    diff = comp = 0
+    for k in a.keys() & b.keys():
+        for x, y in zip(a[k], b[k]):
+            comp += 1
+            diff += int(x != y)
+    return (diff, comp) if comp else None
+
+
+def judge(finding, run) -> Optional[tuple[str, str]]:
+    code, line = finding.code, finding.line
+    if code == "TFP401":
+        seeds = [s for o in run.probe("randomness") for s in (o or {}).get("seeds", []) if line in s["lines"]]
+        if not seeds:
+            return None
+        if not any(s["replica"] for s in seeds):
+            return NOT_REPRODUCED, f"set_seed at line {line} ran outside any replica function"
+        cands = [s for s in _sites(run) if s.get("after_seed")] or _sites(run)
+        best = None
+        for s in cands:
+            c = _compare(s)
+            if c and c[0] > 0:
+                same, n, rep = c
+                mode = "eagerly" if s["eager"] else "in a tf.function"
+                return CONFIRMED, (f"after {seeds[0]['api']} inside the replica function (line {line}), the replicas "
+                                   f"drew identical values from {s['api']} at line {s['line']} ({same} of {n} draws, "
+                                   f"{mode})" + ("; the same values repeat at every step" if rep else ""))
+            if c:
+                best = (s, c)
+        if best:
+            s, (same, n, _) = best
+            how = "at trace time inside a tf.function" if not seeds[0]["eager"] else "eagerly"
+            return NOT_REPRODUCED, (f"set_seed at line {line} ran {how}; the replicas drew different values at "
+                                    f"line {s['line']} ({n} draws compared)")
+        return INCONCLUSIVE, f"set_seed at line {line} ran in a replica function but no random draw was observed there"
+    sites = _sites(run, line)
+    if not sites:
+        return None
+    comps = [(s, _compare(s)) for s in sites]
+    comps = [(s, c) for s, c in comps if c]
+    if not comps:
+        return INCONCLUSIVE, f"random draws at line {line} were seen on fewer than 2 replicas"
+    for s, (same, n, rep) in comps:
+        if same > 0:
+            seeded = "with a constant seed " if s.get("seeded") else ""
+            return CONFIRMED, (f"{s['api']} {seeded}at line {line}: the replicas drew identical values ({same} of {n} "
+                               f"draws)" + ("; the same values repeat across steps" if rep else ""))
+    s, (same, n, rep) = comps[0]
+    if code == "TFP403":
+        d = _rerun_diff(run, line)
+        if d and d[0] > 0:
+            return CONFIRMED, (f"{s['api']} at line {line}: two runs with the same global seed drew different "
+                               f"values ({d[0]} of {d[1]} draws differ); replicas drew different values")
+        if d:
+            return NOT_REPRODUCED, (f"{s['api']} at line {line}: replicas drew different values ({n} draws each) "
+                                    f"and two runs with the same global seed drew the same values ({d[1]} draws); "
+                                    f"TensorFlow 2.21 derives the op seeds deterministically here")
+        return NOT_REPRODUCED, (f"{s['api']} at line {line}: replicas drew different values ({n} draws each); "
+                                f"no second run to compare")
+    return NOT_REPRODUCED, f"{s['api']} at line {line}: the replicas drew different values ({n} draws compared)"
+
+
+def observe(run) -> tuple[str, str]:
+    obs = run.probe("randomness")
+    if not any(obs):
+        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
+    sites = _sites(run)
+    comps = [(s, _compare(s)) for s in sites]
+    comps = [(s, c) for s, c in comps if c]
+    for s, (same, n, rep) in comps:
+        if same > 0:
+            return CONFIRMED, f"replicas drew identical values from {s['api']} at line {s['line']} ({same} of {n} draws)"
+    if comps:
+        n = sum(c[1] for _, c in comps)
+        return NOT_REPRODUCED, (f"{len(comps)} random call site(s) in replica functions, {n} draws per replica: "
+                                f"replicas drew different values")
+    return NOT_REPRODUCED, "no random draws by the script inside replica functions"

@@ -1,0 +1,735 @@
+"""TFP1xx: strategy scope.
+
+Child side records every variable the script creates (the script lines on
+the stack, whether the result is distributed, the strategy in scope), every
+Keras model / optimizer / metric and ``tf.train.Checkpoint`` (same facts),
+their uses (``compile``, ``fit``, ``apply_gradients``, checkpoint restore) and
+every read or update of a *plain* (not distributed) variable inside a replica
+function of a strategy.  At the end it lists, per object, how many of its
+variables are distributed, and whether the copies of mirrored variables
+still agree.
+
+A finding is confirmed when TensorFlow raised the rule's own error (mapped
+to the finding's line or to an object created there), or when an object
+created at the finding's line is not distributed but was used under a
+strategy (compile/fit under the scope, read or updated by ``strategy.run``).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, Optional
+
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+
+CODES = "TFP1xx"
+
+# ------------------------------------------------------------------ errors
+# TensorFlow / Keras error texts that are the symptom of each rule.
+_COLOCATE = r"colocate_vars_with` must only be passed a variable created in this tf\.distribute\.Strategy\.scope"
+_NOT_IN_SCOPE = r"was not created in the distribution strategy scope"
+_MIXING = r"Mixing different tf\.distribute\.Strategy objects"
+_SLOT = r"Trying to create optimizer slot variable under the scope for tf\.distribute\.Strategy"
+_METRIC = r"passed to model\.compile was created inside of a different distribution strategy scope"
+_NEED_SCOPE = r"Need to be inside \"with strategy\.scope\(\)\""
+_UPDATE_ASSERT = r"^AssertionError\b.*\b(_distributed_tf_update_step|_update_step_xla|extended\.update)\b"
+_CROSS_REPLICA = r"(cross-replica context|replica context).*(not supported|only supported|should be called)"
+
+SYMPTOMS: dict[str, list[str]] = {
+    "TFP101": [_COLOCATE, _NOT_IN_SCOPE, _UPDATE_ASSERT, _MIXING],
+    "TFP102": [_MIXING, _NOT_IN_SCOPE, _COLOCATE],
+    "TFP103": [_METRIC, _NOT_IN_SCOPE, _COLOCATE],
+    "TFP104": [_SLOT, _NOT_IN_SCOPE],
+    "TFP105": [_COLOCATE, _NOT_IN_SCOPE, _UPDATE_ASSERT],
+    "TFP106": [_NEED_SCOPE, _SLOT],
+}
+ALL_SYMPTOMS = sorted({p for ps in SYMPTOMS.values() for p in ps})
+
+# Which recorded object kinds each rule is about.
+KINDS: dict[str, tuple[str, ...]] = {
+    "TFP101": ("model", "variable"),
+    "TFP102": ("optimizer",),
+    "TFP103": ("metric",),
+    "TFP104": ("checkpoint",),
+    "TFP105": ("variable",),
+    "TFP106": ("optimizer",),
+}
+
+
+def error_matches(err: Optional[dict], patterns: list[str]) -> Optional[str]:
+    if not err:
+        return None
+    text = f"{err.get('type', '')}: {err.get('message', '')}"
+    frames = " ".join(f"{f[2]}" for f in err.get("frames", []))
+    for p in patterns:
+        if re.search(p, text, re.S) or (p == _UPDATE_ASSERT and err.get("type") == "AssertionError"
+                                         and re.search(r"_distributed_tf_update_step|update_step", frames)):
+            return p
+    return None
+
+
+# =================================================================== child
+class _State:
+    def __init__(self):
+        self.objects: list[dict[str, Any]] = []
+        self.refs: list[Any] = []
+        self.obj_index: dict[int, int] = {}
+        self.variables: list[dict[str, Any]] = []
+        self.var_refs: list[Any] = []
+        self.plain: dict[int, int] = {}  # id(plain tf variable) -> index in variables
+        self.compiles: list[dict[str, Any]] = []
+        self.fits: list[dict[str, Any]] = []
+        self.applies: list[dict[str, Any]] = []
+        self.restores: list[dict[str, Any]] = []
+        self.local = threading.local()
+        self.max_vars = 20000
+
+
+def _is_dist(v) -> bool:
+    from tensorflow.python.distribute import values as dv
+
+    inner = getattr(v, "_value", None)  # Keras 3 KerasVariable wraps a tf.Variable
+    if inner is None or not hasattr(inner, "dtype"):
+        inner = v
+    return isinstance(inner, (dv.DistributedValues,)) or type(inner).__name__ in (
+        "MirroredVariable", "SyncOnReadVariable", "TPUMirroredVariable", "AggregatingVariable",
+        "CachingVariable", "DistributedVariable")
+
+
+def _obj_vars(obj, kind: str) -> list:
+    try:
+        if kind == "checkpoint":
+            return []
+        v = getattr(obj, "variables", None)
+        if callable(v):
+            v = v()
+        return list(v or [])
+    except Exception:
+        return []
+
+
+def install(R) -> None:
+    import tensorflow as tf
+    from tensorflow.python.ops import resource_variable_ops, variables
+
+    from tfpar_lint.verify.runtime import patch, patch_variable_method, when_imported
+
+    S = _State()
+    R.scope = S
+
+    def strategy_now() -> Optional[int]:
+        try:
+            return R.strategy_index(R.current_strategy())
+        except Exception:
+            return None
+
+    def add_object(obj, kind: str, captured=None) -> None:
+        if id(obj) in S.obj_index:
+            return
+        lines = R.script_lines(3)
+        with R.lock:
+            S.obj_index[id(obj)] = len(S.objects)
+            S.refs.append(obj)
+            S.objects.append({
+                "kind": kind,
+                "cls": type(obj).__name__,
+                "lines": lines,
+                "strategy": strategy_now(),
+                "captured": R.strategy_index(captured) if captured is not None else None,
+                "replica": _safe(R.in_replica_fn),
+            })
+
+    # ---- tf.Variable creation (top-level calls only)
+    def make_var_call(orig):
+        def __call__(cls, *args, **kwargs):
+            depth = getattr(S.local, "depth", 0)
+            S.local.depth = depth + 1
+            try:
+                out = orig(cls, *args, **kwargs)
+            finally:
+                S.local.depth = depth
+            if depth == 0 and cls.__name__ in ("Variable", "VariableV1") and len(S.variables) < S.max_vars:
+                try:
+                    dist = _is_dist(out)
+                    rec = {
+                        "name": str(getattr(out, "name", "?")),
+                        "shape": str(getattr(out, "shape", "?")),
+                        "type": type(out).__name__,
+                        "dist": dist,
+                        "lines": R.script_lines(2),
+                        "strategy": strategy_now(),
+                        "replica": _safe(R.in_replica_fn),
+                        "device": str(getattr(out, "device", "")) if not dist else "",
+                        "uses": [],
+                    }
+                    with R.lock:
+                        S.variables.append(rec)
+                        S.var_refs.append(out)
+                        if not dist:
+                            S.plain[id(out)] = len(S.variables) - 1
+                except Exception:  # pragma: no cover
+                    pass
+            return out
+
+        return __call__
+
+    patch(variables.VariableMetaclass, "__call__", make_var_call, tag="scope")
+
+    # ---- plain variables read/updated inside a replica function
+    def use(var, kind: str) -> None:
+        i = S.plain.get(id(var))
+        if i is None:
+            return
+        rec = S.variables[i]
+        if len(rec["uses"]) >= 3:
+            return
+        try:
+            if not R.in_replica_fn():
+                return
+            ctx = tf.distribute.get_replica_context()
+            sidx = R.strategy_index(ctx.strategy)
+        except Exception:
+            return
+        with R.lock:
+            if len(rec["uses"]) < 3 and not any(u["kind"] == kind and u["strategy"] == sidx for u in rec["uses"]):
+                rec["uses"].append({"kind": kind, "strategy": sidx, "lines": R.script_lines(3)})
+
+    def make_read(orig):
+        def _read_variable_op(self, *a, **k):
+            if id(self) in S.plain:
+                use(self, "read")
+            return orig(self, *a, **k)
+
+        return _read_variable_op
+
+    def make_assign(kind):
+        def make(orig):
+            def assign(self, *a, **k):
+                if id(self) in S.plain:
+                    use(self, kind)
+                return orig(self, *a, **k)
+
+            return assign
+
+        return make
+
+    BRV = resource_variable_ops.BaseResourceVariable
+    patch(BRV, "_read_variable_op", make_read, tag="scope")
+    for m in ("assign", "assign_add", "assign_sub"):
+        patch_variable_method(m, make_assign(m), tag="scope")
+
+    # ---- Keras 3
+    def keras3_trainer(mod):
+        cls = mod.TensorFlowTrainer
+
+        patch(cls, "__init__", lambda orig: _outer_init(S, orig, add_object, "model", "_distribute_strategy"),
+              tag="scope")
+        patch(cls, "compile", lambda orig: _compile_wrapper(R, S, orig, add_object), tag="scope")
+        for kind in ("fit", "evaluate", "predict"):
+            patch(cls, kind, lambda orig, kind=kind: _fit_wrapper(R, S, orig, kind), tag="scope")
+
+    when_imported("keras.src.backend.tensorflow.trainer", keras3_trainer)
+
+    def keras3_opt(mod):
+        cls = mod.BaseOptimizer
+
+        def make_init(orig):
+            def __init__(self, *a, **k):
+                orig(self, *a, **k)
+                add_object(self, "optimizer", getattr(self, "_distribution_strategy", None))
+
+            return __init__
+
+        patch(cls, "__init__", make_init, tag="scope")
+        patch(cls, "apply_gradients", lambda orig: _apply_wrapper(R, S, orig), tag="scope")
+
+    when_imported("keras.src.optimizers.base_optimizer", keras3_opt)
+
+    def keras3_tfopt(mod):
+        # TFOptimizer captures the strategy after BaseOptimizer.__init__.
+        cls = getattr(mod, "TFOptimizer", None)
+        if cls is None:
+            return
+
+        def make_init(orig):
+            def __init__(self, *a, **k):
+                orig(self, *a, **k)
+                i = S.obj_index.get(id(self))
+                if i is not None:
+                    S.objects[i]["captured"] = R.strategy_index(getattr(self, "_distribution_strategy", None))
+
+            return __init__
+
+        patch(cls, "__init__", make_init, tag="scope")
+
+    when_imported("keras.src.backend.tensorflow.optimizer", keras3_tfopt)
+
+    def keras3_metric(mod):
+        def make_init(orig):
+            def __init__(self, *a, **k):
+                orig(self, *a, **k)
+                add_object(self, "metric")
+
+            return __init__
+
+        patch(mod.Metric, "__init__", make_init, tag="scope")
+
+    when_imported("keras.src.metrics.metric", keras3_metric)
+
+    # ---- tf_keras (legacy Keras 2)
+    def tfk_training(mod):
+        cls = mod.Model
+
+        patch(cls, "__init__", lambda orig: _outer_init(S, orig, add_object, "model", "_distribution_strategy"),
+              tag="scope")
+        patch(cls, "compile", lambda orig: _compile_wrapper(R, S, orig, add_object), tag="scope")
+        for kind in ("fit", "evaluate", "predict"):
+            patch(cls, kind, lambda orig, kind=kind: _fit_wrapper(R, S, orig, kind), tag="scope")
+
+    when_imported("tf_keras.src.engine.training", tfk_training)
+
+    def tfk_opt(modname, clsname):
+        def hook(mod):
+            cls = getattr(mod, clsname, None)
+            if cls is None:
+                return
+
+            def make_init(orig):
+                def __init__(self, *a, **k):
+                    orig(self, *a, **k)
+                    add_object(self, "optimizer", getattr(self, "_distribution_strategy", None))
+
+                return __init__
+
+            patch(cls, "__init__", make_init, tag="scope")
+            patch(cls, "apply_gradients", lambda orig: _apply_wrapper(R, S, orig), tag="scope")
+
+        when_imported(modname, hook)
+
+    tfk_opt("tf_keras.src.optimizers.optimizer", "_BaseOptimizer")
+    tfk_opt("tf_keras.src.optimizers.legacy.optimizer_v2", "OptimizerV2")
+
+    def tfk_metric(mod):
+        def make_init(orig):
+            def __init__(self, *a, **k):
+                orig(self, *a, **k)
+                add_object(self, "metric")
+
+            return __init__
+
+        patch(mod.Metric, "__init__", make_init, tag="scope")
+
+    when_imported("tf_keras.src.metrics.base_metric", tfk_metric)
+
+    # ---- tf.train.Checkpoint
+    from tensorflow.python.checkpoint import checkpoint as ckpt
+
+    def make_ck_init(orig):
+        def __init__(self, *a, **k):
+            orig(self, *a, **k)
+            add_object(self, "checkpoint")
+
+        return __init__
+
+    patch(ckpt.Checkpoint, "__init__", make_ck_init, tag="scope")
+
+    def make_restore(kind):
+        def make(orig):
+            def restore(self, *a, **k):
+                rec = {
+                    "kind": kind,
+                    "ckpt": S.obj_index.get(id(self)),
+                    "strategy": strategy_now(),
+                    "lines": R.script_lines(2),
+                    "error": "",
+                }
+                with R.lock:
+                    S.restores.append(rec)
+                try:
+                    return orig(self, *a, **k)
+                except Exception as e:
+                    rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                    raise
+
+            return restore
+
+        return make
+
+    patch(ckpt.Checkpoint, "restore", make_restore("restore"), tag="scope")
+    patch(ckpt.Checkpoint, "read", make_restore("read"), tag="scope")
+
+
+def _outer_init(S, orig, add_object, kind, attr):
+    """Record a model once: not the inner models Keras builds inside a model's __init__."""
+
+    def __init__(self, *a, **k):
+        depth = getattr(S.local, "model_depth", 0)
+        S.local.model_depth = depth + 1
+        try:
+            orig(self, *a, **k)
+        finally:
+            S.local.model_depth = depth
+        if depth == 0:
+            add_object(self, kind, getattr(self, attr, None))
+
+    return __init__
+
+
+def _safe(fn, default=False):
+    try:
+        return fn()
+    except Exception:
+        return default
+
+
+def _model_strategy(R, model) -> Optional[int]:
+    s = getattr(model, "_distribute_strategy", None) or getattr(model, "_distribution_strategy", None)
+    return R.strategy_index(s) if s is not None else None
+
+
+def _compile_wrapper(R, S, orig, add_object):
+    def compile(self, *args, **kwargs):
+        import inspect
+
+        try:
+            ba = inspect.signature(orig).bind(self, *args, **kwargs)
+            a = ba.arguments
+        except TypeError:
+            a = {}
+        opt = a.get("optimizer")
+        metrics = []
+        for key in ("metrics", "weighted_metrics"):
+            m = a.get(key)
+            if m is None:
+                continue
+            seq = m.values() if isinstance(m, dict) else (m if isinstance(m, (list, tuple)) else [m])
+            for x in seq:
+                for y in (x if isinstance(x, (list, tuple)) else [x]):
+                    if not isinstance(y, str) and id(y) in S.obj_index:
+                        metrics.append(S.obj_index[id(y)])
+        rec = {
+            "model": S.obj_index.get(id(self)),
+            "strategy": _safe(lambda: R.strategy_index(R.current_strategy()), None),
+            "model_strategy": _model_strategy(R, self),
+            "optimizer": S.obj_index.get(id(opt)) if opt is not None and not isinstance(opt, str) else None,
+            "metrics": metrics,
+            "lines": R.script_lines(2),
+        }
+        with R.lock:
+            S.compiles.append(rec)
+        return orig(self, *args, **kwargs)
+
+    return compile
+
+
+def _fit_wrapper(R, S, orig, kind):
+    def fit(self, *args, **kwargs):
+        rec = {
+            "kind": kind,
+            "model": S.obj_index.get(id(self)),
+            "strategy": _safe(lambda: R.strategy_index(R.current_strategy()), None),
+            "model_strategy": _model_strategy(R, self),
+            "lines": R.script_lines(2),
+        }
+        with R.lock:
+            S.fits.append(rec)
+        return orig(self, *args, **kwargs)
+
+    return fit
+
+
+def _apply_wrapper(R, S, orig):
+    def apply_gradients(self, *args, **kwargs):
+        rec = {
+            "optimizer": S.obj_index.get(id(self)),
+            "strategy": _safe(lambda: R.strategy_index(R.current_strategy()), None),
+            "replica": _safe(R.in_replica_fn),
+            "lines": R.script_lines(2),
+            "error": "",
+        }
+        with R.lock:
+            if len(S.applies) < 50:
+                S.applies.append(rec)
+        try:
+            return orig(self, *args, **kwargs)
+        except Exception as e:
+            rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            raise
+
+    return apply_gradients
+
+
+def collect(R) -> dict[str, Any]:
+    S: _State = getattr(R, "scope", None)
+    if S is None:
+        return {}
+    objects = []
+    inner = {id(getattr(o, "_functional", None)) for o in S.refs if getattr(o, "_functional", None) is not None}
+    for rec, obj in zip(S.objects, S.refs):
+        if id(obj) in inner:  # Keras 3 Sequential's internal Functional model
+            rec = dict(rec, kind="inner-model")
+        vs = _obj_vars(obj, rec["kind"])
+        n_dist = sum(1 for v in vs if _safe(lambda v=v: _is_dist(v)))
+        objects.append(dict(rec, n_vars=len(vs), n_dist=n_dist))
+    inconsistent = []
+    checked = 0
+    import numpy as np
+
+    for rec, v in zip(S.variables, S.var_refs):
+        if not rec["dist"] or checked >= 400:
+            continue
+        comps = getattr(v, "values", None)
+        if not isinstance(comps, tuple) or len(comps) < 2:
+            continue
+        checked += 1
+        try:
+            vals = [np.asarray(c.numpy()) for c in comps]
+            if any(not np.array_equal(vals[0], x) for x in vals[1:]):
+                inconsistent.append({"name": rec["name"], "lines": rec["lines"]})
+        except Exception:
+            continue
+    plain_used = [
+        {k: r[k] for k in ("name", "shape", "lines", "strategy", "device", "uses")}
+        for r in S.variables if not r["dist"] and r["uses"]
+    ]
+    # Variables are summarised: per creation line, counts of plain/distributed.
+    by_line: dict[int, dict[str, Any]] = {}
+    for r in S.variables:
+        for ln in r["lines"]:
+            d = by_line.setdefault(ln, {"plain": 0, "dist": 0, "in_scope": 0, "names": []})
+            d["dist" if r["dist"] else "plain"] += 1
+            if r["strategy"] is not None:
+                d["in_scope"] += 1
+            if len(d["names"]) < 4:
+                d["names"].append(r["name"])
+    return {
+        "objects": objects,
+        "var_lines": {str(k): v for k, v in by_line.items()},
+        "n_vars": len(S.variables),
+        "n_dist": sum(1 for r in S.variables if r["dist"]),
+        "plain_used": plain_used[:200],
+        "compiles": S.compiles,
+        "fits": S.fits[:50],
+        "applies": S.applies,
+        "restores": S.restores[:50],
+        "inconsistent": inconsistent[:50],
+        "checked_copies": checked,
+    }
+
+
+# ================================================================== parent
+def _merged(run) -> dict[str, Any]:
+    """Worker 0's view plus, from every worker, the lists (scope objects are
+    the same program on every worker; one view suffices for most facts)."""
+    obs = [o for o in run.probe("scope") if o]
+    if not obs:
+        return {}
+    return obs[0]
+
+
+def _strategy_name(run, idx) -> str:
+    if idx is None:
+        return "no strategy"
+    sts = (run.workers[0] or {}).get("strategies", []) if run.workers else []
+    if 0 <= idx < len(sts):
+        s = sts[idx]
+        return f"{s['type']} ({s['replicas']} replicas)"
+    return "a strategy"
+
+
+def _misuses(run, o: dict[str, Any]) -> list[tuple[dict, str]]:
+    """Objects created outside any strategy scope and then used under one:
+    (object record, description of the use)."""
+    out = []
+    objs = o.get("objects", [])
+    for i, ob in enumerate(objs):
+        if ob["strategy"] is not None or ob.get("replica"):
+            continue
+        uses = []
+        if ob["kind"] == "model":
+            for c in o.get("compiles", []):
+                if c["model"] == i and c["strategy"] is not None:
+                    uses.append(f"compiled under {_strategy_name(run, c['strategy'])} (line {_l(c)})")
+            for f in o.get("fits", []):
+                if f["model"] == i and f["strategy"] is not None:
+                    uses.append(f"{f['kind']} under {_strategy_name(run, f['strategy'])} (line {_l(f)})")
+        if ob["kind"] == "optimizer":
+            for c in o.get("compiles", []):
+                if c["optimizer"] == i and (c["strategy"] is not None or c["model_strategy"] is not None):
+                    uses.append(f"passed to compile of a model under "
+                                f"{_strategy_name(run, c['strategy'] if c['strategy'] is not None else c['model_strategy'])}"
+                                f" (line {_l(c)})")
+            for a in o.get("applies", []):
+                if a["optimizer"] == i and (a["strategy"] is not None or a["replica"]):
+                    uses.append(f"apply_gradients in {'a replica function' if a['replica'] else 'the scope'}"
+                                f" (line {_l(a)})")
+        if ob["kind"] == "metric":
+            for c in o.get("compiles", []):
+                if i in c["metrics"] and c["strategy"] is not None:
+                    uses.append(f"passed to compile under {_strategy_name(run, c['strategy'])} (line {_l(c)})")
+        if uses:
+            out.append((ob, "; ".join(dict.fromkeys(uses))))
+    return out
+
+
+def _l(rec) -> str:
+    return str(rec["lines"][-1]) if rec.get("lines") else "?"
+
+
+def _plain_uses_at(o, line: Optional[int]) -> list[dict]:
+    out = []
+    for v in o.get("plain_used", []):
+        if line is None or line in v["lines"]:
+            out.append(v)
+    return out
+
+
+def _describe_plain(run, vs: list[dict]) -> str:
+    v = vs[0]
+    u = v["uses"][0]
+    where = f"line {u['lines'][0]}" if u.get("lines") else "a replica function"
+    more = f" (and {len(vs) - 1} more)" if len(vs) > 1 else ""
+    dev = f" on {v['device'].split('device:')[-1]}" if v.get("device") else ""
+    return (f"variable {v['name']} {v['shape']} is a plain {'ResourceVariable'}{dev}, not mirrored{more}, "
+            f"yet it was {'updated' if u['kind'].startswith('assign') else 'read'} inside strategy.run "
+            f"of {_strategy_name(run, u['strategy'])} at {where}")
+
+
+def judge(finding, run) -> Optional[tuple[str, str]]:
+    code = finding.code
+    line = finding.line
+    o = _merged(run)
+    patterns = SYMPTOMS.get(code, ALL_SYMPTOMS)
+    kinds = KINDS.get(code, ("model", "optimizer", "metric", "checkpoint", "variable"))
+    objs = o.get("objects", [])
+    at_line = [ob for ob in objs if line in ob["lines"] and ob["kind"] in kinds]
+    var_at = (o.get("var_lines") or {}).get(str(line))
+
+    # 1. TensorFlow raised the rule's own error.
+    err = run.error
+    p = error_matches(err, patterns)
+    if p:
+        linked = line in run.error_lines()
+        why = f"the traceback passes through line {line}"
+        if not linked:
+            outside = [ob for ob in at_line if ob["strategy"] is None]
+            if outside:
+                linked = True
+                why = f"the {outside[0]['kind']} ({outside[0]['cls']}) it concerns was created at line {line} outside any strategy scope"
+            elif var_at and var_at["plain"] and "variable" in kinds:
+                linked = True
+                why = f"{var_at['plain']} plain variable(s) were created at line {line}"
+            else:
+                names = re.findall(r"tf\.Variable '([^']+)'", str(err.get("message", "")))
+                for n in names:
+                    for ln, d in (o.get("var_lines") or {}).items():
+                        if int(ln) == line and any(n.split(":")[0] in x for x in d["names"]):
+                            linked = True
+                            why = f"variable {n} named in the error was created at line {line}"
+        if linked:
+            return CONFIRMED, f"TensorFlow raised {run.error_text()}; {why}"
+
+    # 2. The symptom observed directly: created outside the scope, used under it.
+    if code == "TFP104":
+        return _judge_checkpoint(finding, run, o)
+    if code == "TFP106":
+        return _judge_apply(finding, run, o)
+    mis = [(ob, use) for ob, use in _misuses(run, o) if line in ob["lines"] and ob["kind"] in kinds]
+    if mis:
+        ob, use = mis[0]
+        dist = f"{ob['n_dist']} of its {ob['n_vars']} variables distributed" if ob["n_vars"] else "no variables yet"
+        return CONFIRMED, (f"{ob['cls']} created at line {line} outside any strategy scope ({dist}); "
+                           f"then {use}")
+    plain = _plain_uses_at(o, line) if ("variable" in kinds or "model" in kinds or "metric" in kinds) else []
+    if plain:
+        return CONFIRMED, _describe_plain(run, plain)
+    # Keras 3 metric / model objects whose plain variables were used by replicas.
+    for ob in at_line:
+        if ob["strategy"] is None and ob["n_vars"] and ob["n_dist"] == 0:
+            used = [v for v in o.get("plain_used", []) if any(ln in ob["lines"] for ln in v["lines"])]
+            if used:
+                return CONFIRMED, f"{ob['cls']} created at line {line} outside the scope: " + _describe_plain(run, used)
+
+    # 3. Nothing wrong seen.
+    if p:  # the rule's error, but not linked to this line
+        return INCONCLUSIVE, f"TensorFlow raised {run.error_text()}, not traced to line {line}"
+    if at_line:
+        ob = at_line[0]
+        if ob["strategy"] is not None:
+            return NOT_REPRODUCED, (f"{ob['cls']} at line {line} was created under "
+                                    f"{_strategy_name(run, ob['strategy'])}; {ob['n_dist']} of {ob['n_vars']} "
+                                    f"variables distributed")
+        return NOT_REPRODUCED, (f"{ob['cls']} created at line {line} outside any scope, but not used under a "
+                                f"strategy in this run; no scope error")
+    if var_at:
+        if var_at["plain"]:
+            return NOT_REPRODUCED, (f"{var_at['plain']} plain variable(s) created at line {line} were never "
+                                    f"read or updated inside strategy.run")
+        return NOT_REPRODUCED, f"the {var_at['dist']} variable(s) created at line {line} are distributed"
+    return None
+
+
+def _judge_checkpoint(finding, run, o) -> Optional[tuple[str, str]]:
+    line = finding.line
+    cks = [i for i, ob in enumerate(o.get("objects", [])) if ob["kind"] == "checkpoint" and line in ob["lines"]]
+    rs = [r for r in o.get("restores", []) if line in r["lines"] or r["ckpt"] in cks]
+    for r in rs:
+        if r["error"] and re.search("|".join(SYMPTOMS["TFP104"]), r["error"]):
+            return CONFIRMED, f"checkpoint {r['kind']} at line {_l(r)} raised {r['error']}"
+    bad = o.get("inconsistent", [])
+    if rs and bad:
+        return CONFIRMED, (f"after the checkpoint {rs[0]['kind']} at line {_l(rs[0])} outside the scope, the replica "
+                           f"copies of {len(bad)} mirrored variable(s) disagree (e.g. {bad[0]['name']})")
+    if rs:
+        r = rs[0]
+        where = "outside any strategy scope" if r["strategy"] is None else f"under {_strategy_name(run, r['strategy'])}"
+        return NOT_REPRODUCED, (f"checkpoint {r['kind']} at line {_l(r)} ran {where}; no error, and the copies of "
+                                f"{o.get('checked_copies', 0)} mirrored variables agree")
+    if cks:
+        ob = o["objects"][cks[0]]
+        where = "outside any strategy scope" if ob["strategy"] is None else "under the scope"
+        return NOT_REPRODUCED, (f"checkpoint created at line {line} {where}; saving/restoring raised no error and the "
+                                f"copies of {o.get('checked_copies', 0)} mirrored variables agree")
+    return None
+
+
+def _judge_apply(finding, run, o) -> Optional[tuple[str, str]]:
+    line = finding.line
+    aps = [a for a in o.get("applies", []) if line in a["lines"]]
+    if not aps:
+        return None
+    for a in aps:
+        if a["error"] and re.search("|".join(SYMPTOMS["TFP106"]), a["error"]):
+            return CONFIRMED, f"apply_gradients at line {line} raised {a['error']}"
+    a = aps[0]
+    ctx = "a replica function" if a["replica"] else (
+        "the scope" if a["strategy"] is not None else "cross-replica context outside any scope")
+    return NOT_REPRODUCED, (f"apply_gradients at line {line} ran in {ctx} without error "
+                            f"(optimizer state already created); mirrored copies agree")
+
+
+def observe(run) -> tuple[str, str]:
+    o = _merged(run)
+    if not o:
+        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
+    err = run.error
+    p = error_matches(err, ALL_SYMPTOMS)
+    if p:
+        return CONFIRMED, f"TensorFlow raised {run.error_text()}"
+    mis = _misuses(run, o)
+    if mis:
+        ob, use = mis[0]
+        return CONFIRMED, f"{ob['cls']} created outside any scope (line {_l(ob)}) then {use}"
+    plain = _plain_uses_at(o, None)
+    if plain:
+        return CONFIRMED, _describe_plain(run, plain)
+    if o.get("inconsistent") and o.get("restores"):
+        return CONFIRMED, f"replica copies of {len(o['inconsistent'])} mirrored variables disagree after a restore"
+    n, d = o.get("n_vars", 0), o.get("n_dist", 0)
+    objs = o.get("objects", [])
+    kinds = {}
+    for ob in objs:
+        kinds[ob["kind"]] = kinds.get(ob["kind"], 0) + 1
+    what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in sorted(kinds.items())) or "no Keras objects"
+    return NOT_REPRODUCED, (f"{n} variables created, {d} distributed; {what}; no plain variable used by replicas, "
+                            f"no scope error")

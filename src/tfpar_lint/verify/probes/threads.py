@@ -1,0 +1,209 @@
+"""TFP3xx: Python threads and shared variables.
+
+Child side (eager only): for small variables, every read remembers, per
+thread, the value that thread last read; every ``assign``/``assign_add``/
+``assign_sub`` records the writing thread, the call site, the increment it
+meant to apply (``new - value this thread last read`` for ``assign``, the
+argument for ``assign_add``/``assign_sub``) and whether the variable had been
+changed by another thread since this thread read it (a stale write: the
+other thread's update is overwritten).  At the end the expected value
+(first value + sum of increments) is compared with the actual value.
+``sys.setswitchinterval(1e-6)`` is set by the child when the script uses
+threads, to encourage interleaving.
+
+A finding is confirmed when the variable assigned at the finding's line from
+two or more threads lost updates (final value short of the expected one, or
+stale writes observed).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+
+CODES = "TFP3xx"
+MAX_ELEMENTS = 64
+
+
+class _State:
+    def __init__(self):
+        self.vars: dict[int, dict[str, Any]] = {}
+        self.refs: dict[int, Any] = {}
+        self.local = threading.local()
+        self.graph_writes: set[int] = set()
+
+
+def install(R) -> None:
+    import numpy as np
+    from tensorflow.python.eager import context
+    from tensorflow.python.ops import resource_variable_ops
+
+    from tfpar_lint.verify.runtime import patch, patch_variable_method
+
+    S = _State()
+    R.threads = S
+    BRV = resource_variable_ops.BaseResourceVariable
+
+    def small(v) -> bool:
+        try:
+            n = v.shape.num_elements()
+            return n is not None and n <= MAX_ELEMENTS and v.dtype.is_numpy_compatible and (
+                v.dtype.is_floating or v.dtype.is_integer)
+        except Exception:
+            return False
+
+    def tracking(v) -> bool:
+        return context.executing_eagerly() and (threading.active_count() > 1 or id(v) in S.vars)
+
+    def last_reads() -> dict:
+        d = getattr(S.local, "reads", None)
+        if d is None:
+            d = S.local.reads = {}
+        return d
+
+    def busy() -> bool:
+        return getattr(S.local, "busy", False)
+
+    def make_read(orig):
+        def _read_variable_op(self, *a, **k):
+            out = orig(self, *a, **k)
+            if not busy() and tracking(self) and small(self):
+                try:
+                    last_reads()[id(self)] = np.asarray(out.numpy(), dtype=np.float64)
+                except Exception:
+                    pass
+            return out
+
+        return _read_variable_op
+
+    def current(self):
+        S.local.busy = True
+        try:
+            return np.asarray(self.read_value().numpy(), dtype=np.float64)
+        finally:
+            S.local.busy = False
+
+    def make_write(kind):
+        def make(orig):
+            def write(self, value, *a, **k):
+                if not context.executing_eagerly():
+                    S.graph_writes.add(id(self))
+                    return orig(self, value, *a, **k)
+                if busy() or not tracking(self) or not small(self):
+                    return orig(self, value, *a, **k)
+                try:
+                    before = current(self)
+                    val = np.asarray(value.numpy() if hasattr(value, "numpy") else value, dtype=np.float64)
+                except Exception:
+                    return orig(self, value, *a, **k)
+                mine = last_reads().get(id(self))
+                if kind == "assign":
+                    base = mine if mine is not None else before
+                    delta = float(np.sum(val - base))
+                    stale = mine is not None and not np.array_equal(mine, before)
+                else:
+                    delta = float(np.sum(val)) * (1 if kind == "assign_add" else -1)
+                    stale = False
+                lines = R.script_lines(2)
+                tid = threading.get_ident()
+                with R.lock:
+                    rec = S.vars.get(id(self))
+                    if rec is None:
+                        rec = S.vars[id(self)] = {
+                            "name": str(getattr(self, "name", "?")), "first": float(np.sum(before)),
+                            "delta": 0.0, "writes": 0, "stale": 0, "threads": set(), "sites": {},
+                            "kinds": set(),
+                        }
+                        S.refs[id(self)] = self
+                    rec["delta"] += delta
+                    rec["writes"] += 1
+                    rec["stale"] += int(stale)
+                    rec["threads"].add(tid)
+                    rec["kinds"].add(kind)
+                    for ln in lines[:3]:
+                        site = rec["sites"].setdefault(str(ln), {"writes": 0, "stale": 0, "kind": kind})
+                        site["writes"] += 1
+                        site["stale"] += int(stale)
+                out = orig(self, value, *a, **k)
+                last_reads().pop(id(self), None)
+                return out
+
+            return write
+
+        return make
+
+    patch(BRV, "_read_variable_op", make_read, tag="threads")
+    for m in ("assign", "assign_add", "assign_sub"):
+        patch_variable_method(m, make_write(m), tag="threads")
+
+
+def collect(R) -> dict[str, Any]:
+    S: _State = getattr(R, "threads", None)
+    if S is None:
+        return {}
+    import numpy as np
+
+    out = []
+    for vid, rec in S.vars.items():
+        v = S.refs.get(vid)
+        try:
+            final = float(np.sum(np.asarray(v.read_value().numpy(), dtype=np.float64)))
+        except Exception:
+            final = None
+        out.append({
+            "name": rec["name"], "first": rec["first"], "expected": rec["first"] + rec["delta"],
+            "final": final, "writes": rec["writes"], "stale": rec["stale"], "threads": len(rec["threads"]),
+            "sites": rec["sites"], "kinds": sorted(rec["kinds"]),
+            "unit": abs(rec["delta"]) / rec["writes"] if rec["writes"] else 0.0,
+            "graph_writes": vid in S.graph_writes,
+        })
+    return {"variables": out}
+
+
+# ================================================================== parent
+def _lost(v) -> tuple[float, int]:
+    """(lost amount, lost updates) for one variable record."""
+    if v["final"] is None or v.get("graph_writes"):
+        return 0.0, v["stale"]
+    missing = abs(v["expected"] - v["final"])
+    unit = v["unit"] or 1.0
+    n = int(round(missing / unit)) if missing > 1e-6 * max(1.0, abs(v["expected"])) else 0
+    return missing, max(n, 0)
+
+
+def _describe(v, n_lost: int) -> str:
+    return (f"variable {v['name']}: {v['writes']} updates from {v['threads']} threads should give "
+            f"{v['expected']:g}, the final value is {v['final']:g} ({n_lost} updates lost; "
+            f"{v['stale']} writes overwrote a concurrent update)")
+
+
+def judge(finding, run) -> Optional[tuple[str, str]]:
+    line = finding.line
+    vs = [v for o in run.probe("threads") for v in (o or {}).get("variables", []) if str(line) in v["sites"]]
+    if not vs:
+        return None
+    multi = [v for v in vs if v["threads"] >= 2]
+    for v in multi:
+        missing, n = _lost(v)
+        if n > 0 or v["sites"][str(line)]["stale"] > 0:
+            return CONFIRMED, _describe(v, n)
+    if multi:
+        v = multi[0]
+        return NOT_REPRODUCED, (f"variable {v['name']}: {v['writes']} updates from {v['threads']} threads, final "
+                                f"value {v['final']:g} as expected; no lost update")
+    return INCONCLUSIVE, f"the variable assigned at line {line} was updated from one thread only"
+
+
+def observe(run) -> tuple[str, str]:
+    obs = run.probe("threads")
+    if not any(obs):
+        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
+    vs = [v for o in obs for v in (o or {}).get("variables", []) if v["threads"] >= 2]
+    for v in vs:
+        missing, n = _lost(v)
+        if n > 0 or v["stale"] > 0:
+            return CONFIRMED, _describe(v, n)
+    if vs:
+        return NOT_REPRODUCED, f"{len(vs)} variable(s) updated from several threads; no lost update"
+    return NOT_REPRODUCED, "no variable updated from more than one Python thread"

@@ -1,0 +1,330 @@
+"""Child-side state shared by the probes: the recorder, stack helpers, patching.
+
+Everything here runs inside the instrumented child process.  TensorFlow is
+imported by :mod:`tfpar_lint.verify.child` before any probe is installed.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.abc
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional
+
+
+class VerifierStop(BaseException):
+    """Raised in the script's main thread to end it once the evidence is in.
+
+    A ``BaseException`` so that the script's own ``except Exception`` blocks
+    do not swallow it; the child catches it and reports ``stopped``.
+    """
+
+
+STOP_SENTINEL = "TFPAR_VERIFY_STOP"
+
+_TF_INTERNAL = (
+    os.sep + os.path.join("tensorflow", "python", "autograph") + os.sep,
+    os.sep + os.path.join("tensorflow", "python", "util") + os.sep,
+    os.sep + os.path.join("tensorflow", "python", "eager", "polymorphic_function") + os.sep,
+    os.sep + os.path.join("tensorflow", "python", "framework", "ops.py"),
+)
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class Recorder:
+    """All observations of one child run; probes add their own sections."""
+
+    def __init__(self, script: str, max_steps: int, marks: dict[int, int]):
+        self.script = script  # absolute real path of the script
+        self.max_steps = max_steps
+        self.marks = marks  # finding line -> marker id
+        self.lock = threading.RLock()
+        self.ran: dict[int, int] = {}  # marker id -> times reached
+        self.ran_order: list[int] = []
+        self.notes: list[str] = []
+        self.strategies: list[dict[str, Any]] = []
+        self.strategy_ids: dict[int, int] = {}  # id(strategy) -> index in strategies
+        self.ag_map: dict[tuple[str, int], int] = {}  # autograph (file, line) -> script line
+        self.ag_files: set[str] = set()
+        self.steps: dict[Any, int] = {}  # step key -> completed calls
+        self.step_names: dict[Any, str] = {}
+        self.step_functions: set[int] = set()
+        self.fn_stack = threading.local()
+        self.keras_loop_depth = 0
+        self.stop_reason = ""
+        self.main_thread = threading.main_thread()
+        self.t0 = time.time()
+        self.probes: list[Any] = []
+        self.devices: list[str] = []
+        self.worker_index: Optional[int] = None
+        self.run_calls = 0
+        self.worker_mode = False
+        self.keras_steps = 0
+        self.text = ""
+
+    # ------------------------------------------------------------ markers
+    def mark(self, mid: int, value: Any = None) -> Any:
+        with self.lock:
+            n = self.ran.get(mid, 0)
+            self.ran[mid] = n + 1
+            if n == 0:
+                self.ran_order.append(mid)
+        return value
+
+    def note(self, text: str) -> None:
+        with self.lock:
+            if text not in self.notes:
+                self.notes.append(text)
+
+    # -------------------------------------------------------------- stacks
+    def frame_line(self, f) -> Optional[int]:
+        fn = f.f_code.co_filename
+        if fn == self.script:
+            return f.f_lineno
+        if fn in self.ag_files:
+            return self.ag_map.get((fn, f.f_lineno))
+        return None
+
+    def script_lines(self, skip: int = 1, limit: int = 200) -> list[int]:
+        """Script lines on the current stack, innermost first."""
+        out: list[int] = []
+        try:
+            f = sys._getframe(skip)
+        except ValueError:
+            return out
+        n = 0
+        while f is not None and n < limit:
+            ln = self.frame_line(f)
+            if ln is not None and (not out or out[-1] != ln):
+                out.append(ln)
+            f = f.f_back
+            n += 1
+        return out
+
+    def direct_caller_line(self, skip: int = 1) -> Optional[int]:
+        """Line of the script frame that called the patched API directly
+        (skipping TensorFlow's dispatch/AutoGraph plumbing and our wrappers),
+        or None when the caller is library code (e.g. Keras internals)."""
+        try:
+            f = sys._getframe(skip)
+        except ValueError:
+            return None
+        while f is not None:
+            fn = f.f_code.co_filename
+            if fn.startswith(_OWN_DIR) or any(p in fn for p in _TF_INTERNAL) or fn.startswith("<"):
+                f = f.f_back
+                continue
+            return self.frame_line(f)
+        return None
+
+    def in_main_thread(self) -> bool:
+        return threading.current_thread() is self.main_thread
+
+    # ----------------------------------------------------------- strategies
+    def strategy_index(self, strategy) -> Optional[int]:
+        if strategy is None:
+            return None
+        i = self.strategy_ids.get(id(strategy))
+        if i is None:
+            i = self.register_strategy(strategy)
+        return i
+
+    def register_strategy(self, strategy, lines: Optional[list[int]] = None) -> Optional[int]:
+        try:
+            from tensorflow.python.distribute import distribute_lib
+
+            if isinstance(strategy, distribute_lib._DefaultDistributionStrategy):  # noqa: SLF001
+                return None
+        except Exception:  # pragma: no cover
+            pass
+        with self.lock:
+            if id(strategy) in self.strategy_ids:
+                return self.strategy_ids[id(strategy)]
+            try:
+                replicas = int(strategy.num_replicas_in_sync)
+            except Exception:
+                replicas = 0
+            try:
+                devs = [str(d) for d in strategy.extended.worker_devices]
+            except Exception:
+                devs = []
+            rec = {
+                "type": type(strategy).__name__,
+                "replicas": replicas,
+                "devices": devs,
+                "lines": lines if lines is not None else self.script_lines(2),
+                "_ref": strategy,
+            }
+            self.strategies.append(rec)
+            self.strategy_ids[id(strategy)] = len(self.strategies) - 1
+            return len(self.strategies) - 1
+
+    def current_strategy(self):
+        """The non-default strategy in scope (or whose replica context we are in)."""
+        from tensorflow.python.distribute import distribute_lib
+
+        if not distribute_lib.has_strategy():
+            return None
+        return distribute_lib.get_strategy()
+
+    def in_replica_fn(self) -> bool:
+        from tensorflow.python.distribute import distribute_lib
+
+        ctx = distribute_lib.get_replica_context()
+        if ctx is None:
+            return False
+        return not isinstance(ctx.strategy, distribute_lib._DefaultDistributionStrategy)  # noqa: SLF001
+
+    # --------------------------------------------------------------- steps
+    def before_step(self, key, name: str) -> None:
+        if self.keras_loop_depth or not self.in_main_thread():
+            return
+        if self.steps.get(key, 0) >= self.max_steps:
+            self.stop_reason = f"stopped after {self.max_steps} steps of {name}"
+            raise VerifierStop(self.stop_reason)
+
+    def after_step(self, key, name: str) -> None:
+        if self.keras_loop_depth or not self.in_main_thread():
+            return
+        with self.lock:
+            self.steps[key] = self.steps.get(key, 0) + 1
+            self.step_names[key] = name
+
+    def total_steps(self) -> int:
+        return max(self.steps.values(), default=0)
+
+
+REC: Optional[Recorder] = None
+
+
+def rec() -> Recorder:
+    assert REC is not None
+    return REC
+
+
+# ------------------------------------------------------------------ patching
+_PATCHES: list[tuple[Any, str, Any]] = []
+
+
+def patch(owner: Any, name: str, make: Callable[[Any], Any], tag: str = "") -> bool:
+    """Replace ``owner.name`` with ``make(original)``; keeps metadata so
+    AutoGraph treats the wrapper like the original (allow-listed module).
+    Patches with different ``tag`` stack; the same tag is applied once."""
+    orig = getattr(owner, name, None)
+    if orig is None:
+        return False
+    tag = tag or getattr(make, "__qualname__", repr(make))
+    tags = set(getattr(orig, "__tfpar_tags__", ()) or ())
+    if tag in tags:
+        return True
+    is_static = isinstance(owner, type) and isinstance(owner.__dict__.get(name), staticmethod)
+    new = make(orig)
+    try:
+        functools.update_wrapper(new, orig)
+    except Exception:  # pragma: no cover
+        pass
+    try:
+        new.__tfpar_tags__ = frozenset(tags | {tag})
+        new.__tfpar_wrapped__ = True
+    except Exception:  # pragma: no cover
+        pass
+    if is_static:
+        new = staticmethod(new)
+    setattr(owner, name, new)
+    _PATCHES.append((owner, name, orig))
+    return True
+
+
+def patch_variable_method(name: str, make: Callable[[Any], Any], tag: str) -> None:
+    """Patch a ``tf.Variable`` method on BaseResourceVariable and on every
+    subclass that re-binds it (``weak_tensor_ops`` wraps ResourceVariable's
+    assign methods around the original functions at import)."""
+    from tensorflow.python.ops import resource_variable_ops as rvo
+
+    for cls in (rvo.BaseResourceVariable, rvo.ResourceVariable, getattr(rvo, "UninitializedVariable", None)):
+        if cls is not None and (cls is rvo.BaseResourceVariable or name in cls.__dict__):
+            patch(cls, name, make, tag=tag)
+
+
+def fingerprint(arr) -> str:
+    """Short content hash of a numpy array (dtype + shape + bytes)."""
+    import numpy as np
+
+    a = np.ascontiguousarray(arr)
+    h = hashlib.blake2b(digest_size=8)
+    h.update(str(a.dtype).encode())
+    h.update(str(a.shape).encode())
+    if a.dtype == object:
+        h.update(repr(a.tolist()).encode())
+    else:
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------ import hooks
+class _HookLoader(importlib.abc.Loader):
+    def __init__(self, inner, callbacks):
+        self.inner = inner
+        self.callbacks = callbacks
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        for cb in self.callbacks:
+            try:
+                cb(module)
+            except Exception as e:  # pragma: no cover - a probe must never break an import
+                sys.stderr.write(f"tfpar-verify: post-import hook for {module.__name__} failed: {e!r}\n")
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    def __init__(self):
+        self.hooks: dict[str, list[Callable]] = {}
+        self._busy: set[str] = set()
+
+    def find_spec(self, fullname, path, target=None):
+        cbs = self.hooks.get(fullname)
+        if not cbs or fullname in self._busy:
+            return None
+        self._busy.add(fullname)
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self._busy.discard(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _HookLoader(spec.loader, list(cbs))
+        return spec
+
+
+_FINDER = _PostImportFinder()
+
+
+def when_imported(name: str, cb: Callable[[Any], None]) -> None:
+    """Call ``cb(module)`` now if ``name`` is imported, else right after its import."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        cb(mod)
+        return
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+    _FINDER.hooks.setdefault(name, []).append(cb)
+
+
+def try_import(name: str):
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        return None
