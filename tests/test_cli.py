@@ -147,6 +147,22 @@ def test_invalid_toml_is_one_line_exit_2(project, tfpar, snippets):
     assert len(r.err.strip().splitlines()) == 1
 
 
+def test_internal_error_is_one_line(project, cli, snippets, monkeypatch):
+    import tfpar_lint.engine
+
+    def boom(*a, **k):
+        raise RuntimeError("simulated engine bug")
+    monkeypatch.setattr(tfpar_lint.engine, "lint_paths", boom)
+    project.write("a.py", snippets.tfp101)
+    r = cli("a.py")
+    assert r.rc == 2 and r.err.strip() == (
+        "tfpar-lint: error: internal error: RuntimeError: simulated engine bug "
+        "(set TFPAR_LINT_DEBUG=1 to see the traceback)")
+    monkeypatch.setenv("TFPAR_LINT_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        cli("a.py")
+
+
 def test_usage_errors_exit_2(project, cli):
     assert cli("--jobs", "0").rc == 2
     assert cli("--format", "xml").rc == 2

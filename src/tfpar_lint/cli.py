@@ -343,6 +343,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except OSError:
             pass
         return 1
+    except Exception as e:  # a bug: one line, unless asked for the traceback
+        if os.environ.get("TFPAR_LINT_DEBUG"):
+            raise
+        _err(f"internal error: {type(e).__name__}: {e} (set TFPAR_LINT_DEBUG=1 to see the traceback)")
+        return 2
 
 
 def _main(argv: list[str]) -> int:
