@@ -1,0 +1,251 @@
+"""Every rule has a page ``rules/<CODE>.md`` that agrees with the rule.
+
+The page layout is the catalogue's (ruff-style), the same for every rule::
+
+    # TFP101 model-outside-scope
+    <one-line summary>
+    ## What it does
+    ## Why is this bad?
+    ## Example              <- its python code block(s) must trigger the rule
+    ## Use instead          <- its python code block(s) must not
+    ## How --verify confirms it
+    ## Options / default
+    ## References
+
+The code blocks are linted with ``lint_source(..., enabled=[code])`` and without
+``# noqa`` handling, so a page cannot silence its own "Use instead" block. A rule
+without a page fails: nothing here is skipped.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from tfpar_lint.engine import lint_source
+from tfpar_lint.registry import all_rules, rules_by_code
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ROOT / "rules"
+RULES = all_rules()
+
+HEADINGS = (
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "How --verify confirms it",
+    "Options / default",
+    "References",
+)
+PYTHON_INFO = ("python", "py", "python3")
+_FENCE = re.compile(r"^(`{3,}|~{3,})\s*([^\s`]*)")
+
+
+@dataclass
+class Page:
+    title: Optional[str] = None  # the first line, without "# "
+    summary: Optional[str] = None  # the first text line after the title
+    h1_count: int = 0
+    sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, body text)
+    unclosed_fence: bool = False
+
+    def body(self, heading: str) -> str:
+        return next((b for h, b in self.sections if h == heading), "")
+
+
+def parse_page(text: str) -> Page:
+    """Split a page into title, summary and ``## `` sections; headings inside code fences are not headings."""
+    page = Page()
+    fence: Optional[str] = None
+    current: Optional[list[str]] = None
+    lines = text.splitlines()
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    for i, line in enumerate(lines):
+        m = _FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not m.group(2):
+                fence = None
+        elif m:
+            fence = m.group(1)
+        elif line.startswith("# "):
+            page.h1_count += 1
+            if i == first:
+                page.title = line[2:].strip()
+            continue
+        elif line.startswith("## "):
+            current = []
+            page.sections.append((line[3:].strip(), ""))
+            continue
+        if current is not None:
+            current.append(line)
+            page.sections[-1] = (page.sections[-1][0], "\n".join(current))
+        elif page.summary is None and page.title is not None and line.strip():
+            page.summary = line.strip()
+    page.unclosed_fence = fence is not None
+    return page
+
+
+def python_blocks(body: str) -> list[str]:
+    """The fenced code blocks of a section whose info string says Python."""
+    blocks: list[str] = []
+    fence: Optional[str] = None
+    lang = ""
+    buf: list[str] = []
+    for line in body.splitlines():
+        m = _FENCE.match(line)
+        if fence is None:
+            if m:
+                fence, lang, buf = m.group(1), m.group(2).lower(), []
+            continue
+        if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not m.group(2):
+            if lang in PYTHON_INFO:
+                blocks.append("\n".join(buf) + "\n")
+            fence = None
+            continue
+        buf.append(line)
+    return blocks
+
+
+def _lint(code: str, source: str, where: str) -> tuple[list[str], list[str]]:
+    """(lines of `code`'s findings, problems) for one block."""
+    result = lint_source(source, path=f"rules/{code}.md ({where})", enabled=[code], apply_noqa=False)
+    if result.error is not None:
+        return [], [f"{where} block does not lint cleanly: {result.error.message}"]
+    return [f"line {f.line}: {f.message}" for f in result.findings if f.code == code], []
+
+
+def page_problems(code: str, name: str, text: str) -> list[str]:
+    """Everything wrong with the page ``text`` of rule ``code``/``name`` (empty when it is right)."""
+    problems: list[str] = []
+    page = parse_page(text)
+    want_title = f"{code} {name}"
+    if page.title != want_title:
+        problems.append(f"title line must be '# {want_title}', found {page.title!r}")
+    if page.h1_count != 1:
+        problems.append(f"exactly one '# ' heading expected (the title), found {page.h1_count}")
+    if not page.summary or page.summary.startswith(("#", "`" * 3, "~" * 3)):
+        problems.append("a one-line summary must follow the title")
+    if page.unclosed_fence:
+        problems.append("a code fence is never closed")
+    found = tuple(h for h, _ in page.sections)
+    if found != HEADINGS:
+        problems.append(f"'## ' headings must be exactly {list(HEADINGS)} in this order, found {list(found)}")
+    for heading, body in page.sections:
+        if heading in HEADINGS and not body.strip():
+            problems.append(f"section '## {heading}' is empty")
+    bad = python_blocks(page.body("Example"))
+    good = python_blocks(page.body("Use instead"))
+    if not bad:
+        problems.append("'## Example' has no ```python code block")
+    if not good:
+        problems.append("'## Use instead' has no ```python code block")
+    for i, src in enumerate(bad, 1):
+        hits, errs = _lint(code, src, f"Example #{i}")
+        problems += errs
+        if not errs and not hits:
+            problems.append(f"Example block #{i} does not trigger {code}")
+    for i, src in enumerate(good, 1):
+        hits, errs = _lint(code, src, f"Use instead #{i}")
+        problems += errs
+        if hits:
+            problems.append(f"Use instead block #{i} triggers {code}: {hits}")
+    return problems
+
+
+# ------------------------------------------------------------------ the pages
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.CODE for r in RULES])
+def test_rule_page(rule):
+    path = PAGES / f"{rule.CODE}.md"
+    assert path.is_file(), f"rule {rule.CODE} ({rule.NAME}) has no page {path.relative_to(ROOT)}"
+    problems = page_problems(rule.CODE, rule.NAME, path.read_text(encoding="utf-8"))
+    assert not problems, f"{path.relative_to(ROOT)}:\n  " + "\n  ".join(problems)
+
+
+def test_every_page_documents_a_rule():
+    """No page for a code that no rule implements (a renamed or removed rule)."""
+    known = rules_by_code()
+    orphans = [p.name for p in sorted(PAGES.glob("TFP*.md")) if p.stem not in known]
+    assert not orphans, f"pages without a rule: {orphans}"
+
+
+# ------------------------------------------------------------------ the checker can fail
+
+_BAD = """\
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])  # flagged
+with strategy.scope():
+    model.compile(optimizer="sgd", loss="mse")
+"""
+_GOOD = """\
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+"""
+
+
+def _page(title="TFP101 model-outside-scope", headings=HEADINGS, bad=_BAD, good=_GOOD) -> str:
+    parts = [f"# {title}", "", "A summary.", ""]
+    for h in headings:
+        parts += [f"## {h}", ""]
+        if h == "Example":
+            parts += ["```python", bad.rstrip("\n"), "```"]
+        elif h == "Use instead":
+            parts += ["```python", good.rstrip("\n"), "```"]
+        else:
+            parts += ["Text. A `## heading` in a code span is not one:", "", "```toml",
+                      "## not a heading either", "```"]
+        parts.append("")
+    return "\n".join(parts)
+
+
+def _problems(text: str) -> list[str]:
+    return page_problems("TFP101", "model-outside-scope", text)
+
+
+def test_checker_accepts_a_right_page():
+    assert _problems(_page()) == []
+
+
+def test_checker_rejects_swapped_examples():
+    problems = _problems(_page(bad=_GOOD, good=_BAD))
+    assert any("does not trigger TFP101" in p for p in problems), problems
+    assert any("Use instead block #1 triggers TFP101" in p for p in problems), problems
+
+
+def test_checker_ignores_noqa_in_use_instead():
+    silenced = _BAD.replace("# flagged", "# noqa: TFP101")
+    assert any("triggers TFP101" in p for p in _problems(_page(good=silenced)))
+
+
+def test_checker_rejects_wrong_title_and_headings():
+    assert any("title line" in p for p in _problems(_page(title="TFP101 model-created-outside-scope")))
+    swapped = list(HEADINGS)
+    swapped[2], swapped[3] = swapped[3], swapped[2]
+    assert any("headings must be" in p for p in _problems(_page(headings=tuple(swapped))))
+    assert any("headings must be" in p for p in _problems(_page(headings=HEADINGS[:-1])))
+    backticked = tuple(h.replace("--verify", "`--verify`") for h in HEADINGS)
+    assert any("headings must be" in p for p in _problems(_page(headings=backticked)))
+
+
+def test_checker_rejects_missing_or_broken_code():
+    no_code = _page().replace("```python", "```text")
+    problems = _problems(no_code)
+    assert any("'## Example' has no" in p for p in problems), problems
+    assert any("'## Use instead' has no" in p for p in problems), problems
+    broken = _problems(_page(good=_GOOD + "x = = 1\n"))
+    assert any("does not lint cleanly" in p for p in broken), broken
+
+
+def test_checker_rejects_an_empty_section():
+    text = _page()
+    text = text[: text.index("## References")] + "## References\n"
+    assert any("'## References' is empty" in p for p in _problems(text))
