@@ -104,7 +104,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         if rep.related is not None:
             rel = positions.get(rep.related)
             if rel is not None:
-                message = message.replace("{line}", str(rel.start.line))
+                # "{line}" stays until the caller knows how to name lines (notebooks: cell and line)
                 data.setdefault("related_line", rel.start.line)
         findings.append(
             Finding(
@@ -116,6 +116,11 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         )
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _name_related_line(message: str, where: str) -> str:
+    """Fill a rule message's ``{line}`` (written "line {line}" or "{line}") with ``where``."""
+    return message.replace("line {line}", where).replace("{line}", where)
 
 
 def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
@@ -144,6 +149,9 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
         return FileResult(path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}"))
     if apply_noqa:
         findings = _apply_noqa(findings, source)
+    for f in findings:
+        if "related_line" in f.data:
+            f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
     return FileResult(path, findings)
 
 
@@ -189,6 +197,10 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
     for f in findings:
         f.cell, f.line = where(f.line)
         cell_end, f.end_line = where(f.end_line)
+        if "related_line" in f.data:
+            rcell, rline = where(f.data["related_line"])
+            f.data["related_line"], f.data["related_cell"] = rline, rcell
+            f.message = _name_related_line(f.message, f"cell {rcell}, line {rline}")
     return FileResult(path, findings)
 
 

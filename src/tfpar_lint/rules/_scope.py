@@ -96,7 +96,7 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
             known, _ = m.scope_items(cs)
             if known:
                 yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
-                                   f"(line {{line}})", strategy_text(m, cs), m.code(f.value))
+                                   f"({{line}})", strategy_text(m, cs), m.code(f.value))
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
             known, _ = m.scope_items(cs)
             if not known:
@@ -114,7 +114,7 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                             hit = e
             if hit is not None:
                 yield Use(cs.node, f"it is passed to `compile` under `{strategy_text(m, cs)}.scope()` "
-                                   f"(line {{line}})", strategy_text(m, cs), m.code(hit))
+                                   f"({{line}})", strategy_text(m, cs), m.code(hit))
     # used inside a replica function
     table = m.replica_functions()
     for fid, strategies in table.items():
@@ -122,4 +122,4 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
         refs = m.refs_to(origin, fn)
         if refs:
             yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
-                                    f"`strategy.run` (line {{line}})", "strategy", refs[0].node.value)
+                                    f"`strategy.run` ({{line}})", "strategy", refs[0].node.value)
