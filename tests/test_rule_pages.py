@@ -42,7 +42,8 @@ HEADINGS = (
     "References",
 )
 PYTHON_INFO = ("python", "py", "python3")
-_FENCE = re.compile(r"^(`{3,}|~{3,})\s*([^\s`]*)")
+# A fence may be indented (inside a list item): group 1 is the fence, group 2 the info string.
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([^\s`]*)")
 
 
 @dataclass
@@ -94,19 +95,23 @@ def python_blocks(body: str) -> list[str]:
     blocks: list[str] = []
     fence: Optional[str] = None
     lang = ""
+    indent = 0
     buf: list[str] = []
     for line in body.splitlines():
         m = _FENCE.match(line)
         if fence is None:
             if m:
                 fence, lang, buf = m.group(1), m.group(2).lower(), []
+                indent = len(line) - len(line.lstrip())
             continue
         if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not m.group(2):
             if lang in PYTHON_INFO:
                 blocks.append("\n".join(buf) + "\n")
             fence = None
             continue
-        buf.append(line)
+        # CommonMark: drop up to the opening fence's indentation from each line
+        strip = min(indent, len(line) - len(line.lstrip(" ")))
+        buf.append(line[strip:])
     return blocks
 
 
