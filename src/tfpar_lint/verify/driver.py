@@ -44,7 +44,29 @@ FORCED_SEED = 1234
 _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _MWMS = re.compile(r"MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy")
-_THREADS = re.compile(r"\bthreading\b|concurrent\.futures|ThreadPoolExecutor|\bThread\(")
+_THREADS = re.compile(r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPoolExecutor\b|\bThread\b")
+
+
+def _code_only(text: str) -> str:
+    """The script's names and attributes, without comments and strings (a
+    docstring that mentions MultiWorkerMirroredStrategy is not a cluster)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.append(node.attr)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.extend(a.name for a in node.names)
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.append(node.module)
+    return " ".join(names) + " "
 
 
 @dataclass
@@ -109,10 +131,11 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
         except OSError:
             text = ""
         codes = {f.code for f in fs}
+        code_text = _code_only(text)
         jobs_list.append(_Job(
             index=i, script=rp, findings=fs,
-            multiworker=bool(_MWMS.search(text)) or any(c.startswith("TFP6") for c in codes),
-            uses_threads=bool(_THREADS.search(text)) or any(c.startswith("TFP3") for c in codes),
+            multiworker=bool(_MWMS.search(code_text)) or any(c.startswith("TFP6") for c in codes),
+            uses_threads=bool(_THREADS.search(code_text)) or any(c.startswith("TFP3") for c in codes),
             rerun="TFP403" in codes,
             lines=sorted({f.line for f in fs}),
         ))
@@ -122,7 +145,13 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     os.makedirs(root, exist_ok=True)
     slots = _Slots(n_jobs)
     ctx = dict(req=req, max_steps=max_steps, timeout=timeout, script_args=list(script_args or ()),
-               root=root, slots=slots)
+               root=root, slots=slots, zygote=None)
+    n_runs = sum((NUM_WORKERS if j.multiworker else 1) * (2 if j.rerun else 1) for j in jobs_list)
+    if n_runs > 1 and os.environ.get("TFPAR_VERIFY_FORK", "1") != "0":
+        try:
+            ctx["zygote"] = _Zygote(_child_env(req, None), os.path.join(root, "zygote.log"))
+        except OSError:
+            ctx["zygote"] = None
     try:
         # One task per run (a job with a re-run gives two tasks running in parallel).
         with cf.ThreadPoolExecutor(max_workers=max(1, n_jobs) * 2) as ex:
@@ -138,6 +167,8 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
                     data.rerun = futs[(job.index, 1)].result()
                 runs.append(_conclude(job, data, display.get(job.script, job.script), req, root if keep else ""))
     finally:
+        if ctx["zygote"] is not None:
+            ctx["zygote"].close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     return runs
@@ -173,6 +204,112 @@ def _child_env(req: DeviceRequest, tf_config: Optional[str]) -> dict[str, str]:
     return env
 
 
+class _ForkedProc:
+    """A child forked by the zygote, with the part of Popen's API the driver uses."""
+
+    def __init__(self, zygote: "_Zygote", pid: int):
+        self.z = zygote
+        self.pid = pid
+        self.returncode: Optional[int] = None
+
+    def poll(self) -> Optional[int]:
+        if self.returncode is None:
+            self.returncode = self.z.exit_code(self.pid)
+        return self.returncode
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        end = None if timeout is None else time.time() + timeout
+        while self.poll() is None:
+            if end is not None and time.time() >= end:
+                raise subprocess.TimeoutExpired("zygote child", timeout)
+            with self.z.cv:
+                self.z.cv.wait(0.05)
+        return self.returncode  # type: ignore[return-value]
+
+
+class _Zygote:
+    """Parent side of :mod:`tfpar_lint.verify.zygote` (fork server)."""
+
+    def __init__(self, env: dict[str, str], log: str):
+        self.cv = threading.Condition()
+        self.pids: dict[int, int] = {}
+        self.exits: dict[int, int] = {}
+        self.ready = False
+        self.dead = False
+        self.next_id = 0
+        self.write_lock = threading.Lock()
+        self.logf = open(log, "wb")
+        self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.zygote"], env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.logf,
+                                  start_new_session=True)
+        self.reader = threading.Thread(target=self._read, name="tfpar-zygote-reader", daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.p.stdout is not None
+        for raw in self.p.stdout:
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                continue
+            with self.cv:
+                if msg.get("ready"):
+                    self.ready = True
+                elif "id" in msg:
+                    self.pids[msg["id"]] = msg["pid"]
+                elif "exit" in msg:
+                    self.exits[msg["exit"]] = msg["code"]
+                self.cv.notify_all()
+        with self.cv:
+            self.dead = True
+            self.cv.notify_all()
+
+    def wait_ready(self, timeout: float) -> bool:
+        end = time.time() + timeout
+        with self.cv:
+            while not self.ready and not self.dead and time.time() < end:
+                self.cv.wait(0.1)
+            return self.ready and not self.dead
+
+    def exit_code(self, pid: int) -> Optional[int]:
+        with self.cv:
+            if pid in self.exits:
+                return self.exits[pid]
+            if self.dead:
+                return -9
+            return None
+
+    def spawn(self, spec_path: str, cwd: str, env: dict[str, str], stdout: str, stderr: str) -> _ForkedProc:
+        with self.write_lock:
+            rid = self.next_id
+            self.next_id += 1
+            req = {"id": rid, "spec": spec_path, "cwd": cwd, "env": env, "stdout": stdout, "stderr": stderr}
+            assert self.p.stdin is not None
+            self.p.stdin.write((json.dumps(req) + "\n").encode())
+            self.p.stdin.flush()
+        with self.cv:
+            while rid not in self.pids:
+                if self.dead:
+                    raise RuntimeError("the zygote died")
+                self.cv.wait(0.1)
+            return _ForkedProc(self, self.pids[rid])
+
+    def close(self) -> None:
+        try:
+            if self.p.stdin:
+                self.p.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.logf.close()
+
+
 class _Proc:
     def __init__(self, popen: subprocess.Popen, rundir: str, worker: Optional[int]):
         self.p = popen
@@ -205,12 +342,21 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     spec_path = os.path.join(rundir, "spec.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
+    env = _child_env(ctx["req"], tf_config)
+    zyg: Optional[_Zygote] = ctx.get("zygote")
+    if zyg is not None and zyg.wait_ready(120) and not zyg.dead:
+        try:
+            fp = zyg.spawn(spec_path, cwd, env, os.path.join(rundir, "stdout.txt"),
+                           os.path.join(rundir, "stderr.txt"))
+            return _Proc(fp, rundir, worker)  # type: ignore[arg-type]
+        except RuntimeError:
+            pass
     out = open(os.path.join(rundir, "stdout.txt"), "wb")
     err = open(os.path.join(rundir, "stderr.txt"), "wb")
     try:
         p = subprocess.Popen(
             [sys.executable, "-m", "tfpar_lint.verify.child", spec_path],
-            cwd=cwd, env=_child_env(ctx["req"], tf_config), stdout=out, stderr=err,
+            cwd=cwd, env=env, stdout=out, stderr=err,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
     finally:

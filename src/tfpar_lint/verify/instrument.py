@@ -30,6 +30,7 @@ def install(R: Recorder, tf_config: str | None, split_gpu: bool) -> None:
     _install_strategies(R, tf_config, split_gpu)
     _install_run(R)
     _install_function_steps(R)
+    _install_iterator_bounds(R)
     when_imported("keras.src.backend.tensorflow.trainer", lambda m: _install_keras3_bounds(R, m))
     when_imported("tf_keras.src.engine.training", lambda m: _install_tf_keras_bounds(R, m))
 
@@ -232,6 +233,51 @@ def _install_function_steps(R: Recorder) -> None:
         return __call__
 
     patch(pf.Function, "__call__", make)
+
+
+# --------------------------------------------------------- iterator bounds
+def _install_iterator_bounds(R: Recorder) -> None:
+    """Python loops of the script over a (distributed) dataset end after
+    ``max_steps`` elements, so code after a training loop still runs; once no
+    flagged line is pending, exhausting the budget stops the script instead."""
+    from tensorflow.python.data.ops import dataset_ops, iterator_ops
+    from tensorflow.python.distribute import input_lib
+    from tensorflow.python.eager import context
+
+    def make_iter(orig):
+        def __iter__(self):
+            it = orig(self)
+            try:
+                if (context.executing_eagerly() and not R.keras_loop_depth and R.in_main_thread()
+                        and R.direct_caller_line(2) is not None):
+                    it._tfpar_budget = R.max_steps
+            except Exception:  # pragma: no cover
+                pass
+            return it
+
+        return __iter__
+
+    def make_next(orig):
+        def __next__(self):
+            b = getattr(self, "_tfpar_budget", None)
+            if b is not None and R.in_main_thread():
+                if b <= 0:
+                    if not R.pending():
+                        R.stop_reason = f"stopped after {R.max_steps} elements of a dataset loop"
+                        raise VerifierStop(R.stop_reason)
+                    R.note(f"dataset loops cut after {R.max_steps} elements")
+                    raise StopIteration
+                self._tfpar_budget = b - 1
+            return orig(self)
+
+        return __next__
+
+    for cls in (input_lib.DistributedDataset, input_lib.DistributedDatasetsFromFunction, dataset_ops.DatasetV2):
+        if "__iter__" in cls.__dict__:
+            patch(cls, "__iter__", make_iter)
+    for cls in (input_lib.DistributedIteratorBase, iterator_ops.OwnedIterator):
+        if "__next__" in cls.__dict__:
+            patch(cls, "__next__", make_next)
 
 
 # -------------------------------------------------------------- keras bounds

@@ -41,6 +41,7 @@ class Recorder:
     def __init__(self, script: str, max_steps: int, marks: dict[int, int]):
         self.script = script  # absolute real path of the script
         self.max_steps = max_steps
+        self.hard_cap = 10 * max_steps  # steps allowed while a flagged line is still to come
         self.marks = marks  # finding line -> marker id
         self.lock = threading.RLock()
         self.ran: dict[int, int] = {}  # marker id -> times reached
@@ -180,11 +181,16 @@ class Recorder:
         return not isinstance(ctx.strategy, distribute_lib._DefaultDistributionStrategy)  # noqa: SLF001
 
     # --------------------------------------------------------------- steps
+    def pending(self) -> bool:
+        """A flagged line has not run yet (so stopping now would lose it)."""
+        return any(mid not in self.ran for mid in set(self.marks.values()))
+
     def before_step(self, key, name: str) -> None:
         if self.keras_loop_depth or not self.in_main_thread():
             return
-        if self.steps.get(key, 0) >= self.max_steps:
-            self.stop_reason = f"stopped after {self.max_steps} steps of {name}"
+        n = self.steps.get(key, 0)
+        if n >= self.max_steps and (not self.pending() or n >= self.hard_cap):
+            self.stop_reason = f"stopped after {n} steps of {name}"
             raise VerifierStop(self.stop_reason)
 
     def after_step(self, key, name: str) -> None:

@@ -337,16 +337,24 @@ def json_load(s):
     return json.loads(s)
 
 
-def _dff_symptom(d) -> Optional[str]:
+def _dff_symptom(d, multiworker: bool = False) -> Optional[str]:
+    """The dataset_fn's symptom: a batch that does not shrink with more replicas
+    (each replica gets the global batch), or, with several input pipelines
+    (workers), the same data for every pipeline.  Not sharding by pipeline is
+    harmless with one worker, so alone it does not count there."""
     cf = d.get("counterfactual", {})
+    ctxs = d.get("contexts", [])
+    pipelines = max([c.get("pipelines", 1) for c in ctxs] or [1])
+    multi = multiworker or pipelines > 1
     parts = []
-    if cf.get("same_for_pipelines"):
-        parts.append("it returned the same first element for input pipelines 0 and 1 of 2 (no sharding: every "
-                     "worker reads the same data)")
     if cf.get("same_batch_for_replicas"):
         b = cf.get("batch_r", ["?"])
         parts.append(f"its batch size stays {b[0] if b else '?'} with {cf.get('replicas')} or "
-                     f"{2 * cf.get('replicas', 1)} replicas (not a per-replica batch: each replica gets the global batch)")
+                     f"{2 * cf.get('replicas', 1)} replicas (not a per-replica batch: each replica gets the global "
+                     f"batch)")
+    if cf.get("same_for_pipelines") and (multi or parts):
+        parts.append("it returned the same first element for input pipelines 0 and 1 of 2 (no sharding: every "
+                     "worker reads the same data)")
     if not parts:
         return None
     used = d.get("used", [])
@@ -354,8 +362,21 @@ def _dff_symptom(d) -> Optional[str]:
     return "dataset_fn: " + " and ".join(parts) + u
 
 
+def _dff_ok(d) -> str:
+    cf = d.get("counterfactual", {})
+    if cf.get("same_for_pipelines"):
+        return ("dataset_fn batches per replica (its batch shrinks with more replicas); it does not shard by input "
+                "pipeline, which only matters with several workers (this run had one)")
+    return "dataset_fn shards by input pipeline and batches per replica (its output changes with the InputContext)"
+
+
+KNOWN = ("TFP201", "TFP202", "TFP203")
+
+
 def judge(finding, run) -> Optional[tuple[str, str]]:
     code, line = finding.code, finding.line
+    if code not in KNOWN:
+        return INCONCLUSIVE, f"the input probe has no observation for {code} yet"
     sites = _all_sites(run)
     overlap = _worker_overlap(run)
     if code == "TFP203":
@@ -364,8 +385,9 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             dfs = [d for o in run.probe("input") for d in (o or {}).get("dataset_fns", [])]
         if not dfs:
             return None
+        multi = len([o for o in run.probe("input") if o]) > 1
         for d in dfs:
-            sym = _dff_symptom(d)
+            sym = _dff_symptom(d, multi)
             if sym:
                 return CONFIRMED, sym + (f"; {overlap}" if overlap else "")
         if overlap:
@@ -373,8 +395,7 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
         cf = dfs[0].get("counterfactual", {})
         if "error_pipelines" in cf and "error_replicas" in cf:
             return INCONCLUSIVE, f"could not call the dataset_fn with other contexts: {cf['error_pipelines']}"
-        return NOT_REPRODUCED, ("dataset_fn shards by input pipeline and batches per replica (its output changes "
-                                "with the InputContext)")
+        return NOT_REPRODUCED, _dff_ok(dfs[0])
     if code == "TFP202":
         for o in run.probe("input"):
             for v in (o or {}).get("values_fn", []):
@@ -419,6 +440,11 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
     return None
 
 
+def _stream(site) -> bool:
+    steps = _steps(site)
+    return len(steps) >= 2 and len({json_key(next(iter(st.values()))) for st in steps}) >= 2
+
+
 def _site_line(s) -> str:
     return str(s["lines"][0]) if s.get("lines") else "?"
 
@@ -433,7 +459,7 @@ def observe(run) -> tuple[str, str]:
             if len(reps) >= 2 and all(r == reps[0] for r in reps[1:]) and any(_size(f[0]) >= 2 for f in reps[0]):
                 return CONFIRMED, (f"value_fn at line {_site_line(v)} gave all {len(reps)} replicas the same value")
         for d in (o or {}).get("dataset_fns", []):
-            sym = _dff_symptom(d)
+            sym = _dff_symptom(d, len([x for x in obs if x]) > 1)
             if sym:
                 return CONFIRMED, sym
     overlap = _worker_overlap(run)
@@ -443,7 +469,9 @@ def observe(run) -> tuple[str, str]:
     verdicts = [(s, _site_verdict(s)) for _, s in sites]
     verdicts = [(s, v) for s, v in verdicts if v]
     for s, (ident, n, shape) in verdicts:
-        if ident:
+        # A plain tensor broadcast on purpose (the same every step) is no symptom;
+        # a stream of batches that every replica receives whole is.
+        if ident and (s.get("arg_kind") != "plain" or _stream(s)):
             return CONFIRMED, (f"all {len(s['replicas'])} replicas received the same {shape} input at each of {n} "
                                f"steps of strategy.run at line {_site_line(s)}")
     if verdicts:

@@ -205,8 +205,13 @@ def _rerun_diff(run, line: int) -> Optional[tuple[int, int]]:
     return (diff, comp) if comp else None
 
 
+KNOWN = ("TFP401", "TFP402", "TFP403")
+
+
 def judge(finding, run) -> Optional[tuple[str, str]]:
     code, line = finding.code, finding.line
+    if code not in KNOWN:
+        return INCONCLUSIVE, f"the randomness probe has no observation for {code} yet"
     if code == "TFP401":
         seeds = [s for o in run.probe("randomness") for s in (o or {}).get("seeds", []) if line in s["lines"]]
         if not seeds:

@@ -598,6 +598,8 @@ def _describe_plain(run, vs: list[dict]) -> str:
 def judge(finding, run) -> Optional[tuple[str, str]]:
     code = finding.code
     line = finding.line
+    if code not in SYMPTOMS:
+        return INCONCLUSIVE, f"the scope probe has no observation for {code} yet"
     o = _merged(run)
     patterns = SYMPTOMS.get(code, ALL_SYMPTOMS)
     kinds = KINDS.get(code, ("model", "optimizer", "metric", "checkpoint", "variable"))
@@ -702,10 +704,18 @@ def _judge_apply(finding, run, o) -> Optional[tuple[str, str]]:
         if a["error"] and re.search("|".join(SYMPTOMS["TFP106"]), a["error"]):
             return CONFIRMED, f"apply_gradients at line {line} raised {a['error']}"
     a = aps[0]
+    objs = o.get("objects", [])
+    opt = objs[a["optimizer"]] if a.get("optimizer") is not None and a["optimizer"] < len(objs) else None
+    scoped = opt is not None and (opt["strategy"] is not None or opt.get("n_dist", 0) > 0)
+    if not a["replica"] and a["strategy"] is None and scoped:
+        return CONFIRMED, (f"apply_gradients at line {line} ran outside strategy.scope() and outside strategy.run "
+                           f"(cross-replica context) on {opt['cls']} created under "
+                           f"{_strategy_name(run, opt['strategy'])}: the step was computed once, on one device, "
+                           f"for the whole batch (no data parallelism); this TensorFlow raised no error")
     ctx = "a replica function" if a["replica"] else (
         "the scope" if a["strategy"] is not None else "cross-replica context outside any scope")
-    return NOT_REPRODUCED, (f"apply_gradients at line {line} ran in {ctx} without error "
-                            f"(optimizer state already created); mirrored copies agree")
+    what = "" if scoped else " on an optimizer not created under a strategy"
+    return NOT_REPRODUCED, f"apply_gradients at line {line} ran in {ctx}{what} without error"
 
 
 def observe(run) -> tuple[str, str]:

@@ -178,8 +178,13 @@ def _describe(v, n_lost: int) -> str:
             f"{v['stale']} writes overwrote a concurrent update)")
 
 
+KNOWN = ("TFP301",)
+
+
 def judge(finding, run) -> Optional[tuple[str, str]]:
     line = finding.line
+    if finding.code not in KNOWN:
+        return INCONCLUSIVE, f"the threads probe has no observation for {finding.code} yet"
     vs = [v for o in run.probe("threads") for v in (o or {}).get("variables", []) if str(line) in v["sites"]]
     if not vs:
         return None

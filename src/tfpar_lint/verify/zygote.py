@@ -1,0 +1,128 @@
+"""Fork server: import TensorFlow once, fork one child per run.
+
+``import tensorflow`` (which also imports Keras 3) is most of a child's
+start-up cost.  The driver starts one zygote per ``verify_findings`` call;
+the zygote imports TensorFlow *without initialising its runtime* (no op,
+no device query) and then forks a child for every run request.  Each child
+starts its own session (process group), redirects its output, replaces its
+environment, re-seeds Python's and NumPy's global generators (as a fresh
+process would have different ones), and runs :func:`child.main`, which
+configures the logical devices as usual: TensorFlow's runtime is only
+initialised after the fork.
+
+Protocol (JSON lines): requests on stdin ``{"id", "spec", "cwd", "env",
+"stdout", "stderr"}``; replies on stdout ``{"ready": true}``, ``{"id",
+"pid"}``, ``{"exit": pid, "code": status}``.  The zygote is single-threaded
+(no thread can hold a lock across ``fork``); it exits at end of input once
+its children are reaped.
+
+Disable with ``TFPAR_VERIFY_FORK=0`` (one fresh interpreter per run).
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import time
+
+
+def _reply(out, obj) -> None:
+    out.write(json.dumps(obj) + "\n")
+    out.flush()
+
+
+def main() -> int:
+    proto_in = os.fdopen(os.dup(0), "r")
+    proto_out = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # anything printed at import goes to the zygote's stderr
+    t0 = time.time()
+    import tensorflow  # noqa: F401 - the shared, expensive part
+    import numpy  # noqa: F401
+
+    import tfpar_lint.verify.child  # noqa: F401
+    import tfpar_lint.verify.instrument  # noqa: F401
+    import tfpar_lint.verify.probes.input  # noqa: F401
+    import tfpar_lint.verify.probes.randomness  # noqa: F401
+    import tfpar_lint.verify.probes.scope  # noqa: F401
+    import tfpar_lint.verify.probes.threads  # noqa: F401
+
+    _reply(proto_out, {"ready": True, "import_seconds": round(time.time() - t0, 3)})
+    children: set[int] = set()
+    eof = False
+    buf = ""
+    fd = proto_in.fileno()
+    while not eof or children:
+        if not eof:
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if r:
+                chunk = os.read(fd, 65536).decode()
+                if not chunk:
+                    eof = True
+                buf += chunk
+                while "\n" in buf:
+                    line, buf = buf.split("\n", 1)
+                    if line.strip():
+                        req = json.loads(line)
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                        pid = os.fork()
+                        if pid == 0:
+                            _child(req, proto_in, proto_out)  # never returns
+                        children.add(pid)
+                        _reply(proto_out, {"id": req["id"], "pid": pid})
+        else:
+            time.sleep(0.05)
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                children.clear()
+                break
+            if pid == 0:
+                break
+            children.discard(pid)
+            _reply(proto_out, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+    return 0
+
+
+def _child(req: dict, proto_in, proto_out) -> None:
+    code = 70
+    try:
+        os.setsid()
+        try:
+            proto_in.close()
+            proto_out.close()
+        except Exception:
+            pass
+        out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        os.close(out)
+        os.close(err)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        import random
+
+        import numpy as np
+
+        random.seed()
+        np.random.seed()
+        from tfpar_lint.verify import child
+
+        child.main([req["spec"]])  # leaves with os._exit
+    except BaseException as e:  # pragma: no cover
+        try:
+            os.write(2, f"tfpar-verify zygote child failed: {e!r}\n".encode())
+        except Exception:
+            pass
+    finally:
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
