@@ -1240,7 +1240,7 @@ class Module:
                        _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
         """Right-hand sides whose value may reach ``name`` here, as (expr, scope, order):
         ``x = e`` -> e; ``x += e`` -> e plus what reached ``x`` before.  None when a
-        binding is anything else (parameter, import, unpacking, loop target, ...)."""
+        binding is anything else (parameter, import, unpacking, loop target, ``x /= e``, ...)."""
         if _depth > 20:
             return None
         bs = self.lookup(name.value, scope, order)
@@ -1250,7 +1250,8 @@ class Module:
         for b in bs:
             if b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path:
                 out.append((b.value, b.scope, b.order))
-            elif b.kind == "aug" and isinstance(b.node, cst.AugAssign):
+            elif b.kind == "aug" and isinstance(b.node, cst.AugAssign) \
+                    and isinstance(b.node.operator, cst.AddAssign):
                 out.append((b.node.value, b.scope, b.order))
                 prev = self.reaching_exprs(name, b.scope, b.order, _depth + 1)
                 if prev is None:

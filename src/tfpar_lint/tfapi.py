@@ -203,6 +203,25 @@ LOCK_CLASSES = frozenset(
 )
 TAPE_CLASSES = frozenset({"tensorflow.GradientTape"})
 TF_FUNCTION = frozenset({"tensorflow.function", "tensorflow.autograph.experimental.do_not_convert"})
+DEVICE_SCOPE = frozenset({"tensorflow.device"})
+# Calls that look at (or constrain) the devices actually present.
+DEVICE_QUERIES = frozenset(
+    {
+        "tensorflow.config.list_physical_devices",
+        "tensorflow.config.experimental.list_physical_devices",
+        "tensorflow.config.list_logical_devices",
+        "tensorflow.config.experimental.list_logical_devices",
+        "tensorflow.config.get_visible_devices",
+        "tensorflow.config.experimental.get_visible_devices",
+        "tensorflow.config.get_logical_device_configuration",
+        "tensorflow.config.experimental.get_device_details",
+        "tensorflow.config.set_soft_device_placement",
+        "tensorflow.test.is_gpu_available",
+        "tensorflow.test.gpu_device_name",
+        "tensorflow.test.is_built_with_cuda",
+        "tensorflow.python.client.device_lib.list_local_devices",
+    }
+)
 
 SEED_SETTERS = frozenset(
     {

@@ -1,0 +1,297 @@
+"""Shared helpers of the TFP5xx loss-scaling rules.
+
+:func:`loss_terms` follows a loss expression back through local assignments
+(``loss = a + b``, ``loss += c``), sums (``+``, ``tf.add_n``, ``sum``,
+``tf.reduce_sum``), casts and module-local helper functions, and yields the
+leaves it is made of with the divisors applied on the way.  Name resolution is
+the semantic model's (``Module.reaching_exprs``, ``resolve_function``,
+``qualified_name``, ``infer``); this module only does the arithmetic.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Scope, Value, arg, call_method, keyword
+
+SUMS = frozenset({"tensorflow.add_n", "tensorflow.math.add_n", "tensorflow.reduce_sum",
+                  "tensorflow.math.reduce_sum", "keras.ops.sum"})
+PASS_THROUGH = frozenset({"tensorflow.cast", "tensorflow.identity", "tensorflow.convert_to_tensor",
+                          "tensorflow.squeeze", "keras.ops.cast", "keras.ops.convert_to_tensor"})
+PASS_THROUGH_METHODS = frozenset({"get_scaled_loss", "scale_loss"})  # mixed-precision loss scaling
+MEANS = frozenset({"tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean"})
+AVERAGE_LOSS = frozenset({"tensorflow.nn.compute_average_loss"})
+SCALE_REG = frozenset({"tensorflow.nn.scale_regularization_loss"})
+PER_REPLICA_NAME = re.compile(r"per_?(replica|gpu|device|core|tower)|replica_batch", re.IGNORECASE)
+
+
+@dataclass
+class Term:
+    node: cst.BaseExpression  # the leaf expression
+    scope: Scope
+    order: int
+    divisors: tuple[tuple[cst.BaseExpression, Scope, int], ...]  # applied on the way up
+    summed: bool  # went through a reduce_sum / add_n / sum
+
+
+def _builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -> bool:
+    f = call.func
+    return isinstance(f, cst.Name) and f.value in names and not m.lookup(f.value, scope, order)
+
+
+def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
+               divisors: tuple = (), summed: bool = False, _depth: int = 0,
+               _seen: Optional[set] = None) -> Iterator[Term]:
+    _seen = set() if _seen is None else _seen
+    key = (id(expr), order)
+    if _depth > 25 or key in _seen:
+        return
+    _seen.add(key)
+    rec = lambda e, sc=scope, od=order, dv=divisors, sm=summed: loss_terms(  # noqa: E731
+        m, e, sc, od, dv, sm, _depth + 1, _seen)
+    if isinstance(expr, cst.Name):
+        bs = m.lookup(expr.value, scope, order)
+        ok = bool(bs) and all(
+            (b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path)
+            or (b.kind == "aug" and isinstance(b.node, cst.AugAssign)) for b in bs)
+        if not ok:
+            yield Term(expr, scope, order, divisors, summed)
+            return
+        for b in bs:
+            if b.kind != "aug":
+                yield from rec(b.value, b.scope, b.order)
+                continue
+            op, value = b.node.operator, b.node.value
+            if isinstance(op, (cst.AddAssign, cst.SubtractAssign)):
+                yield from rec(value, b.scope, b.order)
+                yield from rec(expr, b.scope, b.order)
+            elif isinstance(op, (cst.DivideAssign, cst.FloorDivideAssign)):
+                yield from rec(expr, b.scope, b.order, divisors + ((value, b.scope, b.order),))
+            elif isinstance(op, cst.MultiplyAssign) and isinstance(value, cst.BinaryOperation) \
+                    and isinstance(value.operator, cst.Divide) and isinstance(value.left, (cst.Integer, cst.Float)):
+                yield from rec(expr, b.scope, b.order, divisors + ((value.right, b.scope, b.order),))
+            else:
+                yield from rec(expr, b.scope, b.order)
+        return
+    if isinstance(expr, cst.BinaryOperation):
+        op = expr.operator
+        if isinstance(op, (cst.Add, cst.Subtract)):
+            yield from rec(expr.left)
+            yield from rec(expr.right)
+        elif isinstance(op, cst.Multiply):
+            # x * (1 / n) is a division by n
+            for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                if isinstance(other, cst.BinaryOperation) and isinstance(other.operator, cst.Divide) \
+                        and isinstance(other.left, (cst.Integer, cst.Float)):
+                    yield from rec(side, dv=divisors + ((other.right, scope, order),))
+                    return
+            yield from rec(expr.left)
+            yield from rec(expr.right)
+        elif isinstance(op, (cst.Divide, cst.FloorDivide)):
+            yield from rec(expr.left, dv=divisors + ((expr.right, scope, order),))
+        else:
+            yield Term(expr, scope, order, divisors, summed)
+        return
+    if isinstance(expr, cst.UnaryOperation):
+        yield from rec(expr.expression)
+        return
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        for el in expr.elements:
+            yield from rec(el.value)
+        return
+    if isinstance(expr, cst.Call):
+        q, _ = m.qualified_name(expr.func, scope, order)
+        if q in SUMS or _builtin(m, expr, scope, order, "sum"):
+            a = arg(expr, 0, "input_tensor") or arg(expr, 0, "inputs") or arg(expr, 0, "x")
+            if a is not None:
+                yield from rec(a, sm=True)
+                return
+        if q in PASS_THROUGH or _builtin(m, expr, scope, order, "float"):
+            a = arg(expr, 0, "x") or arg(expr, 0, "value")
+            if a is not None:
+                yield from rec(a)
+                return
+        cm = call_method(expr)
+        if cm is not None and cm[1] in PASS_THROUGH_METHODS and arg(expr, 0) is not None:
+            yield from rec(arg(expr, 0))
+            return
+        if not q:
+            fns = m.resolve_function(expr.func, scope, order)
+            if fns and all(f.returns for f in fns):
+                for f in fns:
+                    for e, od in f.returns:
+                        yield from rec(e, f.scope, od)
+                return
+        yield Term(expr, scope, order, divisors, summed)
+        return
+    yield Term(expr, scope, order, divisors, summed)
+
+
+def mentions_replicas(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> bool:
+    """Does ``expr`` involve ``<x>.num_replicas_in_sync`` (directly or through a local name)?"""
+    if _depth > 10:
+        return False
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value == "num_replicas_in_sync":
+            return True
+        return mentions_replicas(m, expr.value, scope, order, _depth + 1)
+    if isinstance(expr, cst.Name):
+        exprs = m.reaching_exprs(expr, scope, order)
+        return any(mentions_replicas(m, e, sc, od, _depth + 1) for e, sc, od in exprs or ())
+    if isinstance(expr, cst.BinaryOperation):
+        return mentions_replicas(m, expr.left, scope, order, _depth + 1) or \
+            mentions_replicas(m, expr.right, scope, order, _depth + 1)
+    if isinstance(expr, cst.Call):
+        return any(mentions_replicas(m, a.value, scope, order, _depth + 1) for a in expr.args)
+    return False
+
+
+def is_per_replica_batch(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> bool:
+    """``tf.shape(x)[0]``, ``x.shape[0]``, ``len(x)``, ``tf.size(labels)``, or a name that says per-replica."""
+    if _depth > 10:
+        return False
+    if isinstance(expr, cst.Call):
+        q, _ = m.qualified_name(expr.func, scope, order)
+        if q in PASS_THROUGH or _builtin(m, expr, scope, order, "float", "int"):
+            a = arg(expr, 0, "x")
+            return a is not None and is_per_replica_batch(m, a, scope, order, _depth + 1)
+        if _builtin(m, expr, scope, order, "len"):
+            return True
+        return q in ("tensorflow.size",)
+    if isinstance(expr, cst.Subscript):
+        base = expr.value
+        idx = expr.slice[0].slice if len(expr.slice) == 1 else None
+        if not (isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer) and idx.value.value == "0"):
+            return False
+        if isinstance(base, cst.Attribute) and base.attr.value == "shape":
+            return True
+        if isinstance(base, cst.Call):
+            q, _ = m.qualified_name(base.func, scope, order)
+            return q == "tensorflow.shape"
+        return False
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        name = expr.value if isinstance(expr, cst.Name) else expr.attr.value
+        if PER_REPLICA_NAME.search(name):
+            return True
+        if isinstance(expr, cst.Name):
+            exprs = m.reaching_exprs(expr, scope, order)
+            return bool(exprs) and all(is_per_replica_batch(m, e, sc, od, _depth + 1) for e, sc, od in exprs)
+    return False
+
+
+def gradient_targets(m: Module, fn: FunctionInfo) -> Iterator[tuple[CallSite, cst.BaseExpression]]:
+    """``tape.gradient(loss, ...)`` / ``optimizer.minimize(loss, ...)`` inside ``fn`` (and nested functions)."""
+    for cs in m.calls_within(fn):
+        cm = call_method(cs.node)
+        if cm is None:
+            continue
+        recv, meth = cm
+        if meth == "gradient":
+            target = arg(cs.node, 0, "target")
+            kinds = {v.kind for v in m.infer_at(recv, cs)}
+            if target is not None and kinds == {api.TAPE}:
+                yield cs, target
+        elif meth == "minimize":
+            target = arg(cs.node, 0, "loss")
+            kinds = {v.kind for v in m.infer_at(recv, cs)}
+            if target is not None and kinds == {api.OPTIMIZER}:
+                yield cs, target
+
+
+def replica_fns(m: Module) -> list[FunctionInfo]:
+    table = m.replica_functions()
+    return [m.replica_fn_infos[k] for k in table]
+
+
+# ------------------------------------------------------------------ Keras loss objects
+def loss_object(m: Module, call: cst.Call, scope: Scope, order: int) -> Optional[Value]:
+    """The Keras loss object a call like ``loss_fn(y, p)`` invokes, when certain."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return None
+    vals = m.infer(call.func, scope, order)
+    if len(vals) != 1 or vals[0].kind != api.LOSS or not isinstance(vals[0].origin, cst.Call):
+        return None
+    return vals[0]
+
+
+def legacy_keras_module(m: Module) -> bool:
+    """The module selects Keras 2 for ``tf.keras`` (``TF_USE_LEGACY_KERAS=1`` set in the file)."""
+    v = m.sets_env("TF_USE_LEGACY_KERAS")
+    return v is not None and v.strip().lower() in ("1", "true", "yes")
+
+
+def is_legacy(m: Module, v: Value) -> bool:
+    flavor = api.keras_flavor(v.raw_qname)
+    return flavor == "tf_keras" or (flavor == "tf.keras" and legacy_keras_module(m))
+
+
+def is_keras3(m: Module, v: Value) -> bool:
+    flavor = api.keras_flavor(v.raw_qname)
+    return flavor == "keras" or (flavor == "tf.keras" and not legacy_keras_module(m))
+
+
+DEFAULT_REDUCTIONS = frozenset({"auto", "sum_over_batch_size"})
+
+
+def reduction_of(m: Module, v: Value) -> Optional[str]:
+    """The reduction a loss object was built with: "default" when not given,
+    the lower-cased member/string when literal, None when it cannot be told."""
+    call = v.origin
+    assert isinstance(call, cst.Call)
+    if any(a.star for a in call.args):
+        return None
+    site = v.site or m.site_of_call.get(id(call))
+    red = keyword(call, "reduction")
+    if red is None:
+        for a in call.args:
+            if a.keyword is not None:
+                continue
+            e = a.value
+            if isinstance(e, cst.SimpleString) or (isinstance(e, cst.Attribute) and "Reduction" in m.code(e)):
+                red = e
+                break
+            if not (isinstance(e, (cst.Integer, cst.Float)) or
+                    (isinstance(e, cst.Name) and e.value in ("True", "False", "None"))):
+                return None  # an unknown positional argument may be the reduction
+        if red is None:
+            return "default"
+    if isinstance(red, cst.SimpleString):
+        return red.evaluated_value.lower() if isinstance(red.evaluated_value, str) else None
+    if isinstance(red, cst.Name) and red.value == "None":
+        return "none"
+    if isinstance(red, cst.Attribute):
+        return red.attr.value.lower()
+    return None
+
+
+def default_reduction(m: Module, v: Value) -> bool:
+    r = reduction_of(m, v)
+    return r == "default" or r in DEFAULT_REDUCTIONS
+
+
+# ------------------------------------------------------------------ strategies
+SINGLE_REPLICA = frozenset({"tensorflow.distribute.OneDeviceStrategy"}) | api.PARAMETER_SERVER_STRATEGIES
+
+
+def replicated(strategies: list[Value]) -> bool:
+    """Every strategy may run several replicas in sync (not OneDevice / parameter server,
+    not ``MirroredStrategy(devices=["/gpu:0"])``)."""
+    if not strategies:
+        return False
+    for v in strategies:
+        if v.qname in SINGLE_REPLICA:
+            return False
+        o = v.origin
+        if isinstance(o, cst.Call):
+            devs = keyword(o, "devices")
+            if isinstance(devs, (cst.List, cst.Tuple)) and len(devs.elements) <= 1:
+                return False
+    return True
+
+
+def replica_fn_strategies(m: Module, fn: FunctionInfo) -> list[Value]:
+    return m.replica_functions().get(id(fn), [])

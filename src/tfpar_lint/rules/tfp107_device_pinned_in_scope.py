@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._placement import MIRRORING, calls_inside, device_calls
+
+CREATED = (api.MODEL, api.LAYER, api.VARIABLE, api.OPTIMIZER, api.METRIC, api.GENERATOR, api.CHECKPOINT)
+
+
+class DevicePinnedInScope(Rule):
+    CODE = "TFP107"
+    NAME = "device-pinned-in-scope"
+    SUMMARY = "`tf.device(...)` inside `strategy.scope()` (ignored for variables) or inside a replica function (moves every replica's ops to one device)"
+    FIX_HINT = ("Let the strategy place things: drop the `tf.device` block, or give the strategy the devices "
+                "(`MirroredStrategy(devices=[...])`).")
+    SEVERITY = "warning"
+    PROBE = "placement"
+    MARKERS = (STRATEGY_MARKERS, ("device(",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for cs, text, kind, idx in device_calls(m):
+            strategies = m.replica_strategies(cs.scope)
+            if strategies:
+                if kind in ("GPU", "TPU") and all(s.qname in MIRRORING for s in strategies):
+                    yield Report(
+                        cs.node,
+                        f"`{m.code(cs.node)}` inside a function run by `strategy.run` pins every replica's ops to "
+                        f"`{text}`: the replicas no longer run on their own devices (all compute lands on one "
+                        f"device); drop the `tf.device` block",
+                        {"device": text, "context": "replica"},
+                    )
+                continue
+            known, _ = m.scope_strategies(cs)
+            if not known or not all(s.qname in MIRRORING for s in known):
+                continue
+            made = []
+            for inner in calls_inside(m, cs.node):
+                vals = m.infer(inner.node, inner.scope, inner.order)
+                if vals and all(v.kind in CREATED for v in vals):
+                    made.append(inner)
+            if made:
+                yield Report(
+                    cs.node,
+                    f"`{m.code(cs.node)}` inside `strategy.scope()` is ignored for the variables created in it "
+                    f"(`{m.code(made[0].node)}`, line {{line}}): the strategy still mirrors them on all its devices; "
+                    f"drop the `tf.device` block or choose the devices with `MirroredStrategy(devices=[...])`",
+                    {"device": text, "context": "scope"},
+                    related=made[0].node,
+                )

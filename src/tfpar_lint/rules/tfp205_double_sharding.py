@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._data import all_autosharding, consumers, policy, shard_calls
+
+
+class DoubleSharding(Rule):
+    CODE = "TFP205"
+    NAME = "double-sharding"
+    SUMMARY = "dataset `.shard()`-ed by hand and then auto-sharded again by MultiWorkerMirroredStrategy"
+    FIX_HINT = ("Either drop the manual `.shard()` or set `options.experimental_distribute.auto_shard_policy = "
+                "tf.data.experimental.AutoShardPolicy.OFF` on the dataset.")
+    SEVERITY = "warning"
+    PROBE = "input"
+    MARKERS = (STRATEGY_MARKERS, (".shard(",), ("MultiWorker",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for c in consumers(m):
+            if not all_autosharding(c.strategies):
+                continue
+            shards = shard_calls(c.dataset)
+            if not shards:
+                continue
+            p = policy(m, c.dataset)
+            if p.name is None or p.name == "OFF":
+                continue
+            yield Report(
+                shards[-1],
+                f"`{m.code(shards[-1])}` shards the dataset by hand, and it is then auto-sharded again by "
+                f"MultiWorkerMirroredStrategy (`{m.code(c.node)}`, line {{line}}, policy {p.name}): each worker "
+                f"gets 1/N^2 of the data and the rest is never read; set AutoShardPolicy.OFF or drop the manual shard",
+                {"policy": p.name},
+                related=c.node,
+            )

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import Report, Rule
+from tfpar_lint.rules._data import chain, list_files_unseeded, method_of
+
+LIST_FILES = "tensorflow.data.Dataset.list_files"
+
+
+class ListFilesUnseeded(Rule):
+    CODE = "TFP207"
+    NAME = "list-files-unseeded"
+    SUMMARY = "`Dataset.list_files` without `seed=`/`shuffle=False` sharded by hand (workers overlap and skip files)"
+    FIX_HINT = "Pass `shuffle=False` (or the same `seed=` on every worker) to `Dataset.list_files`, then shard."
+    SEVERITY = "warning"
+    PROBE = "input"
+    MARKERS = (("list_files",), (".shard(",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        reported: set[int] = set()
+        for cs, recv, meth in m.method_calls(("shard",)):
+            vals = m.infer_at(recv, cs)
+            if not vals or not all(v.kind == api.DATASET for v in vals):
+                continue
+            for v in vals:
+                src = None
+                for x in chain(v):
+                    src = x
+                if src is None or src.qname != LIST_FILES or not isinstance(src.origin, cst.Call):
+                    continue
+                if id(src.origin) in reported or not list_files_unseeded(src.origin):
+                    continue
+                reported.add(id(src.origin))
+                yield Report(
+                    src.origin,
+                    f"`{m.code(src.origin)}` shuffles the file list with a random seed, and the dataset is then "
+                    f"sharded by hand (`{m.code(cs.node)}`, line {{line}}): every worker shuffles differently, so "
+                    f"shards overlap and some files are never read; pass `shuffle=False` or a fixed `seed=`",
+                    related=cs.node,
+                )

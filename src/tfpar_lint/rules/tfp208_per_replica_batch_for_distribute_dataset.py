@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._data import batches_after_rebatch, chain, method_of
+from tfpar_lint.rules._loss import PER_REPLICA_NAME
+from tfpar_lint.semantic import Binding, Module, Scope, arg
+
+
+def _is_times_replicas(expr: cst.BaseExpression, name: str) -> bool:
+    """``name * x.num_replicas_in_sync`` (either order)."""
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply)):
+        return False
+    for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
+        if isinstance(a, cst.Name) and a.value == name and isinstance(b, cst.Attribute) \
+                and b.attr.value == "num_replicas_in_sync":
+            return True
+    return False
+
+
+class PerReplicaBatchForDistributeDataset(Rule):
+    CODE = "TFP208"
+    NAME = "per-replica-batch-for-distribute-dataset"
+    SUMMARY = "dataset batched with a per-replica batch size and passed to `experimental_distribute_dataset`"
+    FIX_HINT = ("Batch with the global batch size (`per_replica * strategy.num_replicas_in_sync`): "
+                "`experimental_distribute_dataset` splits each batch across the replicas.")
+    SEVERITY = "warning"
+    PROBE = "input"
+    MARKERS = (STRATEGY_MARKERS, ("experimental_distribute_dataset",), (".batch(",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        done: set[int] = set()
+        for cs, recv, meth in m.method_calls(api.DISTRIBUTE_DATASET_METHODS):
+            strat = m.infer_at(recv, cs)
+            if not strat or not all(v.kind == api.STRATEGY for v in strat):
+                continue
+            for dv in m.infer_at(arg(cs.node, 0, "dataset"), cs):
+                if dv.kind != api.DATASET or batches_after_rebatch(dv):
+                    continue
+                for x in chain(dv):
+                    if method_of(x) != "batch" or id(x.origin) in done:
+                        continue
+                    size = arg(x.origin, 0, "batch_size")
+                    site = x.site or m.site_of_call.get(id(x.origin))
+                    why = self._per_replica(size, site.scope, site.order) if size is not None and site else None
+                    if why:
+                        done.add(id(x.origin))
+                        yield Report(
+                            x.origin,
+                            f"`{m.code(x.origin)}` batches with a per-replica size ({why}), but the dataset goes "
+                            f"to `{m.code(cs.node.func)}` (line {{line}}), which splits every batch across the "
+                            f"replicas: each replica gets 1/num_replicas_in_sync of the intended batch; batch with "
+                            f"the global batch size",
+                            {"batch_size": m.code(size)},
+                            related=cs.node,
+                        )
+                    break  # only the last batch() before distribution matters
+
+    def _per_replica(self, size: cst.BaseExpression, scope: Scope, order: int) -> Optional[str]:
+        m = self.module
+        if isinstance(size, cst.Call):
+            cm = size.func
+            if isinstance(cm, cst.Attribute) and cm.attr.value == "get_per_replica_batch_size":
+                return "`get_per_replica_batch_size`"
+            return None
+        name = size.value if isinstance(size, cst.Name) else size.attr.value if isinstance(size, cst.Attribute) else None
+        if name is None:
+            return None
+        if PER_REPLICA_NAME.search(name):
+            return f"`{name}` is named per-replica"
+        if isinstance(size, cst.Name):
+            for b in self._assignments(m):
+                if b.value is not None and _is_times_replicas(b.value, name):
+                    return f"the global batch is `{name} * num_replicas_in_sync` (line {{line2}})".replace(
+                        " (line {line2})", f" (`{b.name} = {m.code(b.value)}`)")
+        return None
+
+    @staticmethod
+    def _assignments(m: Module) -> Iterator[Binding]:
+        for s in [m.scope] + [f.scope for f in m.functions]:
+            for bs in s.bindings.values():
+                for b in bs:
+                    if b.kind in ("assign", "annassign"):
+                        yield b

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._loss import (MEANS, gradient_targets, is_per_replica_batch, loss_terms, mentions_replicas,
+                                    replica_fn_strategies, replica_fns, replicated)
+from tfpar_lint.semantic import arg
+
+
+class LossMeanInReplicaFn(Rule):
+    CODE = "TFP501"
+    NAME = "loss-mean-in-replica-fn"
+    SUMMARY = "loss averaged over the per-replica batch inside a function run by `strategy.run` (gradients N x too large)"
+    FIX_HINT = ("Compute per-example losses and use `tf.nn.compute_average_loss(per_example_loss, "
+                "global_batch_size=GLOBAL_BATCH_SIZE)`.")
+    SEVERITY = "warning"
+    PROBE = "loss"
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"), ("reduce_mean", "mean(", "/"))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for fn in replica_fns(m):
+            if not replicated(replica_fn_strategies(m, fn)):
+                continue
+            for cs, target in gradient_targets(m, fn):
+                for t in loss_terms(m, target, cs.scope, cs.order):
+                    if any(mentions_replicas(m, d, sc, od) for d, sc, od in t.divisors):
+                        continue  # already divided by the number of replicas
+                    node = t.node
+                    if isinstance(node, cst.Call):
+                        q, _ = m.qualified_name(node.func, t.scope, t.order)
+                        if q in MEANS and self._whole_batch(node):
+                            yield Report(
+                                node,
+                                f"`{m.code(node)}` averages the loss over the per-replica batch inside `{fn.name}`, "
+                                f"which runs on every replica: the replicas' gradients are summed, so the update is "
+                                f"num_replicas_in_sync times too large; use `tf.nn.compute_average_loss(per_example_loss, "
+                                f"global_batch_size=...)`",
+                                {"function": fn.name},
+                                related=cs.node,
+                            )
+                            continue
+                    if t.summed:
+                        for d, sc, od in t.divisors:
+                            if is_per_replica_batch(m, d, sc, od):
+                                yield Report(
+                                    d,
+                                    f"the loss in `{fn.name}` (run on every replica) is divided by the per-replica "
+                                    f"batch size `{m.code(d)}`: the replicas' gradients are summed, so the update is "
+                                    f"num_replicas_in_sync times too large; divide by the global batch size "
+                                    f"(`tf.nn.compute_average_loss(..., global_batch_size=...)`)",
+                                    {"function": fn.name},
+                                    related=cs.node,
+                                )
+                                break
+
+    @staticmethod
+    def _whole_batch(call: cst.Call) -> bool:
+        """``reduce_mean(x)`` / ``reduce_mean(x, axis=None)``: a mean over every element."""
+        if any(a.star for a in call.args):
+            return False
+        axis = arg(call, 1, "axis")
+        return axis is None or (isinstance(axis, cst.Name) and axis.value == "None")

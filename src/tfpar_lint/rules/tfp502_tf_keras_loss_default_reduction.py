@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._loss import default_reduction, is_legacy, loss_object
+
+
+class TfKerasLossDefaultReduction(Rule):
+    CODE = "TFP502"
+    NAME = "tf-keras-loss-default-reduction"
+    SUMMARY = "tf_keras (Keras 2) loss object with the default reduction called in a replica function or under a scope"
+    FIX_HINT = ("Build the loss with `reduction=tf.keras.losses.Reduction.NONE` and average it with "
+                "`tf.nn.compute_average_loss(..., global_batch_size=...)`.")
+    SEVERITY = "error"
+    PROBE = "loss"
+    MARKERS = (STRATEGY_MARKERS, ("tf_keras", "TF_USE_LEGACY_KERAS"))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for cs in m.calls:
+            lo = loss_object(m, cs.node, cs.scope, cs.order)
+            if lo is None or not is_legacy(m, lo) or not default_reduction(m, lo):
+                continue
+            if m.in_replica_fn(cs.scope):
+                where = "in a function run by `strategy.run`"
+            else:
+                known, _ = m.scope_strategies(cs)
+                if not known:
+                    continue
+                where = "under `strategy.scope()`"
+            yield Report(
+                cs.node,
+                f"the Keras 2 (tf_keras) loss `{m.code(lo.origin)}` (line {{line}}) uses the default reduction and "
+                f"is called {where}: TensorFlow raises `ValueError: Please use `tf.keras.losses.Reduction.SUM` or "
+                f"`tf.keras.losses.Reduction.NONE` ...`; build it with `reduction=...Reduction.NONE` and use "
+                f"`tf.nn.compute_average_loss`",
+                {"loss": m.code(lo.origin)},
+                related=lo.origin,
+            )

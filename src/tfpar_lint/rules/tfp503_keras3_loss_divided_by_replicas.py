@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._loss import (default_reduction, gradient_targets, is_keras3, loss_object, loss_terms,
+                                    mentions_replicas, replica_fns)
+
+
+class Keras3LossDividedByReplicas(Rule):
+    CODE = "TFP503"
+    NAME = "keras3-loss-divided-by-replicas"
+    SUMMARY = "Keras 3 default-reduction loss divided again by `num_replicas_in_sync` in a replica function"
+    FIX_HINT = ("Keras 3 losses with the default reduction already scale by 1/num_replicas_in_sync under a "
+                "strategy: drop the extra division (or use `reduction=None` + `tf.nn.compute_average_loss`).")
+    SEVERITY = "warning"
+    PROBE = "loss"
+    MARKERS = (STRATEGY_MARKERS, ("num_replicas_in_sync",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for fn in replica_fns(m):
+            for cs, target in gradient_targets(m, fn):
+                for t in loss_terms(m, target, cs.scope, cs.order):
+                    if not isinstance(t.node, cst.Call) or t.summed:
+                        continue
+                    lo = loss_object(m, t.node, t.scope, t.order)
+                    if lo is None or not is_keras3(m, lo) or not default_reduction(m, lo):
+                        continue
+                    for d, sc, od in t.divisors:
+                        if mentions_replicas(m, d, sc, od):
+                            yield Report(
+                                d,
+                                f"`{m.code(t.node)}` is a Keras 3 loss with the default reduction: inside "
+                                f"`strategy.run` it is already scaled by 1/num_replicas_in_sync; dividing it again "
+                                f"by `{m.code(d)}` makes the gradients num_replicas_in_sync times too small",
+                                {"loss": m.code(lo.origin), "function": fn.name},
+                                related=lo.origin,
+                            )
+                            break

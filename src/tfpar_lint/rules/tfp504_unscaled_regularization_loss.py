@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._loss import gradient_targets, loss_terms, mentions_replicas, replica_fn_strategies, replica_fns, replicated
+
+
+class UnscaledRegularizationLoss(Rule):
+    CODE = "TFP504"
+    NAME = "unscaled-regularization-loss"
+    SUMMARY = "`model.losses` added to the loss in a replica function without `tf.nn.scale_regularization_loss`"
+    FIX_HINT = "Add `tf.nn.scale_regularization_loss(model.losses)` instead of the raw sum."
+    SEVERITY = "warning"
+    PROBE = "loss"
+    MARKERS = (STRATEGY_MARKERS, (".losses",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for fn in replica_fns(m):
+            if not replicated(replica_fn_strategies(m, fn)):
+                continue
+            for cs, target in gradient_targets(m, fn):
+                for t in loss_terms(m, target, cs.scope, cs.order):
+                    node = t.node
+                    if not (isinstance(node, cst.Attribute) and node.attr.value == "losses"):
+                        continue
+                    owner = m.infer(node.value, t.scope, t.order)
+                    if not owner or not all(v.kind in (api.MODEL, api.LAYER) for v in owner):
+                        continue
+                    if any(mentions_replicas(m, d, sc, od) for d, sc, od in t.divisors):
+                        continue
+                    yield Report(
+                        node,
+                        f"`{m.code(node)}` is added to the loss in `{fn.name}`, which runs on every replica: the "
+                        f"replicas' gradients are summed, so the regularization is num_replicas_in_sync times too "
+                        f"strong; use `tf.nn.scale_regularization_loss({m.code(node)})`",
+                        {"function": fn.name},
+                        related=cs.node,
+                    )
