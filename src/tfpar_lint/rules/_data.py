@@ -80,9 +80,34 @@ class Policy:
     node: Optional[cst.CSTNode] = None  # the with_options call that applied it
 
 
-def policy(m: Module, v: Value) -> Policy:
+def _helper_results(m: Module, x: Value) -> Optional[list[Value]]:
+    """For a dataset returned by a module-local helper (its origin is the helper call),
+    the datasets the helper's ``return`` statements produce; None when ``x`` is not one."""
+    call = x.origin
+    if not isinstance(call, cst.Call) or method_of(x) is not None or x.source is None:
+        return None
+    site = x.site or m.site_of_call.get(id(call))
+    if site is None:
+        return []
+    out: list[Value] = []
+    for fn in m.resolve_function(call.func, site.scope, site.order):
+        for expr, order in fn.returns:
+            out.extend(m.infer(expr, fn.scope, order))
+    return out
+
+
+def policy(m: Module, v: Value, _depth: int = 0) -> Policy:
     """The auto-shard policy in force on dataset ``v`` (the last ``with_options`` wins)."""
     for x in chain(v):
+        inner = _helper_results(m, x) if _depth < 5 else None
+        if inner is not None:
+            ps = {policy(m, r, _depth + 1).name if r.kind == api.DATASET else None for r in inner}
+            if len(ps) != 1 or None in ps:
+                return Policy(None)
+            name = ps.pop()
+            if name != "AUTO":
+                return Policy(name, x.origin)
+            continue
         if method_of(x) == "with_options":
             call = x.origin
             site = x.site or m.site_of_call.get(id(call))

@@ -16,7 +16,7 @@ class DevicePinnedInScope(Rule):
     FIX_HINT = ("Let the strategy place things: drop the `tf.device` block, or give the strategy the devices "
                 "(`MirroredStrategy(devices=[...])`).")
     SEVERITY = "warning"
-    PROBE = "placement"
+    PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("device(",))
 
     def check(self) -> Iterator[Report]:

@@ -15,7 +15,7 @@ class UncheckedManualPlacement(Rule):
                 "GPUs, or call `tf.config.set_soft_device_placement(False)` so TensorFlow raises.")
     SEVERITY = "warning"
     DEFAULT_ENABLED = False
-    PROBE = "placement"
+    PROBE = "scope"
     MARKERS = (("device(",), ("GPU", "gpu"))
 
     def check(self) -> Iterator[Report]:
