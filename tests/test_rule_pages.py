@@ -220,6 +220,18 @@ def test_checker_accepts_a_right_page():
     assert _problems(_page()) == []
 
 
+def test_checker_reads_indented_blocks():
+    """A fence inside a list item is indented; its code is dedented before linting."""
+    text = _page()
+    indented = "* In a list:\n\n  ```python\n" + "".join(f"  {ln}\n" for ln in _GOOD.splitlines()) + "  ```\n"
+    text = text.replace("## Options / default", indented + "\n## Options / default")
+    assert python_blocks(parse_page(text).body("How --verify confirms it"))[0] == _GOOD
+    bad_in_list = _page(good=_GOOD).replace("```python\n" + _GOOD.rstrip("\n") + "\n```",
+                                            "* fixed:\n\n  ```python\n"
+                                            + "".join(f"  {ln}\n" for ln in _BAD.splitlines()) + "  ```")
+    assert any("Use instead block #1 triggers TFP101" in p for p in _problems(bad_in_list))
+
+
 def test_checker_rejects_swapped_examples():
     problems = _problems(_page(bad=_GOOD, good=_BAD))
     assert any("does not trigger TFP101" in p for p in problems), problems
