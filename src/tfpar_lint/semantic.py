@@ -205,10 +205,178 @@ def is_constant(expr: Optional[cst.BaseExpression]) -> bool:
     return False
 
 
+# ============================================================================ fast traversal
+#
+# libcst's own traversal (``node.visit(visitor)``) rebuilds every node it
+# passes (``_visit_and_replace_children`` constructs and validates a copy, even
+# for a read-only ``CSTVisitor``) and calls four hooks per field; that costs
+# more than the parse.  ``_FastVisitor`` walks the same nodes in the same order
+# and calls the same ``visit_X``/``leave_X`` methods, but reads the children
+# straight from the node's fields and skips subtrees that cannot contain a
+# node the visitor has a method for (whitespace, commas, parentheses,
+# operators, number and string literals, ...).  Explicit ``child.visit(self)``
+# calls inside visit methods keep working: they enter through ``on_visit``.
+# benchmarks/optimisations.md has the numbers; tests/test_fastwalk.py checks
+# that the model built this way equals the one built by libcst's traversal.
+
+_FIELD_ORDER: dict[type, tuple[str, ...]] = {}  # node class -> fields in libcst's visiting order
+_FIELD_CLASSES: dict[type, dict[str, tuple[type, ...]]] = {}  # node class -> field -> node classes it may hold
+_WALK_PLANS: dict[type, tuple[frozenset, dict]] = {}  # visitor class -> (relevant node classes, plan)
+
+
+class _FieldOrderRecorder(cst.CSTVisitor):
+    def __init__(self, root: cst.CSTNode) -> None:
+        super().__init__()
+        self.root = root
+        self.fields: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if node is self.root:
+            self.fields.append(attribute)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+
+def _field_order(cls: type, node: cst.CSTNode) -> tuple[str, ...]:
+    order = _FIELD_ORDER.get(cls)
+    if order is None:
+        import dataclasses
+
+        rec = _FieldOrderRecorder(node)
+        node._visit_and_replace_children(rec)  # once per class: records the order libcst visits fields in
+        names = list(dict.fromkeys(rec.fields))
+        # a field libcst skipped on this instance because it was None (e.g. an
+        # f-string's format_spec) is visited last when present
+        names += [f.name for f in dataclasses.fields(cls) if f.name not in names]
+        order = _FIELD_ORDER[cls] = tuple(names)
+    return order
+
+
+def _node_classes_in(tp: Any, acc: set) -> set:
+    import typing
+
+    if isinstance(tp, type):
+        acc.add(tp)
+    elif isinstance(tp, (str, typing.ForwardRef)):
+        name = tp if isinstance(tp, str) else tp.__forward_arg__
+        acc.add(getattr(cst, name, cst.CSTNode))  # unknown: assume anything
+    else:
+        for a in typing.get_args(tp):
+            _node_classes_in(a, acc)
+    return acc
+
+
+def _field_classes(cls: type) -> dict[str, tuple[type, ...]]:
+    out = _FIELD_CLASSES.get(cls)
+    if out is None:
+        import dataclasses
+
+        out = {}
+        for f in dataclasses.fields(cls):
+            out[f.name] = tuple(c for c in _node_classes_in(f.type, set())
+                                if isinstance(c, type) and issubclass(c, cst.CSTNode))
+        _FIELD_CLASSES[cls] = out
+    return out
+
+
+def _hook(visitor_cls: type, name: str) -> Any:
+    """The visitor's own ``visit_X``/``leave_X`` (libcst's base classes define no-op stubs for all)."""
+    f = getattr(visitor_cls, name, None)
+    return None if f is None or f is getattr(cst.CSTVisitor, name, None) else f
+
+
+def _relevant_classes(visitor_cls: type) -> frozenset:
+    """Node classes with a visit/leave method, and those whose fields may (transitively) hold one."""
+    import dataclasses
+
+    classes, work = set(), [cst.CSTNode]
+    while work:
+        for sub in work.pop().__subclasses__():
+            if sub not in classes:
+                classes.add(sub)
+                work.append(sub)
+    classes = {c for c in classes if dataclasses.is_dataclass(c)}
+    rel = {c for c in classes
+           if _hook(visitor_cls, "visit_" + c.__name__) or _hook(visitor_cls, "leave_" + c.__name__)}
+    changed = True
+    while changed:
+        changed = False
+        for c in classes - rel:
+            if any(issubclass(r, t) for ts in _field_classes(c).values() for t in ts for r in rel):
+                rel.add(c)
+                changed = True
+    return frozenset(rel)
+
+
+class _FastVisitor(cst.CSTVisitor):
+    """A read-only visitor with a faster traversal (see above); no attribute hooks."""
+
+    def _fast_plan(self) -> tuple[frozenset, dict]:
+        cls = type(self)
+        plan = _WALK_PLANS.get(cls)
+        if plan is None:
+            hooks = [n for n in dir(cls)
+                     if n.startswith(("visit_", "leave_")) and n.count("_") > 1 and _hook(cls, n)]
+            if hooks:  # visit_Call_func & co. need libcst's traversal
+                raise TypeError(f"{cls.__name__}: attribute hooks are not supported: {hooks}")
+            plan = _WALK_PLANS[cls] = (_relevant_classes(cls), {})
+        return plan
+
+    def _fast_entry(self, node: cst.CSTNode) -> tuple:
+        cls = type(node)
+        rel, plan = self._fast_plan()
+        types = _field_classes(cls)
+        fields = tuple(f for f in _field_order(cls, node)
+                       if any(issubclass(r, t) for t in types.get(f, (cst.CSTNode,)) for r in rel))
+        name = cls.__name__
+        entry = plan[cls] = (_hook(type(self), "visit_" + name), _hook(type(self), "leave_" + name), fields)
+        return entry
+
+    def _fast_children(self, node: cst.CSTNode, fields: tuple[str, ...]) -> None:
+        rel = self._fast_rel
+        walk = self._fast_walk
+        for f in fields:
+            v = getattr(node, f)
+            tv = type(v)
+            if tv is tuple or tv is list:
+                for c in v:
+                    if type(c) in rel:
+                        walk(c)
+            elif tv in rel:
+                walk(v)
+
+    def _fast_walk(self, node: cst.CSTNode) -> None:
+        entry = self._fast_entries.get(type(node)) or self._fast_entry(node)
+        visit, leave, fields = entry
+        if (visit is None or visit(self, node) is not False) and fields:
+            self._fast_children(node, fields)
+        if leave is not None:
+            leave(self, node)
+
+    # libcst's entry points: ``tree.visit(v)`` / ``child.visit(self)``
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if "_fast_entries" not in self.__dict__:
+            self._fast_rel, self._fast_entries = self._fast_plan()
+        entry = self._fast_entries.get(type(node)) or self._fast_entry(node)
+        visit, _leave, fields = entry
+        if (visit is None or visit(self, node) is not False) and fields:
+            self._fast_children(node, fields)
+        return False  # children done here; libcst then calls on_leave
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        leave = self._fast_entries[type(original_node)][1]
+        if leave is not None:
+            leave(self, original_node)
+
+
 # ============================================================================ builder
 
 
-class _Builder(cst.CSTVisitor):
+class _Builder(_FastVisitor):
     """The one traversal: records scopes, bindings, call sites and references."""
 
     def __init__(self, mod: "Module") -> None:
