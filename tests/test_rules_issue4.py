@@ -674,8 +674,10 @@ def test_tfp506_uses():
     r = dist_step(1.0)
     print(r.numpy())  # <-
     loss = float(r)  # <-
-    print("loss", r)  # <-
+    print("loss", r)  # prints the PerReplica wrapper: allowed
     msg = f"loss={r:.3f}"  # <-
+    raw = f"loss={r}"
+    flag = bool(r)  # <-
     total = strategy.reduce(tf.distribute.ReduceOp.SUM, r, axis=None)
     print(total.numpy(), float(total), f"{total}")
     print([t.numpy() for t in strategy.experimental_local_results(r)])

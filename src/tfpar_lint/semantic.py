@@ -677,7 +677,7 @@ class _Builder(_FastVisitor):
         self.m.comprehensions.append((node, self.scope, self._order()))
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
-        self.m.fstring_exprs.append((node.expression, self.scope, self._order()))
+        self.m.fstring_exprs.append((node, self.scope, self._order()))
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) in self.skip_names:
@@ -711,8 +711,8 @@ class Module:
         self.comprehensions: list[tuple[cst.BaseExpression, Scope, int]] = []
         # obj.attr = value (any receiver): (target, value, scope, order)
         self.attr_assigns: list[tuple[cst.Attribute, cst.BaseExpression, Scope, int]] = []
-        # {expr} inside f-strings: (expr, scope, order)
-        self.fstring_exprs: list[tuple[cst.BaseExpression, Scope, int]] = []
+        # {expr[:spec]} inside f-strings: (FormattedStringExpression, scope, order)
+        self.fstring_exprs: list[tuple[cst.FormattedStringExpression, Scope, int]] = []
         tree.visit(_Builder(self))
         # memo tables
         self._infer_memo: dict[int, list[Value]] = {}

@@ -13,14 +13,19 @@ CONVERTERS = ("float", "int", "bool", "complex")
 
 
 class PerReplicaResultAsTensor(Rule):
+    """Only the uses that raise with several replicas are flagged: ``.numpy()``,
+    ``float()``/``int()``/``bool()``/``complex()`` and an f-string format spec
+    (``f"{r:.3f}"``).  A bare ``print(r)`` / ``f"{r}"`` shows the PerReplica
+    wrapper and is what the save-and-load tutorial does on purpose: not flagged."""
+
     CODE = "TFP506"
     NAME = "per-replica-result-as-tensor"
-    SUMMARY = "result of `strategy.run` used as a tensor (`.numpy()`, `float()`, `print`) without `strategy.reduce`"
+    SUMMARY = "result of `strategy.run` used as one tensor (`.numpy()`, `float()`, `f\"{x:.3f}\"`) without `strategy.reduce`"
     FIX_HINT = ("Reduce it first: `strategy.reduce(tf.distribute.ReduceOp.SUM, result, axis=None)`, or look at "
                 "`strategy.experimental_local_results(result)`.")
     SEVERITY = "error"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"), ("numpy", "float(", "int(", "print(", "f\"", "f'"))
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"), ("numpy", "float(", "int(", "bool(", "complex(", ":"))
 
     def _per_replica(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
         vals = self.module.infer(expr, scope, order)
@@ -36,27 +41,23 @@ class PerReplicaResultAsTensor(Rule):
 
     def check(self) -> Iterator[Report]:
         m = self.module
+        tail = ("is the per-replica result of `strategy.run` (a PerReplica value when there are several "
+                "replicas); reduce it with `strategy.reduce(...)` or use `strategy.experimental_local_results(...)`")
         for cs in m.calls:
             cm = call_method(cs.node)
-            if cm is not None and cm[1] == "numpy" and self._per_replica(cm[0], cs.scope, cs.order):
-                yield Report(cs.node, f"`{m.code(cs.node)}`: `{m.code(cm[0])}` is the per-replica result of "
-                                      f"`strategy.run` (a PerReplica value with several replicas), which has no "
-                                      f"`numpy()` (AttributeError); reduce it with `strategy.reduce(...)` or use "
-                                      f"`strategy.experimental_local_results(...)`")
+            if cm is not None and cm[1] == "numpy" and not cs.node.args \
+                    and self._per_replica(cm[0], cs.scope, cs.order):
+                yield Report(cs.node, f"`{m.code(cs.node)}` raises `AttributeError: 'PerReplica' object has no "
+                                      f"attribute 'numpy'`: `{m.code(cm[0])}` {tail}")
                 continue
             name = self._builtin(cs.node, cs.scope, cs.order)
-            if name in CONVERTERS or name == "print":
-                for a in cs.node.args:
-                    if a.keyword is not None or a.star:
-                        continue
-                    if self._per_replica(a.value, cs.scope, cs.order):
-                        what = ("prints the PerReplica wrapper (one value per replica), not the step's result"
-                                if name == "print" else "cannot convert a PerReplica value (TypeError)")
-                        yield Report(cs.node, f"`{m.code(cs.node)}` {what}: `{m.code(a.value)}` is the per-replica "
-                                              f"result of `strategy.run`; reduce it with `strategy.reduce(...)` first")
-                        break
-        for expr, scope, order in m.fstring_exprs:
-            if self._per_replica(expr, scope, order):
-                yield Report(expr, f"`{m.code(expr)}` in an f-string formats the PerReplica wrapper of "
-                                   f"`strategy.run` (one value per replica), not the step's result; reduce it with "
-                                   f"`strategy.reduce(...)` first")
+            if name in CONVERTERS and len(cs.node.args) == 1 and not cs.node.args[0].star \
+                    and cs.node.args[0].keyword is None \
+                    and self._per_replica(cs.node.args[0].value, cs.scope, cs.order):
+                yield Report(cs.node, f"`{m.code(cs.node)}` raises `TypeError` (`{name}()` argument must be a "
+                                      f"number, not 'PerReplica'): `{m.code(cs.node.args[0].value)}` {tail}")
+        for node, scope, order in m.fstring_exprs:
+            if node.format_spec and self._per_replica(node.expression, scope, order):
+                yield Report(node, f"`{m.code(node.expression)}` formatted with a format spec raises `TypeError: "
+                                   f"unsupported format string passed to PerReplica.__format__`: "
+                                   f"`{m.code(node.expression)}` {tail}")
