@@ -7,7 +7,7 @@ import pytest
 
 from tfpar_lint.engine import lint_file
 from tfpar_lint.expectations import expected_in_source, fixture_files
-from tfpar_lint.registry import all_rules
+from tfpar_lint.registry import all_rules, default_codes
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -38,7 +38,11 @@ def test_fixture(path: Path):
     expected = expected_in_source(source)
     if path.name.startswith("good") or path.parent.name == "tutorials":
         assert not expected, "good fixtures carry no '# expect:'"
-    result = lint_file(str(path), enabled=ALL)
+    # the default rules, plus the fixture folder's own rule when it is off by default
+    enabled = set(default_codes())
+    if path.parent.name in ALL:
+        enabled.add(path.parent.name)
+    result = lint_file(str(path), enabled=enabled)
     assert result.error is None, result.error
     found = {(f.line, f.code) for f in result.findings}
     messages = {(f.line, f.code): f.message for f in result.findings}

@@ -57,6 +57,24 @@ class DatasetReplicatedByHand(Rule):
             if vals and all(v.kind in DATA for v in vals):
                 yield Report(node, f"`{m.code(node)}` makes one copy of the same dataset per device: each replica "
                                    f"reads the same data; distribute it with the strategy instead")
+        # for device in devices: with tf.device(device): next(iter(ds))
+        for cs in m.calls:
+            f = cs.node.func
+            if not (isinstance(f, cst.Name) and f.value == "iter") or not cs.loops or m.lookup("iter", cs.scope, cs.order):
+                continue
+            device_items = [w for w in cs.withs if m.qualified_name(
+                w.item.func if isinstance(w.item, cst.Call) else w.item, cs.scope, cs.order)[0] == "tensorflow.device"]
+            if not device_items:
+                continue
+            vals = m.infer_at(arg(cs.node, 0), cs)
+            if not vals or not all(v.kind == api.DATASET for v in vals):
+                continue
+            # the dataset must be one object shared by the iterations (created outside the device block)
+            if any(v.site is None or any(w in v.site.withs for w in device_items) for v in vals):
+                continue
+            yield Report(cs.node, f"`{m.code(cs.node)}` under `{m.code(device_items[-1].item)}` in a loop iterates the "
+                                  f"same dataset once per device: every device reads the same batches; distribute it "
+                                  f"with the strategy instead")
         # experimental_distribute_values_from_function(lambda ctx: batch)
         for cs, recv, meth in m.method_calls(api.DISTRIBUTE_VALUES_METHODS):
             strat = m.infer_at(recv, cs)

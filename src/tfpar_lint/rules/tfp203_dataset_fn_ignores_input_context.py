@@ -41,10 +41,15 @@ class DatasetFnIgnoresInputContext(Rule):
                                       f"calls `.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)`: every worker "
                                       f"reads the same data")
 
-    def _shards(self, fn) -> bool:
+    def _shards(self, fn, depth: int = 0) -> bool:
+        """``fn``, or a local function it calls (e.g. ``lambda ctx: make(gbs, ctx)``), calls ``.shard``."""
         m = self.module
         for cs in m.calls_within(fn):
             f = cs.node.func
             if isinstance(f, cst.Attribute) and f.attr.value == "shard":
                 return True
+            if depth < 4:
+                for callee in m.resolve_function(f, cs.scope, cs.order):
+                    if callee is not fn and self._shards(callee, depth + 1):
+                        return True
         return False
