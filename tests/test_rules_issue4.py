@@ -473,7 +473,8 @@ def test_tfp501_through_helper_and_augassign():
             loss = 0.0
             loss += compute_loss(y, model(x))
             acc = tf.reduce_mean(tf.cast(tf.equal(y, model(x)), tf.float32))  # metric only
-        return tape.gradient(loss, model.trainable_variables), acc
+        model.optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return acc
     strategy.run(step, args=(1, 2))
     """, "TFP501")
 
@@ -498,10 +499,11 @@ strategy = tf.distribute.MirroredStrategy()
 with strategy.scope():
     model = {k}.Sequential([{k}.layers.Dense(1)])
     loss_fn = {k}.losses.{loss}
+    opt = {k}.optimizers.SGD()
 def step(x, y):
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x)){div}
-    return tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
 strategy.run(step, args=(1, 2))
 """
 
@@ -567,7 +569,8 @@ def test_tfp503_augassign_and_multiply():
         g1 = tape.gradient(loss, model.trainable_variables)
         with tf.GradientTape() as tape2:
             loss2 = loss_fn(y, model(x)) * (1.0 / tf.distribute.get_replica_context().num_replicas_in_sync)  # <-
-        return g1, tape2.gradient(loss2, model.trainable_variables)
+        model.optimizer.apply_gradients(zip(g1, model.trainable_variables))
+        model.optimizer.apply_gradients(zip(tape2.gradient(loss2, model.trainable_variables), model.trainable_variables))
     strategy.run(step, args=(1, 2))
     """, "TFP503")
 
@@ -588,11 +591,13 @@ def test_tfp504_variants(reg, fires):
     strategy = tf.distribute.MirroredStrategy()
     with strategy.scope():
         model = keras.Sequential([keras.layers.Dense(1, kernel_regularizer="l2")])
+        optimizer = keras.optimizers.SGD()
     def step(x, y):
         with tf.GradientTape() as tape:
             loss = tf.nn.compute_average_loss(tf.square(model(x) - y))
             {reg}
-        return tape.gradient(loss, model.trainable_variables)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
     strategy.run(step, args=(1, 2))
     """)
     line = next(i for i, ln in enumerate(src.splitlines(), 1) if "model.losses" in ln)
@@ -735,3 +740,34 @@ def test_tfp507_one_device_and_parameter_are_silent():
             v = tf.Variable(0.0)
         strategy.run(lambda x: v.assign_add(x), args=(1.0,))
     """, "TFP507")
+
+
+def test_tfp501_503_504_gradients_aggregated_by_hand_are_silent():
+    """Gradients returned from the replica function (reduced by the caller, e.g. with MEAN), or
+    applied with aggregation turned off: the caller chooses the scaling."""
+    src = """
+    import tensorflow as tf
+    import keras
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        model = keras.Sequential([keras.layers.Dense(1, kernel_regularizer="l2")])
+        opt = keras.optimizers.SGD()
+        loss_fn = keras.losses.MeanSquaredError()
+    def returns_grads(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x) - y)) + sum(model.losses)
+        return loss, tape.gradient(loss, model.trainable_variables)
+    def no_aggregation(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x)) / strategy.num_replicas_in_sync
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads = tf.distribute.get_replica_context().all_reduce("mean", grads)
+        opt.apply_gradients(zip(grads, model.trainable_variables), skip_gradients_aggregation=True)
+    strategy.run(returns_grads, args=(1, 2))
+    strategy.run(no_aggregation, args=(1, 2))
+    """
+    for code in ("TFP501", "TFP503", "TFP504"):
+        check(src, code)
+    # the same functions, applying their gradients with the default aggregation, are flagged
+    applied = src.replace("skip_gradients_aggregation=True", "skip_gradients_aggregation=False")
+    assert hits(applied, "TFP503") != []

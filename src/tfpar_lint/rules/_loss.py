@@ -183,8 +183,27 @@ def is_per_replica_batch(m: Module, expr: cst.BaseExpression, scope: Scope, orde
     return False
 
 
+def applies_in_replica(m: Module, fn: FunctionInfo) -> bool:
+    """``fn`` applies its gradients itself (``optimizer.apply_gradients`` / ``minimize`` with the
+    strategy's default SUM aggregation), rather than returning them for a reduction of its own."""
+    applied = False
+    for cs in m.calls_within(fn):
+        cm = call_method(cs.node)
+        if cm is None or cm[1] not in ("apply_gradients", "minimize"):
+            continue
+        for kw in ("experimental_aggregate_gradients", "skip_gradients_aggregation"):
+            v = keyword(cs.node, kw)
+            if v is not None and not (isinstance(v, cst.Name) and v.value == ("True" if kw[0] == "e" else "False")):
+                return False  # the caller aggregates by hand
+        applied = True
+    return applied
+
+
 def gradient_targets(m: Module, fn: FunctionInfo) -> Iterator[tuple[CallSite, cst.BaseExpression]]:
-    """``tape.gradient(loss, ...)`` / ``optimizer.minimize(loss, ...)`` inside ``fn`` (and nested functions)."""
+    """``tape.gradient(loss, ...)`` / ``optimizer.minimize(loss, ...)`` inside ``fn`` (and nested
+    functions) when ``fn`` also applies the gradients (see :func:`applies_in_replica`)."""
+    if not applies_in_replica(m, fn):
+        return
     for cs in m.calls_within(fn):
         cm = call_method(cs.node)
         if cm is None:
