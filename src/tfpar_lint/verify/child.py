@@ -23,7 +23,7 @@ import time
 import traceback
 import types
 
-from tfpar_lint.verify.runtime import STOP_SENTINEL, Recorder, VerifierStop
+from tfpar_lint.verify.runtime import STOP_SENTINEL, Recorder, VerifierStop, describe_error as _describe_error
 
 
 class VerifierTimeout(BaseException):
@@ -226,47 +226,6 @@ def _inside(path, folder: str) -> bool:
         return False
 
 
-_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def _describe_error(e: BaseException, R, script: str) -> dict:
-    frames = []
-    script_lines: list[int] = []
-    real = os.path.realpath(script)
-    seen = set()
-    exc = e
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        for fs in traceback.extract_tb(exc.__traceback__):
-            frames.append([fs.filename, fs.lineno, fs.name])
-            ln = None
-            if os.path.realpath(fs.filename) == real:
-                ln = fs.lineno
-            elif R is not None and fs.filename in R.ag_files:
-                ln = R.ag_map.get((fs.filename, fs.lineno))
-            if ln is not None:
-                script_lines.append(ln)
-        exc = exc.__cause__ or exc.__context__
-    msg = str(e)
-    for fn, ln in _FILE_LINE.findall(msg):
-        if os.path.realpath(fn) == real:
-            script_lines.append(int(ln))
-    location = ""
-    last = [ln for f, ln, _ in frames if os.path.realpath(f) == real]
-    if last:
-        location = f"{os.path.basename(script)}:{last[-1]}"
-    elif script_lines:
-        location = f"{os.path.basename(script)}:{script_lines[-1]}"
-    return {
-        "type": type(e).__name__,
-        "message": msg[:6000],
-        "frames": frames[-60:],
-        "script_lines": sorted(set(script_lines)),
-        "location": location,
-        "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-8000:],
-    }
-
-
 def _finish(R, result: dict, spec: dict, t_start: float) -> None:
     try:
         if R is not None:
@@ -286,6 +245,7 @@ def _finish(R, result: dict, spec: dict, t_start: float) -> None:
             result["steps"] = max(R.total_steps(), getattr(R, "keras_steps", 0))
             result["stop_reason"] = R.stop_reason
             result["notes"] = list(R.notes)
+            result["caught"] = R.caught
         result["seconds"] = round(time.time() - t_start, 3)
         tmp = spec["result"] + ".tmp"
         with open(tmp, "w") as f:

@@ -19,7 +19,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from tfpar_lint.verify.runtime import Recorder, patch, try_import, when_imported
+from tfpar_lint.verify.runtime import Recorder, VerifierStop, patch, try_import, when_imported
 
 # Probes append callables ``wrap(fn, call) -> fn`` applied to each replica fn.
 RUN_WRAPPERS: list[Callable[[Callable, dict], Callable]] = []
@@ -150,11 +150,38 @@ class _FnStack(threading.local):
 _FN = _FnStack()
 
 
+_CLONES: "weakref.WeakKeyDictionary" = None  # type: ignore[assignment]
+
+
+def _wrapped_function(strategy, fn, call, ag_api, ag_ctx):
+    import weakref
+
+    global _CLONES
+    if _CLONES is None:
+        _CLONES = weakref.WeakKeyDictionary()
+    per = _CLONES.setdefault(fn, {})
+    clone = per.get(id(strategy))
+    if clone is None:
+        # Like TensorFlow's own lifting, the replicas call the Python function
+        # unconverted (converting Keras internals would put merge_call in a cond).
+        inner = fn.python_function
+        for w in RUN_WRAPPERS:
+            inner = w(inner, call)
+        from tensorflow.python.util import tf_decorator
+
+        # Built like tf.function's result (a tf_decorator around the Function) so
+        # that strategy.run's tf_convert re-wraps it and keeps it a Function.
+        clone = tf_decorator.make_decorator(inner, fn._clone(python_function=inner))  # noqa: SLF001
+        per[id(strategy)] = clone
+    return clone
+
+
 def _install_run(R: Recorder) -> None:
     from tensorflow.python.autograph.core import ag_ctx
     from tensorflow.python.autograph.impl import api as ag_api
     from tensorflow.python.distribute import distribute_lib
     from tensorflow.python.eager import context
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
 
     def make(orig):
         def run(self, fn, args=(), kwargs=None, options=None):
@@ -173,7 +200,12 @@ def _install_run(R: Recorder) -> None:
                     "name": getattr(fn, "__name__", type(fn).__name__),
                 }
             user_fn = fn
-            if RUN_WRAPPERS:
+            if RUN_WRAPPERS and isinstance(fn, pf.Function):
+                # TensorFlow lifts a tf.function passed to strategy.run around the
+                # whole per-replica call (a nested tf.function cannot merge_call);
+                # keep that: clone it with the wrapped Python function (cached).
+                fn = _wrapped_function(self, fn, call, ag_api, ag_ctx)
+            elif RUN_WRAPPERS:
                 fn = ag_api.tf_convert(fn, ag_ctx.control_status_ctx(), convert_by_default=False)
                 for w in RUN_WRAPPERS:
                     fn = w(fn, call)
@@ -183,10 +215,18 @@ def _install_run(R: Recorder) -> None:
                    getattr(getattr(user_fn, "__code__", None), "co_firstlineno", id(user_fn)))
             if stack:
                 R.step_functions.add(id(stack[0]))
-                return orig(self, fn, args=args, kwargs=kwargs, options=options)
+                try:
+                    return orig(self, fn, args=args, kwargs=kwargs, options=options)
+                except Exception as e:
+                    R.record_caught(e, "strategy.run")
+                    raise
             if eager:
                 R.before_step(key, f"strategy.run({call['name']})")
-            out = orig(self, fn, args=args, kwargs=kwargs, options=options)
+            try:
+                out = orig(self, fn, args=args, kwargs=kwargs, options=options)
+            except Exception as e:
+                R.record_caught(e, "strategy.run")
+                raise
             if eager:
                 R.after_step(key, f"strategy.run({call['name']})")
             return out
@@ -194,6 +234,18 @@ def _install_run(R: Recorder) -> None:
         return run
 
     patch(distribute_lib.StrategyBase, "run", make)
+
+    def make_enter(orig):
+        def __enter__(self):
+            try:
+                return orig(self)
+            except Exception as e:
+                R.record_caught(e, "strategy.scope()")
+                raise
+
+        return __enter__
+
+    patch(distribute_lib._CurrentDistributionContext, "__enter__", make_enter)  # noqa: SLF001
 
 
 def _arg_kind(args, kwargs) -> str:
@@ -291,11 +343,18 @@ def _bounded(R: Recorder, orig, kind: str):
             return orig(self, *args, **kwargs)
         a = ba.arguments
         n = R.max_steps
+        # With arrays and no batch_size, Keras derives the batch size from the
+        # number of steps (ceil(samples / steps)): pin Keras' default first.
+        if a.get("batch_size") is None and _array_like(a.get("x")):
+            a["batch_size"] = 32
         if kind == "fit":
             initial = a.get("initial_epoch", 0) or 0
-            epochs = a.get("epochs", 1)
-            if epochs is None or epochs - initial > 1:
-                a["epochs"] = initial + 1
+            epochs = a.get("epochs", 1) or 1
+            # Every epoch still runs (callbacks that write one file per epoch,
+            # code that reads the last one), each cut to max_steps steps.
+            if epochs - initial > MAX_EPOCHS:
+                a["epochs"] = initial + MAX_EPOCHS
+                R.note(f"Keras fit cut to {MAX_EPOCHS} epochs")
             spe = a.get("steps_per_epoch")
             if spe is None or spe > n:
                 a["steps_per_epoch"] = n
@@ -303,7 +362,9 @@ def _bounded(R: Recorder, orig, kind: str):
                 vs = a.get("validation_steps")
                 if vs is None or vs > n:
                     a["validation_steps"] = n
-            R.note(f"Keras fit bounded to 1 epoch of at most {n} steps")
+                if a.get("validation_batch_size") is None and _array_like(a.get("validation_data")):
+                    a["validation_batch_size"] = a["batch_size"] or 32
+            R.note(f"Keras fit bounded to {n} steps per epoch")
         else:
             st = a.get("steps")
             if st is None or st > n:
@@ -316,6 +377,20 @@ def _bounded(R: Recorder, orig, kind: str):
             R.keras_steps = getattr(R, "keras_steps", 0) + (n if kind == "fit" else 0)
 
     return wrapper
+
+
+MAX_EPOCHS = 10
+
+
+def _array_like(x) -> bool:
+    """numpy arrays / tensors (or tuples, lists, dicts of them): not a dataset or generator."""
+    if x is None:
+        return False
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(_array_like(v) for v in x)
+    if isinstance(x, dict):
+        return bool(x) and all(_array_like(v) for v in x.values())
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not hasattr(x, "element_spec")
 
 
 def _install_keras3_bounds(R: Recorder, mod) -> None:

@@ -10,9 +10,11 @@ import hashlib
 import importlib
 import importlib.abc
 import os
+import re
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable, Optional
 
 
@@ -26,12 +28,10 @@ class VerifierStop(BaseException):
 
 STOP_SENTINEL = "TFPAR_VERIFY_STOP"
 
-_TF_INTERNAL = (
-    os.sep + os.path.join("tensorflow", "python", "autograph") + os.sep,
-    os.sep + os.path.join("tensorflow", "python", "util") + os.sep,
-    os.sep + os.path.join("tensorflow", "python", "eager", "polymorphic_function") + os.sep,
-    os.sep + os.path.join("tensorflow", "python", "framework", "ops.py"),
-)
+# Frames skipped when looking for the code that called a TensorFlow API:
+# TensorFlow itself (dispatch, AutoGraph, ops built from other ops such as
+# tf.image.random_* drawing with random_ops) and this package.
+_TF_INTERNAL = (os.sep + "tensorflow" + os.sep,)
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -64,6 +64,7 @@ class Recorder:
         self.worker_index: Optional[int] = None
         self.run_calls = 0
         self.worker_mode = False
+        self.caught: list[dict[str, Any]] = []
         self.keras_steps = 0
         self.text = ""
 
@@ -75,6 +76,22 @@ class Recorder:
             if n == 0:
                 self.ran_order.append(mid)
         return value
+
+    def record_caught(self, e: BaseException, api: str) -> None:
+        """An exception that left a TensorFlow API called by the script (the
+        script may catch it; its text is still evidence)."""
+        if isinstance(e, (VerifierStop,)) or len(self.caught) >= 20:
+            return
+        try:
+            d = describe_error(e, self, self.script)
+            d["api"] = api
+            d["script_lines"] = sorted(set(d["script_lines"]) | set(self.script_lines(3)))
+            d.pop("traceback", None)
+            d["frames"] = d["frames"][-20:]
+            with self.lock:
+                self.caught.append(d)
+        except Exception:  # pragma: no cover
+            pass
 
     def note(self, text: str) -> None:
         with self.lock:
@@ -202,6 +219,49 @@ class Recorder:
 
     def total_steps(self) -> int:
         return max(self.steps.values(), default=0)
+
+
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def describe_error(e: BaseException, R, script: str) -> dict:
+    """Type, message, frames and the script lines an exception passed through
+    (AutoGraph frames mapped back; lines quoted in TensorFlow's message too)."""
+    frames = []
+    script_lines: list[int] = []
+    real = os.path.realpath(script)
+    seen = set()
+    exc = e
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for fs in traceback.extract_tb(exc.__traceback__):
+            frames.append([fs.filename, fs.lineno, fs.name])
+            ln = None
+            if os.path.realpath(fs.filename) == real:
+                ln = fs.lineno
+            elif R is not None and fs.filename in R.ag_files:
+                ln = R.ag_map.get((fs.filename, fs.lineno))
+            if ln is not None:
+                script_lines.append(ln)
+        exc = exc.__cause__ or exc.__context__
+    msg = str(e)
+    for fn, ln in _FILE_LINE.findall(msg):
+        if os.path.realpath(fn) == real:
+            script_lines.append(int(ln))
+    location = ""
+    last = [ln for f, ln, _ in frames if os.path.realpath(f) == real]
+    if last:
+        location = f"{os.path.basename(script)}:{last[-1]}"
+    elif script_lines:
+        location = f"{os.path.basename(script)}:{script_lines[-1]}"
+    return {
+        "type": type(e).__name__,
+        "message": msg[:6000],
+        "frames": frames[-60:],
+        "script_lines": sorted(set(script_lines)),
+        "location": location,
+        "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-8000:],
+    }
 
 
 REC: Optional[Recorder] = None

@@ -72,12 +72,29 @@ class RunData:
                 return w["error"]
         return None
 
-    def error_text(self) -> str:
-        e = self.error
+    def errors(self) -> list[dict[str, Any]]:
+        """The uncaught error first, then errors the script caught that left a
+        TensorFlow API (strategy.run, strategy.scope())."""
+        out = [self.error] if self.error else []
+        for w in self.workers:
+            for c in (w or {}).get("caught", []) or []:
+                out.append(dict(c, caught=True))
+        return out
+
+    def error_text(self, e: Optional[dict[str, Any]] = None) -> str:
+        e = e or self.error
         if not e:
             return ""
         where = f" ({e['location']})" if e.get("location") else ""
-        msg = " ".join(str(e.get("message", "")).split())
+        raw = str(e.get("message", ""))
+        if "in user code:" in raw:
+            # AutoGraph's message: frames, then the original error on its own line.
+            import re
+
+            inner = re.findall(r"^\s*(\w+(?:Error|Exception|Exit)): (.+)$", raw, re.M)
+            if inner:
+                raw = f"{inner[-1][1]}"
+        msg = " ".join(raw.split())
         if len(msg) > 300:
             msg = msg[:300] + "..."
         return f"{e.get('type', 'Error')}: {msg}{where}"

@@ -62,14 +62,17 @@ def install(R) -> None:
                 return
             key = f"{line}:{api}"
             eager = context.executing_eagerly()
-            with R.lock:
-                S.sites.setdefault(key, {"line": line, "api": api, "seeded": seeded, "eager": eager,
-                                         "replicas": {}, "after_seed": bool(_seed_in_replica(S))})
-            rid = tf.distribute.get_replica_context().replica_id_in_sync_group
             tensors = [t for t in tf.nest.flatten(out) if isinstance(t, tf.Tensor)]
             if not tensors:
                 return
             t = tensors[0]
+            n = t.shape.num_elements()
+            low = not t.dtype.is_floating and (n is None or n < 16)  # e.g. a shuffle of 4 items
+            with R.lock:
+                S.sites.setdefault(key, {"line": line, "api": api, "seeded": seeded, "eager": eager,
+                                         "replicas": {}, "after_seed": bool(_seed_in_replica(S)),
+                                         "low_entropy": low})
+            rid = tf.distribute.get_replica_context().replica_id_in_sync_group
             if eager:
                 record(key, int(rid), t.numpy())
             elif not control_flow_util.GraphOrParentsInXlaContext(ops.get_default_graph()):
@@ -114,6 +117,23 @@ def install(R) -> None:
                 patch(exp, name, make_rng(f"tf.random.experimental.{name}", seed_position(getattr(exp, name))),
                       tag="randomness")
     patch(tf.nn, "dropout", make_rng("tf.nn.dropout", seed_position(tf.nn.dropout)), tag="randomness")
+    # The implementations, for draws TensorFlow makes on the script's behalf
+    # (tf.image.random_flip_left_right, random_brightness, ... call these); the
+    # caller is still the script line that called the public function.
+    from tensorflow.python.ops import random_ops, stateless_random_ops
+
+    for mod, names, prefix in (
+        (random_ops, ("random_uniform", "random_normal", "truncated_normal", "random_shuffle",
+                      "multinomial", "categorical", "random_gamma", "random_poisson_v2"), "tf.random"),
+        (stateless_random_ops, ("stateless_random_uniform", "stateless_random_normal",
+                                "stateless_truncated_normal", "stateless_random_binomial",
+                                "stateless_random_gamma", "stateless_random_poisson"), "tf.random"),
+    ):
+        for name in names:
+            fn = getattr(mod, name, None)
+            if fn is not None:
+                api = f"{mod.__name__.rsplit('.', 1)[-1]}.{name} (inside the TensorFlow op called there)"
+                patch(mod, name, make_rng(api, seed_position(fn)), tag="randomness")
 
     def make_set_seed(api: str):
         def make(orig):
@@ -216,26 +236,33 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
         seeds = [s for o in run.probe("randomness") for s in (o or {}).get("seeds", []) if line in s["lines"]]
         if not seeds:
             return None
-        if not any(s["replica"] for s in seeds):
-            return NOT_REPRODUCED, f"set_seed at line {line} ran outside any replica function"
-        cands = [s for s in _sites(run) if s.get("after_seed")] or _sites(run)
+        in_replica = any(s["replica"] for s in seeds)
+        eager = any(s["eager"] for s in seeds)
+        cands = ([s for s in _sites(run) if s.get("after_seed")] if in_replica else []) or _sites(run)
         best = None
         for s in cands:
             c = _compare(s)
-            if c and c[0] > 0:
-                same, n, rep = c
-                mode = "eagerly" if s["eager"] else "in a tf.function"
-                return CONFIRMED, (f"after {seeds[0]['api']} inside the replica function (line {line}), the replicas "
-                                   f"drew identical values from {s['api']} at line {s['line']} ({same} of {n} draws, "
+            if not c:
+                continue
+            same, n, rep = c
+            mode = "eagerly" if s["eager"] else "in a tf.function"
+            if same > 0:
+                return CONFIRMED, (f"after {seeds[0]['api']} at line {line}"
+                                   f"{' inside the replica function' if in_replica else ''}, the replicas drew "
+                                   f"identical values from {s['api']} at line {s['line']} ({same} of {n} draws, "
                                    f"{mode})" + ("; the same values repeat at every step" if rep else ""))
-            if c:
-                best = (s, c)
+            if rep and not s.get("low_entropy"):
+                return CONFIRMED, (f"{seeds[0]['api']} at line {line} re-seeds every step: each replica draws the "
+                                   f"same values from {s['api']} at line {s['line']} at every step")
+            best = best or (s, c)
+        where = ("in the replica function" if in_replica else "outside any replica function") + (
+            ", eagerly" if eager else ", at trace time only (tf.function)")
         if best:
             s, (same, n, _) = best
-            how = "at trace time inside a tf.function" if not seeds[0]["eager"] else "eagerly"
-            return NOT_REPRODUCED, (f"set_seed at line {line} ran {how}; the replicas drew different values at "
-                                    f"line {s['line']} ({n} draws compared)")
-        return INCONCLUSIVE, f"set_seed at line {line} ran in a replica function but no random draw was observed there"
+            return NOT_REPRODUCED, (f"{seeds[0]['api']} at line {line} ran {where}; the replicas drew different "
+                                    f"values at line {s['line']} and no value repeated across steps ({n} draws "
+                                    f"compared)")
+        return INCONCLUSIVE, f"set_seed at line {line} ran {where}, but no random draw in a replica function was seen"
     sites = _sites(run, line)
     if not sites:
         return None
@@ -267,7 +294,8 @@ def observe(run) -> tuple[str, str]:
     obs = run.probe("randomness")
     if not any(obs):
         return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    sites = _sites(run)
+    # Low-entropy draws (a permutation of 4 items) may agree by chance.
+    sites = [s for s in _sites(run) if not s.get("low_entropy")]
     comps = [(s, _compare(s)) for s in sites]
     comps = [(s, c) for s, c in comps if c]
     for s, (same, n, rep) in comps:

@@ -42,6 +42,7 @@ SYMPTOMS: dict[str, list[str]] = {
     "TFP104": [_SLOT, _NOT_IN_SCOPE],
     "TFP105": [_COLOCATE, _NOT_IN_SCOPE, _UPDATE_ASSERT],
     "TFP106": [_NEED_SCOPE, _SLOT],
+    "TFP109": [_MIXING],
 }
 ALL_SYMPTOMS = sorted({p for ps in SYMPTOMS.values() for p in ps})
 
@@ -53,6 +54,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "TFP104": ("checkpoint",),
     "TFP105": ("variable",),
     "TFP106": ("optimizer",),
+    "TFP109": ("model", "optimizer", "metric", "variable"),
 }
 
 
@@ -83,6 +85,8 @@ class _State:
         self.restores: list[dict[str, Any]] = []
         self.local = threading.local()
         self.max_vars = 20000
+        self.foreign: list[dict[str, Any]] = []
+        self.foreign_keys: set = set()
 
 
 def _is_dist(v) -> bool:
@@ -212,6 +216,46 @@ def install(R) -> None:
             return assign
 
         return make
+
+    # ---- distributed variables used under another strategy (TFP109)
+    from tensorflow.python.distribute import distribute_lib
+    from tensorflow.python.distribute import values as dv
+
+    def foreign(var, kind: str) -> None:
+        if len(S.foreign) >= 20:
+            return
+        try:
+            if not distribute_lib.has_strategy():
+                return
+            cur = distribute_lib.get_strategy()
+            own = getattr(var, "_distribute_strategy", None)
+            if own is None or cur is own:
+                return
+            rec = {"name": str(getattr(var, "name", "?")), "own": R.strategy_index(own),
+                   "current": R.strategy_index(cur), "replica": R.in_replica_fn(), "kind": kind,
+                   "lines": R.script_lines(3)}
+        except Exception:
+            return
+        with R.lock:
+            key = (rec["name"], tuple(rec["lines"]))
+            if key not in S.foreign_keys:
+                S.foreign_keys.add(key)
+                S.foreign.append(rec)
+
+    def make_dist_read(kind):
+        def make(orig):
+            def read(self, *a, **k):
+                foreign(self, kind)
+                return orig(self, *a, **k)
+
+            return read
+
+        return make
+
+    for cls in (dv.DistributedVariable, dv.MirroredVariable):
+        for m in ("_dense_var_to_tensor", "value", "read_value"):
+            if m in cls.__dict__:
+                patch(cls, m, make_dist_read("read"), tag="scope")
 
     BRV = resource_variable_ops.BaseResourceVariable
     patch(BRV, "_read_variable_op", make_read, tag="scope")
@@ -514,6 +558,7 @@ def collect(R) -> dict[str, Any]:
         "restores": S.restores[:50],
         "inconsistent": inconsistent[:50],
         "checked_copies": checked,
+        "foreign": S.foreign,
     }
 
 
@@ -533,7 +578,8 @@ def _strategy_name(run, idx) -> str:
     sts = (run.workers[0] or {}).get("strategies", []) if run.workers else []
     if 0 <= idx < len(sts):
         s = sts[idx]
-        return f"{s['type']} ({s['replicas']} replicas)"
+        n = f" #{idx + 1}" if len(sts) > 1 else ""
+        return f"{s['type']}{n} ({s['replicas']} replicas)"
     return "a strategy"
 
 
@@ -607,11 +653,20 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
     at_line = [ob for ob in objs if line in ob["lines"] and ob["kind"] in kinds]
     var_at = (o.get("var_lines") or {}).get(str(line))
 
-    # 1. TensorFlow raised the rule's own error.
-    err = run.error
+    # 1. TensorFlow raised the rule's own error (even if the script caught it).
+    p = None
+    for err in run.errors():
+        verdict, p0 = _error_verdict(run, err, patterns, line, kinds, at_line, var_at, o)
+        p = p or p0
+        if verdict:
+            return verdict
+    return _observed(finding, run, o, code, line, kinds, at_line, var_at, p)
+
+
+def _error_verdict(run, err, patterns, line, kinds, at_line, var_at, o):
     p = error_matches(err, patterns)
     if p:
-        linked = line in run.error_lines()
+        linked = line in set(err.get("script_lines", []))
         why = f"the traceback passes through line {line}"
         if not linked:
             outside = [ob for ob in at_line if ob["strategy"] is None]
@@ -629,8 +684,22 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
                             linked = True
                             why = f"variable {n} named in the error was created at line {line}"
         if linked:
-            return CONFIRMED, f"TensorFlow raised {run.error_text()}; {why}"
+            caught = " (the script caught it)" if err.get("caught") else ""
+            return (CONFIRMED, f"TensorFlow raised {run.error_text(err)}{caught}; {why}"), p
+    return None, p
 
+
+def _observed(finding, run, o, code, line, kinds, at_line, var_at, p):
+    if code == "TFP109":
+        fs = [f for f in o.get("foreign", []) if line in f["lines"]]
+        if fs:
+            f = fs[0]
+            where = "in a replica function" if f["replica"] else "in the scope"
+            return CONFIRMED, (f"variable {f['name']} created under {_strategy_name(run, f['own'])} was read {where} "
+                               f"of another strategy object, {_strategy_name(run, f['current'])}, at line {line}")
+        if run.ran(line):
+            return NOT_REPRODUCED, f"line {line} used no variable of another strategy object and raised no mixing error"
+        return None
     # 2. The symptom observed directly: created outside the scope, used under it.
     if code == "TFP104":
         return _judge_checkpoint(finding, run, o)
@@ -653,7 +722,7 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
                 return CONFIRMED, f"{ob['cls']} created at line {line} outside the scope: " + _describe_plain(run, used)
 
     # 3. Nothing wrong seen.
-    if p:  # the rule's error, but not linked to this line
+    if p and run.error and error_matches(run.error, [p]):  # the rule's error, not linked to this line
         return INCONCLUSIVE, f"TensorFlow raised {run.error_text()}, not traced to line {line}"
     if at_line:
         ob = at_line[0]
@@ -722,14 +791,18 @@ def observe(run) -> tuple[str, str]:
     o = _merged(run)
     if not o:
         return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    err = run.error
-    p = error_matches(err, ALL_SYMPTOMS)
-    if p:
-        return CONFIRMED, f"TensorFlow raised {run.error_text()}"
+    for err in run.errors():
+        if error_matches(err, ALL_SYMPTOMS):
+            caught = " (the script caught it)" if err.get("caught") else ""
+            return CONFIRMED, f"TensorFlow raised {run.error_text(err)}{caught}"
     mis = _misuses(run, o)
     if mis:
         ob, use = mis[0]
         return CONFIRMED, f"{ob['cls']} created outside any scope (line {_l(ob)}) then {use}"
+    if o.get("foreign"):
+        f = o["foreign"][0]
+        return CONFIRMED, (f"variable {f['name']} of {_strategy_name(run, f['own'])} used under "
+                           f"{_strategy_name(run, f['current'])} (line {_l(f)})")
     plain = _plain_uses_at(o, None)
     if plain:
         return CONFIRMED, _describe_plain(run, plain)
