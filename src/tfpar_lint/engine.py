@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Optional, Sequence
 
@@ -43,9 +44,25 @@ def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
 
 
 def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
-    """The pre-filter: rules whose markers occur in the text (no parsing)."""
+    """The pre-filter: rules whose markers occur in the text (no parsing).
+
+    Two stages: the markers anywhere in the text (most files stop here, at the
+    cost of a few substring searches); then, for the rules that passed, the
+    markers again in the text with comments and docstrings blanked
+    (:func:`code_text`), since a rule only ever matches code.  User markers
+    (``extra_markers``) are searched in the whole text.
+    """
     if options.extra_markers and any(m in source for m in options.extra_markers):
         return list(rules)
+    passed = _marker_rules(source, rules, options)
+    if passed:
+        code = code_text(source)
+        if code is not source:
+            passed = _marker_rules(code, passed, options)
+    return passed
+
+
+def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
     factory_markers = tuple(q.rsplit(".", 1)[-1] for q in options.strategy_factories)
     hits: dict[tuple[str, ...], bool] = {}
 
@@ -57,6 +74,59 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
         return ok
 
     return [r for r in rules if all(group_ok(g) for g in r.MARKERS)]
+
+
+# Comments and string literals, scanned left to right like the tokenizer does
+# (so a '#' inside a string is not a comment, and quotes inside a comment do
+# not open a string).  Unrolled loops keep the regex linear.
+_COMMENT_OR_STRING = re.compile(r'''
+  \#[^\r\n]*
+| (?P<prefix>[rRbBuUfF]{0,2})(?:
+    (?P<triple>"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""
+             | \'\'\'[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*\'\'\')
+  | "[^"\\\r\n]*(?:\\[\s\S][^"\\\r\n]*)*"
+  | '[^'\\\r\n]*(?:\\[\s\S][^'\\\r\n]*)*'
+  )
+''', re.X)
+
+
+def code_text(source: str) -> str:
+    """``source`` without comments and docstrings (returns ``source`` itself when it has none).
+
+    A docstring here is any non-f triple-quoted string alone on its lines
+    (only whitespace before it, only whitespace or a comment after it): that
+    is every docstring, and otherwise only a bare string statement or a lone
+    multi-line string argument, none of which a rule reads.  Short strings and
+    f-strings are kept (``os.environ["TF_USE_LEGACY_KERAS"]`` and code inside
+    ``{...}`` matter).  Text only: no tokenizer, no ``ast``.
+    """
+    if "#" not in source and '"""' not in source and "'''" not in source:
+        return source
+    parts: list[str] = []
+    last = 0
+    for m in _COMMENT_OR_STRING.finditer(source):
+        start = m.start()
+        if source[start] == "#":
+            parts.append(source[last:start])
+            last = m.end()
+            continue
+        prefix = m.group("prefix")
+        if m.group("triple") is None or "f" in prefix or "F" in prefix:
+            continue
+        line_start = source.rfind("\n", 0, start) + 1
+        if line_start != start and not source[line_start:start].isspace():
+            continue
+        end = m.end()
+        line_end = source.find("\n", end)
+        rest = source[end:line_end if line_end >= 0 else len(source)].lstrip()
+        if rest and rest[0] != "#":
+            continue
+        parts.append(source[last:start])
+        last = end
+    if not parts:
+        return source
+    parts.append(source[last:])
+    return "".join(parts)
 
 
 def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str] = None) -> FileError:
