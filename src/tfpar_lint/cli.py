@@ -113,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
     cfg.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
     cfg.add_argument("-j", "--jobs", type=_positive_int("--jobs"), default=None,
                      help="worker processes (default: all cores)")
+    cfg.add_argument("--no-cache", action="store_true",
+                     help="neither read nor write the result cache")
+    cfg.add_argument("--cache-dir", metavar="DIR", default=None,
+                     help="where to keep the result cache (default: cache-dir from the settings, "
+                          ".tfpar_lint_cache in the project root)")
     ver = p.add_argument_group("runtime verification (needs tfpar-lint[verify])")
     ver.add_argument("--verify", action="store_true",
                      help="run the PATHs as scripts on real devices to confirm or refute each finding")
@@ -267,7 +272,7 @@ def _offset_progress(progress: Callable[[int, int], None], offset: int,
 
 
 def _lint_files(files: list[str], settings: Settings, options: Any, jobs: Optional[int],
-                progress: Optional[Callable[[int, int], None]]) -> list[Any]:
+                progress: Optional[Callable[[int, int], None]], cache_dir: Optional[str] = None) -> list[Any]:
     from tfpar_lint import engine
 
     base = settings.base_enabled()
@@ -281,7 +286,8 @@ def _lint_files(files: list[str], settings: Settings, options: Any, jobs: Option
         cb: Optional[Callable[[int, int], None]] = None
         if progress is not None:
             cb = _offset_progress(progress, offset, total)
-        results.extend(engine.lint_paths(group, enabled=enabled, options=options, jobs=jobs, progress=cb))
+        results.extend(engine.lint_paths(group, enabled=enabled, options=options, jobs=jobs, progress=cb,
+                                         cache_dir=cache_dir))
         offset += len(group)
     return results
 
@@ -417,9 +423,14 @@ def _main(argv: list[str]) -> int:
     show_progress = (not args.no_progress and len(found.files) > PROGRESS_MIN_FILES
                      and hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
     bar = _Progress(sys.stderr) if show_progress else None
+    cache_dir: Optional[str] = None
+    if not args.no_cache:
+        cache_dir = args.cache_dir or settings.cache_dir
+        if not args.cache_dir and not os.path.isabs(cache_dir):
+            cache_dir = os.path.join(settings.root, cache_dir)
     try:
         if found.files:
-            results.extend(_lint_files(found.files, settings, options, settings.jobs, bar))
+            results.extend(_lint_files(found.files, settings, options, settings.jobs, bar, cache_dir))
     finally:
         if bar is not None:
             bar.close()

@@ -275,9 +275,16 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
 
 
 def read_source(path: str) -> tuple[Optional[str], Optional[FileError]]:
+    data, err = read_bytes(path)
+    if data is None:
+        return None, err
+    return decode_source(path, data)
+
+
+def read_bytes(path: str) -> tuple[Optional[bytes], Optional[FileError]]:
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            return fh.read(), None
     except IsADirectoryError:
         return None, FileError(path, "is a directory")
     except FileNotFoundError:
@@ -286,6 +293,9 @@ def read_source(path: str) -> tuple[Optional[str], Optional[FileError]]:
         return None, FileError(path, "permission denied")
     except OSError as exc:
         return None, FileError(path, f"cannot read: {exc.strerror or exc}")
+
+
+def decode_source(path: str, data: bytes) -> tuple[Optional[str], Optional[FileError]]:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
@@ -317,30 +327,77 @@ def _worker(args) -> FileResult:
     return lint_file(path, enabled, options, apply_noqa)
 
 
+def _worker_digest(args) -> tuple[FileResult, Optional[str]]:
+    """lint_file, plus the SHA-256 of the bytes it linted (None if unreadable), for the cache."""
+    path, enabled, options, apply_noqa = args
+    data, err = read_bytes(path)
+    if data is None:
+        return FileResult(path, error=err), None
+    from tfpar_lint.cache import digest
+
+    source, err = decode_source(path, data)
+    if source is None:
+        return FileResult(path, error=err), digest(data)
+    return lint_source(source, path, enabled, options, apply_noqa), digest(data)
+
+
 def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
                options: AnalysisOptions = AnalysisOptions(), jobs: Optional[int] = None,
                apply_noqa: bool = True,
-               progress: Optional[Callable[[int, int], None]] = None) -> list[FileResult]:
-    """Lint files, in a process pool when there are several and ``jobs`` > 1."""
+               progress: Optional[Callable[[int, int], None]] = None,
+               cache_dir: Optional[str] = None) -> list[FileResult]:
+    """Lint files, in a process pool when there are several and ``jobs`` > 1.
+
+    With ``cache_dir`` the on-disk cache (:mod:`tfpar_lint.cache`) is asked
+    first, in this process; only the misses are linted, and their results
+    are stored.  Results come back in the order of ``paths``.
+    """
     paths = list(paths)
     total = len(paths)
     jobs = jobs or os.cpu_count() or 1
     enabled_f = None if enabled is None else frozenset(enabled)
-    results: list[FileResult] = []
-    if jobs <= 1 or total < 4:
+    results: list[Optional[FileResult]] = [None] * total
+    done = 0
+    cache = None
+    todo = list(range(total))
+    if cache_dir:
+        from tfpar_lint.cache import Cache
+
+        cache = Cache(cache_dir, enabled_f, options, apply_noqa)
+        todo = []
         for i, p in enumerate(paths):
-            results.append(lint_file(p, enabled_f, options, apply_noqa))
+            hit = cache.get(p)
+            if hit is None:
+                todo.append(i)
+                continue
+            results[i] = hit
+            done += 1
             if progress:
-                progress(i + 1, total)
-        return results
+                progress(done, total)
+    worker = _worker if cache is None else _worker_digest
+    work = [(paths[i], enabled_f, options, apply_noqa) for i in todo]
+
+    def record(i: int, out) -> None:
+        nonlocal done
+        if cache is not None:
+            out, file_digest = out
+            if file_digest is not None:
+                cache.put(paths[i], file_digest, out)
+        results[i] = out
+        done += 1
+        if progress:
+            progress(done, total)
+
+    if jobs <= 1 or len(work) < 4:
+        for i, args in zip(todo, work):
+            record(i, worker(args))
+        return results  # type: ignore[return-value]
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    chunk = max(1, min(32, total // (jobs * 8) or 1))
-    with ctx.Pool(processes=min(jobs, total)) as pool:
-        for i, res in enumerate(pool.imap(_worker, [(p, enabled_f, options, apply_noqa) for p in paths],
-                                          chunksize=chunk)):
-            results.append(res)
-            if progress:
-                progress(i + 1, total)
-    return results
+    n = len(work)
+    chunk = max(1, min(32, n // (jobs * 8) or 1))
+    with ctx.Pool(processes=min(jobs, n)) as pool:
+        for i, out in zip(todo, pool.imap(worker, work, chunksize=chunk)):
+            record(i, out)
+    return results  # type: ignore[return-value]

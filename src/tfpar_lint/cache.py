@@ -1,0 +1,211 @@
+"""On-disk cache of lint results (``.tfpar_lint_cache/``).
+
+One entry per linted file and configuration, found by the file's absolute
+path and valid only for the file's exact content:
+
+* the *bucket* (a folder) is named by a hash of everything besides the file
+  that decides the result: the cache format, tfpar-lint's version and a
+  fingerprint of its own source files (so editing a rule in a development
+  checkout invalidates the cache), the enabled rule codes, the
+  :class:`~tfpar_lint.engine.AnalysisOptions` and whether ``# noqa`` is
+  applied;
+* the *entry* (a JSON file in the bucket) is named by a hash of the absolute
+  path and stores the SHA-256 of the file's bytes next to the result; a
+  lookup hashes the file and uses the entry only when the digests agree.
+
+So a changed file, a different selection or option, or another tfpar-lint
+is a miss, and the entry is overwritten by the fresh result (at most one
+entry per file per configuration).  An entry that cannot be read, decoded or
+understood is a miss too; nothing in the cache can make a run fail.  Writes
+are atomic (temporary file + ``os.replace``), so concurrent runs are safe.
+
+Only content-determined results are stored: findings, and syntax errors.
+Files that could not be read, and internal errors, are linted again next time.
+
+The folder holds a ``.gitignore`` containing ``*`` (as ruff does) and a
+``CACHEDIR.TAG``, so neither git nor backup tools pick it up.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict
+from typing import Any, Collection, Optional
+
+from tfpar_lint import __version__
+from tfpar_lint.finding import FileError, Finding
+
+FORMAT = 1
+DEFAULT_DIR = ".tfpar_lint_cache"
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by tfpar-lint.\n"
+
+_code_fp: Optional[str] = None
+
+
+def code_fingerprint() -> str:
+    """tfpar-lint's version plus the size and mtime of every module of the package."""
+    global _code_fp
+    if _code_fp is None:
+        pkg = os.path.dirname(os.path.abspath(__file__))
+        h = hashlib.sha256(f"{FORMAT}\0{__version__}".encode())
+        for dirpath, dirnames, filenames in os.walk(pkg):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    p = os.path.join(dirpath, name)
+                    try:
+                        st = os.stat(p)
+                    except OSError:
+                        continue
+                    h.update(f"\0{os.path.relpath(p, pkg)}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        _code_fp = h.hexdigest()
+    return _code_fp
+
+
+def config_key(enabled: Optional[Collection[str]], options: Any, apply_noqa: bool) -> str:
+    """Hash of everything besides the file's content that decides its result."""
+    opts = asdict(options) if options is not None else {}
+    payload = json.dumps({
+        "code": code_fingerprint(),
+        "enabled": None if enabled is None else sorted(enabled),
+        "options": {k: list(v) if isinstance(v, (tuple, list)) else v for k, v in sorted(opts.items())},
+        "noqa": bool(apply_noqa),
+    }, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _ensure_root(root: str) -> None:
+    os.makedirs(root, exist_ok=True)
+    for name, text in ((".gitignore", "# Automatically created by tfpar-lint.\n*\n"), ("CACHEDIR.TAG", _TAG)):
+        p = os.path.join(root, name)
+        if not os.path.exists(p):
+            try:
+                with open(p, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError:
+                pass
+
+
+class Cache:
+    """The cache for one configuration (see the module docstring)."""
+
+    def __init__(self, directory: str, enabled: Optional[Collection[str]], options: Any,
+                 apply_noqa: bool = True) -> None:
+        self.root = os.path.abspath(directory)
+        self.key = config_key(enabled, options, apply_noqa)
+        self.bucket = os.path.join(self.root, f"v{FORMAT}", self.key[:32])
+        self._bucket_exists: Optional[bool] = None
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+
+    # -- paths -----------------------------------------------------------------
+    def entry_path(self, path: str) -> str:
+        name = hashlib.sha256(os.path.abspath(path).encode("utf-8", "surrogatepass")).hexdigest()
+        return os.path.join(self.bucket, name[:2], name[2:] + ".json")
+
+    # -- lookup ----------------------------------------------------------------
+    def _entry(self, path: str) -> Optional[dict]:
+        if self._bucket_exists is None:
+            self._bucket_exists = os.path.isdir(self.bucket)
+        if not self._bucket_exists:
+            return None
+        try:
+            with open(self.entry_path(path), "rb") as fh:
+                entry = json.loads(fh.read())
+        except (OSError, ValueError):
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def get(self, path: str, data: Optional[bytes] = None) -> Optional[Any]:
+        """The cached FileResult for ``path`` (whose bytes are ``data``; read here if None), or None."""
+        from tfpar_lint.engine import FileResult
+
+        entry = self._entry(path)
+        if entry is None:
+            self.misses += 1
+            return None
+        if data is None:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                self.misses += 1
+                return None
+        d = digest(data)
+        try:
+            if entry.get("format") != FORMAT or entry.get("digest") != d or entry.get("key") != self.key:
+                raise ValueError("stale")
+            findings = [Finding.from_dict(dict(f, path=path)) for f in entry["findings"]]
+            err = entry.get("error")
+            error = FileError(path, str(err["message"]), int(err["line"]), int(err["col"])) if err else None
+            result = FileResult(path, findings=findings, error=error, skipped=bool(entry.get("skipped")))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return result
+
+    # -- store -----------------------------------------------------------------
+    @staticmethod
+    def cacheable(result: Any) -> bool:
+        err = result.error
+        return err is None or err.message.startswith("syntax error")
+
+    def put(self, path: str, file_digest: str, result: Any) -> bool:
+        """Store ``result`` for ``path`` with content digest ``file_digest``; False if not stored."""
+        if not self.cacheable(result):
+            return False
+        err = result.error
+        findings = []
+        for f in result.findings:
+            d = f.to_dict()
+            d.pop("path", None)
+            d.pop("verification", None)
+            findings.append(d)
+        entry = {
+            "format": FORMAT, "key": self.key, "digest": file_digest,
+            "findings": findings, "skipped": bool(result.skipped),
+            "error": None if err is None else {"message": err.message, "line": err.line, "col": err.col},
+        }
+        try:
+            text = json.dumps(entry, separators=(",", ":"))
+            # a finding whose data does not survive JSON exactly is not cached
+            back = json.loads(text)["findings"]
+            if any(Finding.from_dict(dict(b, path=f.path)) != _plain(f) for b, f in zip(back, result.findings)):
+                return False
+        except (TypeError, ValueError):
+            return False
+        target = self.entry_path(path)
+        try:
+            if not self._bucket_exists:
+                _ensure_root(self.root)
+                os.makedirs(self.bucket, exist_ok=True)
+                self._bucket_exists = True
+            folder = os.path.dirname(target)
+            os.makedirs(folder, exist_ok=True)
+            tmp = f"{target}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, target)
+        except OSError:
+            try:
+                os.unlink(tmp)  # type: ignore[possibly-undefined]
+            except (OSError, NameError):
+                pass
+            return False
+        self.writes += 1
+        return True
+
+
+def _plain(f: Finding) -> Finding:
+    if f.verification is None:
+        return f
+    from dataclasses import replace
+
+    return replace(f, verification=None)
