@@ -76,8 +76,7 @@ class PerReplicaBatchForDistributeDataset(Rule):
         if isinstance(size, cst.Name):
             for b in self._assignments(m):
                 if b.value is not None and _is_times_replicas(b.value, name):
-                    return f"the global batch is `{name} * num_replicas_in_sync` (line {{line2}})".replace(
-                        " (line {line2})", f" (`{b.name} = {m.code(b.value)}`)")
+                    return f"the global batch is `{b.name} = {m.code(b.value)}`"
         return None
 
     @staticmethod
