@@ -771,3 +771,80 @@ def test_tfp501_503_504_gradients_aggregated_by_hand_are_silent():
     # the same functions, applying their gradients with the default aggregation, are flagged
     applied = src.replace("skip_gradients_aggregation=True", "skip_gradients_aggregation=False")
     assert hits(applied, "TFP503") != []
+
+
+def test_tfp501_rescaled_through_names():
+    check("""
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    scale = 1.0 / strategy.num_replicas_in_sync
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD()
+    def step(x):
+        replicas = tf.distribute.get_replica_context().num_replicas_in_sync
+        with tf.GradientTape() as tape:
+            a = tf.reduce_mean(model(x)) * scale
+            b = tf.reduce_mean(model(x))
+            b *= 1.0 / replicas
+            c = tf.reduce_mean(model(x)) / tf.cast(replicas, tf.float32)
+            d = tf.reduce_mean(model(x))  # <-
+            loss = a + b + c + d
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    strategy.run(step, args=(1.0,))
+    """, "TFP501")
+
+
+def test_get_strategy_is_not_known_to_be_replicated():
+    src = """
+    import tensorflow as tf
+    strategy = tf.distribute.get_strategy()
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD()
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(model(x))
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+    r = strategy.run(step, args=(1.0,))
+    print(r.numpy())
+    """
+    check(src, "TFP501")
+    check(src, "TFP506")
+
+
+def test_tfp507_only_replica_dependent_values():
+    check("""
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        step_count = tf.Variable(0)
+        total = tf.Variable(0.0)
+        last_id = tf.Variable(0)
+        noise = tf.Variable(0.0)
+    LIMIT = 10
+
+    class Trainer:
+        def __init__(self):
+            with strategy.scope():
+                self.count = tf.Variable(0)
+
+        def step(self, batch):
+            self.count.assign(self.count + 1)  # same on every replica
+            return batch
+
+    def step(batch):
+        step_count.assign(step_count + 1)  # same on every replica
+        step_count.assign(tf.minimum(step_count + 1, LIMIT))
+        size = tf.reduce_sum(batch)
+        total.assign_add(size)  # <-
+        ctx = tf.distribute.get_replica_context()
+        last_id.assign(ctx.replica_id_in_sync_group)  # <-
+        noise.assign(tf.random.normal(()))  # <-
+        return batch
+
+    strategy.run(step, args=(tf.ones(2),))
+    t = Trainer()
+    strategy.run(t.step, args=(tf.ones(2),))
+    """, "TFP507")

@@ -74,6 +74,8 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
             elif isinstance(op, cst.MultiplyAssign) and isinstance(value, cst.BinaryOperation) \
                     and isinstance(value.operator, cst.Divide) and isinstance(value.left, (cst.Integer, cst.Float)):
                 yield from rec(expr, b.scope, b.order, divisors + ((value.right, b.scope, b.order),))
+            elif isinstance(op, cst.MultiplyAssign) and mentions_replicas(m, value, b.scope, b.order):
+                yield from rec(expr, b.scope, b.order, divisors + ((value, b.scope, b.order),))
             else:
                 yield from rec(expr, b.scope, b.order)
         return
@@ -83,11 +85,15 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
             yield from rec(expr.left)
             yield from rec(expr.right)
         elif isinstance(op, cst.Multiply):
-            # x * (1 / n) is a division by n
+            # x * (1 / n) is a division by n; x * scale where scale involves num_replicas_in_sync
+            # (e.g. scale = 1 / strategy.num_replicas_in_sync) is a rescaling by the replicas
             for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
                 if isinstance(other, cst.BinaryOperation) and isinstance(other.operator, cst.Divide) \
                         and isinstance(other.left, (cst.Integer, cst.Float)):
                     yield from rec(side, dv=divisors + ((other.right, scope, order),))
+                    return
+                if not isinstance(other, (cst.Integer, cst.Float)) and mentions_replicas(m, other, scope, order):
+                    yield from rec(side, dv=divisors + ((other, scope, order),))
                     return
             yield from rec(expr.left)
             yield from rec(expr.right)
@@ -302,8 +308,8 @@ def replicated(strategies: list[Value]) -> bool:
     if not strategies:
         return False
     for v in strategies:
-        if v.qname in SINGLE_REPLICA:
-            return False
+        if v.qname in SINGLE_REPLICA or v.qname in api.STRATEGY_GETTERS:
+            return False  # get_strategy(): the default strategy (one replica) unless called in a scope
         o = v.origin
         if isinstance(o, cst.Call):
             devs = keyword(o, "devices")
