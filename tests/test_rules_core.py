@@ -335,3 +335,63 @@ def test_off_by_default_rule_only_when_selected():
     assert codes(src) == [(5, "TFP403")]
     res = lint_source(textwrap.dedent(src), "t.py")  # default selection
     assert res.findings == []
+
+
+# --------------------------------------------------------------------------- review fixes
+def test_positional_seeds_are_seeds():
+    src = """
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    def step(img):
+        a = tf.random.uniform([2], 0, 1, tf.float32, 7)
+        b = tf.image.stateless_random_flip_left_right(img, (1, 2))
+        c = tf.random.normal([2], 0.0, 1.0, tf.float32, None)
+        return a, b, c
+    strategy.run(step, args=(1,))
+    """
+    assert codes(src) == [(5, "TFP402"), (6, "TFP402"), (7, "TFP403")]
+
+
+def test_dataset_repeat_as_tf_data_input_is_intended():
+    src = """
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    ds = tf.data.Dataset.range(3)
+    both = tf.data.Dataset.sample_from_datasets([ds] * 2)
+    mixed = tf.data.Dataset.choose_from_datasets([ds for _ in range(2)], tf.data.Dataset.range(2))
+    """
+    assert codes(src) == []
+
+
+def test_thread_rmw_needs_several_threads_and_a_real_read():
+    src = """
+    import threading
+    import tensorflow as tf
+    v = tf.Variable(0)
+    class Cfg:
+        v = 1
+    cfg = Cfg()
+    def once():
+        v.assign(v + 1)
+    def attr_only():
+        v.assign(cfg.v + 1)
+    threading.Thread(target=once).start()
+    for _ in range(4):
+        threading.Thread(target=attr_only).start()
+    """
+    assert codes(src) == []
+
+
+def test_single_worker_dataset_fn_with_per_replica_batch_by_hand():
+    # the TPU guide's pattern: context ignored, batch = global // num_replicas_in_sync
+    src = """
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    per_replica = 64 // strategy.num_replicas_in_sync
+    def get_dataset(bs):
+        return tf.data.Dataset.range(100).batch(bs)
+    dist = strategy.distribute_datasets_from_function(lambda _: get_dataset(per_replica))
+    """
+    assert codes(src) == []
+    mw = src.replace("MirroredStrategy", "MultiWorkerMirroredStrategy")
+    assert codes(mw) == [(7, "TFP203")]

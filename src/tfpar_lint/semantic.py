@@ -670,11 +670,32 @@ class _Builder(_FastVisitor):
         ):
             self.m.sequence_repeats.append((node, self.scope, self._order()))
 
+    # a comprehension is a loop: calls in it run once per item
     def visit_ListComp(self, node: cst.ListComp) -> None:
         self.m.comprehensions.append((node, self.scope, self._order()))
+        self.loops += 1
+
+    def leave_ListComp(self, node: cst.ListComp) -> None:
+        self.loops -= 1
 
     def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
         self.m.comprehensions.append((node, self.scope, self._order()))
+        self.loops += 1
+
+    def leave_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.loops -= 1
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self.loops += 1
+
+    def leave_SetComp(self, node: cst.SetComp) -> None:
+        self.loops -= 1
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self.loops += 1
+
+    def leave_DictComp(self, node: cst.DictComp) -> None:
+        self.loops -= 1
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         self.m.fstring_exprs.append((node, self.scope, self._order()))

@@ -19,11 +19,26 @@ def rng_calls_in_replica_fns(m: Module) -> Iterator[tuple[CallSite, str]]:
             yield cs, q
 
 
+# Position of ``seed`` in the signature of the random ops (tf 2.x API).
+SEED_POSITION = {
+    "tensorflow.random.normal": 4, "tensorflow.random.uniform": 4, "tensorflow.random.truncated_normal": 4,
+    "tensorflow.random.shuffle": 1, "tensorflow.random.gamma": 4, "tensorflow.random.poisson": 3,
+    "tensorflow.random.categorical": 3, "tensorflow.image.random_flip_left_right": 1,
+    "tensorflow.image.random_flip_up_down": 1, "tensorflow.image.random_brightness": 2,
+    "tensorflow.image.random_contrast": 3, "tensorflow.image.random_hue": 2,
+    "tensorflow.image.random_saturation": 3, "tensorflow.image.random_crop": 2,
+    "tensorflow.image.random_jpeg_quality": 3, "tensorflow.nn.dropout": 3,
+    "tensorflow.image.stateless_random_flip_left_right": 1, "tensorflow.image.stateless_random_flip_up_down": 1,
+    "tensorflow.image.stateless_random_brightness": 2, "tensorflow.image.stateless_random_contrast": 3,
+    "tensorflow.image.stateless_random_hue": 2, "tensorflow.image.stateless_random_saturation": 3,
+    "tensorflow.image.stateless_random_crop": 2, "tensorflow.image.stateless_random_jpeg_quality": 3,
+    "tensorflow.nn.experimental.stateless_dropout": 2,
+}
+
+
 def seed_arg(cs: CallSite, q: str) -> Optional[cst.BaseExpression]:
-    if api.is_stateless_rng(q):
-        # stateless_*(shape, seed, ...) ; image ops: (image, ..., seed)
-        s = keyword(cs.node, "seed")
-        if s is None and q.startswith("tensorflow.random.stateless_"):
-            s = arg(cs.node, 1)
-        return s
-    return keyword(cs.node, "seed")
+    """The ``seed`` argument, by keyword or by position."""
+    pos = SEED_POSITION.get(q)
+    if pos is None and q.startswith("tensorflow.random.stateless_"):
+        pos = 1  # stateless_*(shape, seed, ...)
+    return arg(cs.node, pos, "seed")

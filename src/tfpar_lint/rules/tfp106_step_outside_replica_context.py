@@ -12,7 +12,7 @@ class StepOutsideReplicaContext(Rule):
     NAME = "step-outside-replica-context"
     SUMMARY = "optimizer built in a strategy scope stepped outside both the scope and `strategy.run`"
     FIX_HINT = "Call `apply_gradients` inside the function passed to `strategy.run` (or under the scope)."
-    SEVERITY = "error"
+    SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("apply_gradients", "minimize"))
 
@@ -31,7 +31,8 @@ class StepOutsideReplicaContext(Rule):
             yield Report(
                 cs.node,
                 f"`{m.code(cs.node.func)}` steps an optimizer created under a strategy scope from outside both "
-                f"the scope and `strategy.run` (TensorFlow raises `RuntimeError: Need to be inside \"with "
-                f"strategy.scope()\"`); call it in the function run by `strategy.run`",
+                f"the scope and `strategy.run`: the update runs once, undistributed (Keras 3 raises `RuntimeError: "
+                f"Need to be inside \"with strategy.scope()\"` when it must create slot variables); call it in the "
+                f"function run by `strategy.run`",
                 {"optimizer": m.code(recv)},
             )

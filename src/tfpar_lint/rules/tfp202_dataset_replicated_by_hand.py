@@ -5,7 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.rule import Report, Rule
+from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import arg
 
 DATA = (api.DATASET, api.ITERATOR)
@@ -29,12 +29,20 @@ class DatasetReplicatedByHand(Rule):
     FIX_HINT = ("Let the strategy split the input: `strategy.experimental_distribute_dataset(ds)`, or use "
                 "`ctx.replica_id_in_sync_group` in the values function.")
     PROBE = "input"
-    MARKERS = (("Dataset", "dataset", "distribute_values_from_function"),)
+    # a per-device copy only matters where a strategy (or device placement) is in play
+    MARKERS = (STRATEGY_MARKERS + ("tf.device", "device("), ("Dataset", "dataset", "distribute_values_from_function"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        # [ds] * n
+        # [ds] * n  (not as the input of a tf.data API such as sample_from_datasets, which is intended)
+        data_api_args = set()
+        for cs in m.calls:
+            q, _ = m.qualified_name(cs.node.func, cs.scope, cs.order)
+            if q.startswith("tensorflow.data.") or q.startswith("tensorflow.data"):
+                data_api_args.update(id(a.value) for a in cs.node.args)
         for node, scope, order in m.sequence_repeats:
+            if id(node) in data_api_args:
+                continue
             seq = node.left if isinstance(node.left, (cst.List, cst.Tuple)) else node.right
             for el in seq.elements:
                 vals = m.infer(el.value, scope, order)
@@ -45,6 +53,8 @@ class DatasetReplicatedByHand(Rule):
                     break
         # [iter(ds) for _ in range(n)]
         for node, scope, order in m.comprehensions:
+            if id(node) in data_api_args:
+                continue
             targets: set[str] = set()
             for_in = node.for_in
             while for_in is not None:

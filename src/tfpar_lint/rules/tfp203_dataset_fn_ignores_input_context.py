@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import libcst as cst
@@ -8,7 +9,8 @@ from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import arg
 
-MULTI = api.MULTI_WORKER_STRATEGIES | api.TPU_STRATEGIES
+MULTI = api.MULTI_WORKER_STRATEGIES | api.PARAMETER_SERVER_STRATEGIES
+PER_REPLICA_BY_HAND = re.compile(r"/\s*[\w.]*num_replicas_in_sync")
 
 
 class DatasetFnIgnoresInputContext(Rule):
@@ -29,13 +31,18 @@ class DatasetFnIgnoresInputContext(Rule):
             fns = m.resolve_function(arg(cs.node, 0, "dataset_fn"), cs.scope, cs.order)
             if not fns:
                 continue
-            if all(m.param_used(fn, 0) is False for fn in fns):
-                yield Report(cs.node, f"the dataset function passed to `{meth}` ignores its input context: every "
-                                      f"input pipeline reads all the data and batches are not per-replica; shard "
-                                      f"with `ctx.input_pipeline_id` and batch with "
+            multi = all(v.qname in MULTI for v in strat)
+            if all(m.param_used(fn, 0) is False for fn in fns) and (multi or not PER_REPLICA_BY_HAND.search(m.source)):
+                # Single-worker strategies: the TPU guide ignores the context and batches with
+                # `global // strategy.num_replicas_in_sync` computed by hand, which is correct.
+                symptom = ("every worker reads all the data and each replica gets a whole global batch"
+                           if multi else
+                           "each replica gets a whole global batch (N times the intended batch) and, with "
+                           "several workers, every worker reads all the data")
+                yield Report(cs.node, f"the dataset function passed to `{meth}` ignores its input context: "
+                                      f"{symptom}; shard with `ctx.input_pipeline_id` and batch with "
                                       f"`ctx.get_per_replica_batch_size(...)`")
                 continue
-            multi = all(v.qname in MULTI for v in strat)
             if multi and all(not self._shards(fn) for fn in fns):
                 yield Report(cs.node, f"under a multi-worker strategy the dataset function passed to `{meth}` never "
                                       f"calls `.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)`: every worker "

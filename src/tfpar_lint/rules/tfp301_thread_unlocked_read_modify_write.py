@@ -26,7 +26,8 @@ def _reads_of(m: Module, expr: cst.CSTNode, var: str) -> bool:
             if dotted_name(n) == var:
                 found = True
                 return False
-            return None
+            n.value.visit(self)  # ``cfg.v`` does not read ``v``: skip the attribute name
+            return False
 
     expr.visit(V())
     return found
@@ -45,7 +46,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
         targets = m.thread_targets()
         for fid, starts in targets.items():
             fn = m.thread_fn_infos[fid]
-            if self._acquires(m, fn):
+            if not self._concurrent(m, starts) or self._acquires(m, fn):
                 continue
             for cs in m.calls_within(fn):
                 f = cs.node.func
@@ -71,6 +72,19 @@ class ThreadUnlockedReadModifyWrite(Rule):
                     f"`{var}.assign_add(...)` or hold a lock",
                     {"variable": var, "function": fn.name},
                 )
+
+    @staticmethod
+    def _concurrent(m: Module, starts: list[CallSite]) -> bool:
+        """Several threads run the target: started more than once, in a loop or
+        comprehension, or by a pool's ``map`` (which fans out over workers)."""
+        if len(starts) > 1:
+            return True
+        cs = starts[0]
+        if cs.loops:
+            return True
+        f = cs.node.func
+        return isinstance(f, cst.Attribute) and f.attr.value in (
+            "map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async")
 
     @staticmethod
     def _locked(m: Module, cs: CallSite) -> bool:

@@ -30,16 +30,17 @@ class SeedSetInReplicaFn(Rule):
     def check(self) -> Iterator[Report]:
         m = self.module
         for cs, q in m.calls_to(api.SEED_SETTERS):
-            where = None
             if m.in_replica_fn(cs.scope):
-                where = "a function run on every replica by `strategy.run`"
+                msg = (f"`{m.code(cs.node.func)}` is called inside a function run on every replica by "
+                       f"`strategy.run`: every replica restarts the same random sequence, so replicas draw "
+                       f"identical \"random\" numbers (in eager mode; under `tf.function` the seed applies at "
+                       f"trace time only); seed once at start-up")
+                where = "replica"
             elif cs.func is not None and runs_strategy(m, cs.func):
-                where = f"the training step `{cs.func.name}`, which calls `strategy.run`"
-            if where is None:
+                msg = (f"`{m.code(cs.node.func)}` is called inside the training step `{cs.func.name}`, which calls "
+                       f"`strategy.run`: every step restarts the same random sequence, so each step repeats the "
+                       f"previous step's \"random\" numbers; seed once at start-up")
+                where = "step"
+            else:
                 continue
-            yield Report(
-                cs.node,
-                f"`{m.code(cs.node.func)}` is called inside {where}: every replica (and every step) restarts the "
-                f"same random sequence, so replicas draw identical \"random\" numbers; seed once at start-up",
-                {"call": m.code(cs.node.func)},
-            )
+            yield Report(cs.node, msg, {"call": m.code(cs.node.func), "where": where})
