@@ -41,4 +41,7 @@ def seed_arg(cs: CallSite, q: str) -> Optional[cst.BaseExpression]:
     pos = SEED_POSITION.get(q)
     if pos is None and q.startswith("tensorflow.random.stateless_"):
         pos = 1  # stateless_*(shape, seed, ...)
-    return arg(cs.node, pos, "seed")
+    s = arg(cs.node, pos, "seed")
+    if isinstance(s, cst.Name) and s.value == "None":
+        return None  # seed=None is no seed
+    return s
