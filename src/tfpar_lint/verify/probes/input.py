@@ -189,26 +189,44 @@ class _ContextSpy:
 
 
 def _counterfactual(tf, dataset_fn, real, first_element) -> dict[str, Any]:
-    """Call the user's dataset_fn with other contexts and compare outputs."""
+    """Call the user's dataset_fn with other InputContexts and compare what it returns.
+
+    * input pipelines 0 and 1 of 2: the same leading elements (and, for
+      constant data, as many elements as one pipeline alone) mean no sharding;
+    * twice the replicas: the same batch size means the batch is not derived
+      from the context (not per replica)."""
     out: dict[str, Any] = {}
     r = max(1, int(real.num_replicas_in_sync))
+    cap = 64
 
-    def el(pipelines, pid, replicas):
-        ctx = tf.distribute.InputContext(num_input_pipelines=pipelines, input_pipeline_id=pid,
-                                         num_replicas_in_sync=replicas)
-        return first_element(dataset_fn(ctx))
+    def ctx(pipelines, pid, replicas):
+        return tf.distribute.InputContext(num_input_pipelines=pipelines, input_pipeline_id=pid,
+                                          num_replicas_in_sync=replicas)
+
+    def head(ds, k=8):
+        from tfpar_lint.verify.runtime import fingerprint
+
+        fps, n = [], 0
+        for el in ds.take(cap):
+            if len(fps) < k:
+                fps.append([fingerprint(t.numpy()) for t in _flat_tensors(tf, el)])
+            n += 1
+        return fps, n
 
     try:
-        a = el(2, 0, 2 * r)
-        b = el(2, 1, 2 * r)
-        out["pipeline0"] = a
-        out["pipeline1"] = b
-        out["same_for_pipelines"] = bool(a) and a == b
+        a, na = head(dataset_fn(ctx(2, 0, 2 * r)))
+        b, nb = head(dataset_fn(ctx(2, 1, 2 * r)))
+        _, n1 = head(dataset_fn(ctx(1, 0, 2 * r)))
+        same = bool(a) and a == b
+        if same and na < cap and n1 < cap and n1 > na:
+            same = False  # constant data, but each pipeline gets a part of it
+        out["same_for_pipelines"] = same
+        out["elements"] = [na, nb, n1]
     except Exception as e:
         out["error_pipelines"] = f"{type(e).__name__}: {str(e)[:200]}"
     try:
-        c = el(1, 0, r)
-        d = el(1, 0, 2 * r)
+        c = first_element(dataset_fn(ctx(1, 0, r)))
+        d = first_element(dataset_fn(ctx(1, 0, 2 * r)))
         out["batch_r"] = c[0][0][:1] if c and c[0][0] else []
         out["batch_2r"] = d[0][0][:1] if d and d[0][0] else []
         out["same_batch_for_replicas"] = bool(c and d and c[0][0] and d[0][0]) and c[0][0][0] == d[0][0][0]
@@ -337,36 +355,43 @@ def json_load(s):
     return json.loads(s)
 
 
-def _dff_symptom(d, multiworker: bool = False) -> Optional[str]:
-    """The dataset_fn's symptom: a batch that does not shrink with more replicas
-    (each replica gets the global batch), or, with several input pipelines
-    (workers), the same data for every pipeline.  Not sharding by pipeline is
-    harmless with one worker, so alone it does not count there."""
+def _dff_symptom(d, multiworker: bool = False, finding: bool = False) -> Optional[str]:
+    """What the dataset_fn did wrong, or None.
+
+    With several workers (or input pipelines), returning the same data for
+    every pipeline is the symptom.  With one worker nothing is visible in the
+    run itself: for a flagged call (``finding``) the counterfactual calls show
+    whether the callback ignores its context entirely (the same data for
+    every pipeline and the same batch whatever the replica count)."""
     cf = d.get("counterfactual", {})
     ctxs = d.get("contexts", [])
     pipelines = max([c.get("pipelines", 1) for c in ctxs] or [1])
     multi = multiworker or pipelines > 1
-    parts = []
-    if cf.get("same_batch_for_replicas"):
-        b = cf.get("batch_r", ["?"])
-        parts.append(f"its batch size stays {b[0] if b else '?'} with {cf.get('replicas')} or "
-                     f"{2 * cf.get('replicas', 1)} replicas (not a per-replica batch: each replica gets the global "
-                     f"batch)")
-    if cf.get("same_for_pipelines") and (multi or parts):
-        parts.append("it returned the same first element for input pipelines 0 and 1 of 2 (no sharding: every "
-                     "worker reads the same data)")
-    if not parts:
-        return None
+    same_data = bool(cf.get("same_for_pipelines"))
+    same_batch = bool(cf.get("same_batch_for_replicas"))
     used = d.get("used", [])
     u = f"; the callback used input_context.{', '.join(used)}" if used else "; the callback never used its input_context"
-    return "dataset_fn: " + " and ".join(parts) + u
+    data_txt = ("it returned the same data for input pipelines 0 and 1 of 2 (no sharding: every worker reads the "
+                "same data)")
+    b = cf.get("batch_r", ["?"])
+    batch_txt = (f"its batch size stays {b[0] if b else '?'} with {cf.get('replicas')} or "
+                 f"{2 * cf.get('replicas', 1)} replicas (not derived from the context: each replica gets the whole "
+                 f"batch the callback built)")
+    if multi and same_data:
+        return "dataset_fn: " + data_txt + (" and " + batch_txt if same_batch else "") + u
+    if finding and same_data and same_batch:
+        return "dataset_fn ignores its InputContext: " + data_txt + " and " + batch_txt + u
+    return None
 
 
 def _dff_ok(d) -> str:
     cf = d.get("counterfactual", {})
     if cf.get("same_for_pipelines"):
-        return ("dataset_fn batches per replica (its batch shrinks with more replicas); it does not shard by input "
-                "pipeline, which only matters with several workers (this run had one)")
+        return ("dataset_fn does not shard by input pipeline, which only matters with several workers (this run had "
+                "one); its batch follows the replica count")
+    if cf.get("same_batch_for_replicas"):
+        return ("dataset_fn shards by input pipeline; its batch size does not follow the replica count (a fixed "
+                "per-replica batch)")
     return "dataset_fn shards by input pipeline and batches per replica (its output changes with the InputContext)"
 
 
@@ -387,7 +412,7 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             return None
         multi = len([o for o in run.probe("input") if o]) > 1
         for d in dfs:
-            sym = _dff_symptom(d, multi)
+            sym = _dff_symptom(d, multi, finding=True)
             if sym:
                 return CONFIRMED, sym + (f"; {overlap}" if overlap else "")
         if overlap:
@@ -441,8 +466,18 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
 
 
 def _stream(site) -> bool:
+    """The largest input changes from step to step (batches of data, not a
+    constant broadcast to every replica)."""
     steps = _steps(site)
-    return len(steps) >= 2 and len({json_key(next(iter(st.values()))) for st in steps}) >= 2
+    if len(steps) < 2:
+        return False
+    seen = set()
+    for st in steps:
+        fps = next(iter(st.values()))
+        if not fps:
+            return False
+        seen.add(max(fps, key=lambda f: _size(f[0]))[2])
+    return len(seen) >= 2
 
 
 def _site_line(s) -> str:

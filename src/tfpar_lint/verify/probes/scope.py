@@ -194,6 +194,8 @@ def install(R) -> None:
             sidx = R.strategy_index(ctx.strategy)
         except Exception:
             return
+        if sidx is not None and sidx == rec["strategy"]:
+            return  # created under this very strategy (e.g. OneDeviceStrategy keeps plain variables)
         with R.lock:
             if len(rec["uses"]) < 3 and not any(u["kind"] == kind and u["strategy"] == sidx for u in rec["uses"]):
                 rec["uses"].append({"kind": kind, "strategy": sidx, "lines": R.script_lines(3)})
