@@ -110,3 +110,12 @@ def test_cli_broken_notebook(project, cli, snippets):
     bad = [ln for ln in r.lines if ln.startswith("bad.ipynb:")]
     assert len(bad) == 1 and "E902" in bad[0] and "invalid notebook JSON" in bad[0]
     assert any(ln.startswith("a.py:3:9: TFP101") for ln in r.lines)
+
+
+def test_lines_inside_brackets_or_strings_are_never_magics():
+    from tfpar_lint.notebook import clean_cell
+
+    src = "print('loss: %f'\n      % loss)\nx = (1\n!= 4)\ns = '''\n!no\n'''\n%time f()\n"
+    out = clean_cell(src)
+    assert out.splitlines() == ["print('loss: %f'", "      % loss)", "x = (1", "!= 4)", "s = '''", "!no", "'''", ""]
+    compile(out, "cell", "exec")

@@ -395,3 +395,35 @@ def test_single_worker_dataset_fn_with_per_replica_batch_by_hand():
     assert codes(src) == []
     mw = src.replace("MirroredStrategy", "MultiWorkerMirroredStrategy")
     assert codes(mw) == [(7, "TFP203")]
+
+
+def test_corpus_false_positives_stay_fixed():
+    # parameter-server training does not shard by design (PS tutorial)
+    ps = """
+    import tensorflow as tf
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    def dataset_fn(_):
+        return tf.data.Dataset.range(200).shuffle(200).batch(32).repeat()
+    @tf.function
+    def per_worker_dataset_fn():
+        return strategy.distribute_datasets_from_function(dataset_fn)
+    """
+    assert codes(ps) == []
+    # a constant broadcast to every replica is not replicated data (Distributed input tutorial)
+    const = """
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    def value_fn(ctx):
+        return tf.constant(1.0)
+    vals = strategy.experimental_distribute_values_from_function(value_fn)
+    """
+    assert codes(const) == []
+    # the context handed to a function of another module may be used for sharding there
+    imported = """
+    import tensorflow as tf
+    import mnist
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    ds = strategy.distribute_datasets_from_function(lambda input_context: mnist.dataset_fn(64, input_context))
+    """
+    assert codes(imported) == []

@@ -35,6 +35,37 @@ def _is_ipython_line(stripped: str, line: str) -> bool:
     return False
 
 
+def _bracket_delta(code: str, in_string: str | None) -> tuple[int, str | None]:
+    """Net change of bracket depth over one line of Python, and the string still open at its end
+    (only triple-quoted strings span lines).  Comments and string contents are skipped."""
+    depth = 0
+    i, n = 0, len(code)
+    while i < n:
+        if in_string:
+            if code.startswith(in_string, i):
+                i += len(in_string)
+                in_string = None
+                continue
+            i += 2 if code[i] == "\\" else 1
+            continue
+        c = code[i]
+        if c == "#":
+            break
+        if c in "\"'":
+            q = code[i:i + 3] if code[i:i + 3] in ('"""', "'''") else c
+            in_string = q
+            i += len(q)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        i += 1
+    if in_string and len(in_string) == 1:
+        in_string = None  # an unterminated one-line string does not continue
+    return depth, in_string
+
+
 def clean_cell(source: str) -> str | None:
     """The cell with IPython-only lines blanked; ``None`` for a cell magic cell."""
     lines = source.splitlines(keepends=True)
@@ -44,14 +75,17 @@ def clean_cell(source: str) -> str | None:
     out: list[str] = []
     continuing = False
     last_code = ""
+    depth = 0  # open brackets of the Python code so far
+    open_string: str | None = None  # a triple-quoted string still open
     for line in lines:
         body = line.rstrip("\r\n")
         eol = line[len(body):]
         stripped = body.strip()
+        inside_python = depth > 0 or open_string is not None or last_code.rstrip().endswith("\\")
         if continuing:
             out.append(eol)
             continuing = body.endswith("\\")
-        elif _is_ipython_line(stripped, body):
+        elif not inside_python and _is_ipython_line(stripped, body):
             indent = body[:len(body) - len(body.lstrip())]
             # a magic opening a block (`if x:` then `    %time f()`) becomes `pass`
             opens_block = bool(indent) and last_code.rstrip().endswith(":")
@@ -62,6 +96,8 @@ def clean_cell(source: str) -> str | None:
         else:
             out.append(line)
             continuing = False
+            d, open_string = _bracket_delta(body, open_string)
+            depth = max(0, depth + d)
             if stripped and not stripped.startswith("#"):
                 last_code = body
     return "".join(out)

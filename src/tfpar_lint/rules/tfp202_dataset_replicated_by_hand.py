@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import arg
+from tfpar_lint.semantic import arg, is_constant
 
 DATA = (api.DATASET, api.ITERATOR)
 
@@ -91,7 +91,22 @@ class DatasetReplicatedByHand(Rule):
             if not strat or not all(v.kind == api.STRATEGY for v in strat):
                 continue
             fns = m.resolve_function(arg(cs.node, 0, "value_fn"), cs.scope, cs.order)
-            if fns and all(m.param_used(fn, 0) is False for fn in fns):
+            if fns and all(m.param_used(fn, 0) is False and not self._returns_constant(fn) for fn in fns):
                 yield Report(cs.node, f"the function passed to `{meth}` ignores its context argument: every "
                                       f"replica receives the same value; select the replica's part with "
                                       f"`ctx.replica_id_in_sync_group`")
+
+    def _returns_constant(self, fn) -> bool:
+        """Every return is a literal or ``tf.constant(<literal>)``: a value meant to be the same on every
+        replica (broadcasting a scalar), not a batch of data."""
+        m = self.module
+        if not fn.returns:
+            return False
+        for expr, order in fn.returns:
+            if is_constant(expr):
+                continue
+            if isinstance(expr, cst.Call) and m.qualified_name(expr.func, fn.scope, order)[0] in (
+                    "tensorflow.constant", "tensorflow.convert_to_tensor") and is_constant(arg(expr, 0, "value")):
+                continue
+            return False
+        return True

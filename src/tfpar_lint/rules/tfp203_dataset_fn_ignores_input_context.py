@@ -9,7 +9,9 @@ from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import arg
 
-MULTI = api.MULTI_WORKER_STRATEGIES | api.PARAMETER_SERVER_STRATEGIES
+# Parameter-server training does not shard by design (each worker is one replica and reads the
+# whole dataset, shuffled differently): the PS tutorial's dataset_fn ignores its context.
+MULTI = api.MULTI_WORKER_STRATEGIES
 PER_REPLICA_BY_HAND = re.compile(r"/\s*[\w.]*num_replicas_in_sync")
 
 
@@ -27,6 +29,8 @@ class DatasetFnIgnoresInputContext(Rule):
         for cs, recv, meth in m.method_calls(api.DISTRIBUTE_FN_METHODS):
             strat = m.infer_at(recv, cs)
             if not strat or not all(v.kind == api.STRATEGY for v in strat):
+                continue
+            if any(v.qname in api.PARAMETER_SERVER_STRATEGIES for v in strat):
                 continue
             fns = m.resolve_function(arg(cs.node, 0, "dataset_fn"), cs.scope, cs.order)
             if not fns:
@@ -49,14 +53,20 @@ class DatasetFnIgnoresInputContext(Rule):
                                       f"reads the same data")
 
     def _shards(self, fn, depth: int = 0) -> bool:
-        """``fn``, or a local function it calls (e.g. ``lambda ctx: make(gbs, ctx)``), calls ``.shard``."""
+        """``fn``, or a local function it calls (e.g. ``lambda ctx: make(gbs, ctx)``), calls ``.shard``;
+        also True when the context is handed to a function we cannot see (it may shard)."""
         m = self.module
+        ctx_name = fn.params[0].name.value if fn.params else None
         for cs in m.calls_within(fn):
             f = cs.node.func
             if isinstance(f, cst.Attribute) and f.attr.value == "shard":
                 return True
+            callees = m.resolve_function(f, cs.scope, cs.order)
+            if not callees and ctx_name and any(
+                    isinstance(a.value, cst.Name) and a.value.value == ctx_name for a in cs.node.args):
+                return True
             if depth < 4:
-                for callee in m.resolve_function(f, cs.scope, cs.order):
+                for callee in callees:
                     if callee is not fn and self._shards(callee, depth + 1):
                         return True
         return False
