@@ -99,14 +99,44 @@ def count_lines(files: list[str]) -> tuple[int, int]:
     return lines, size
 
 
-def parsed_subset(listfile: Path) -> list[str]:
+def freeze_package(tmp: Path) -> dict[str, str]:
+    """Copy src/tfpar_lint into the temp folder and return an environment that imports that copy.
+
+    Other people may edit the tree while a benchmark runs; every tfpar-lint
+    process of one run must see the same code (and the cache's fingerprint of
+    tfpar-lint's own files must not change between the cache-writing run and
+    the warm runs).
+    """
+    env = dict(os.environ)
+    env.setdefault("NO_COLOR", "1")
+    env.pop("TFPAR_LINT_DEBUG", None)
+    src = ROOT / "src" / "tfpar_lint"
+    if src.is_dir():
+        dst = tmp / "src" / "tfpar_lint"
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp / "src")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def git_state() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=str(ROOT), timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src/tfpar_lint"], capture_output=True,
+                               text=True, cwd=str(ROOT), timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return head + (" + uncommitted changes in src/tfpar_lint" if dirty else "") if head else ""
+
+
+def parsed_subset(listfile: Path, env: dict[str, str]) -> list[str]:
     """The files tfpar-lint's pre-filter lets through (default rules, default options).
 
     Computed in a child process so that this one stays small: a child starts
     with its parent's peak RSS as its own (``ru_maxrss`` survives fork+exec).
     """
     out = subprocess.run([sys.executable, str(HERE / "floors.py"), "subset", str(listfile)],
-                         capture_output=True, text=True, check=True, cwd=str(ROOT)).stdout
+                         capture_output=True, text=True, check=True, cwd=str(ROOT), env=env).stdout
     return [line for line in out.splitlines() if line]
 
 
@@ -246,23 +276,23 @@ def tool(name: str) -> Optional[str]:
     return shutil.which(name)
 
 
-def cli_has(flag: str) -> bool:
+def cli_has(flag: str, env: dict[str, str]) -> bool:
     try:
         out = subprocess.run([sys.executable, "-m", "tfpar_lint", "--help"], capture_output=True, text=True,
-                             timeout=60, cwd=str(ROOT)).stdout
+                             timeout=60, cwd=str(ROOT), env=env).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     return flag in out
 
 
-def make_cases(files: list[str], subset: list[str], tmp: Path, jobs: int) -> list[Case]:
+def make_cases(files: list[str], subset: list[str], tmp: Path, jobs: int, env: dict[str, str]) -> list[Case]:
     n = len(files)
     lst = str(tmp / "files.txt")
     sub = str(tmp / "parsed.txt")
     out = tmp / "out"
     cases: list[Case] = []
     tfpar = [sys.executable, "-m", "tfpar_lint", "--no-config", "--no-progress", "--format", "json"]
-    has_cache = cli_has("--no-cache")
+    has_cache = cli_has("--no-cache", env)
     nocache = ["--no-cache"] if has_cache else []
     parsed_note = f"parses {len(subset)} of {n} files (pre-filter)"
     cases.append(Case("tfpar_cold_j1", "tfpar-lint, cold (`--no-cache`)", "tfpar", 1, n,
@@ -326,10 +356,8 @@ def make_cases(files: list[str], subset: list[str], tmp: Path, jobs: int) -> lis
     return cases
 
 
-def execute(cases: list[Case], runs: int, repeat_limit: float, tmp: Path, verbose: bool) -> None:
-    env = dict(os.environ)
-    env.setdefault("NO_COLOR", "1")
-    env.pop("TFPAR_LINT_DEBUG", None)
+def execute(cases: list[Case], runs: int, repeat_limit: float, tmp: Path, verbose: bool,
+            env: dict[str, str]) -> None:
     for case in cases:
         prime = case.info.get("prime")
         if case.cmd is None or not prime:
@@ -486,7 +514,8 @@ def render(cases: list[Case], meta: dict[str, Any], findings: dict[str, Any]) ->
     L.append(f"- **Machine**: {m['cores']} cores ({m['cpu']}), {m['memory']} RAM, {m['os']}, {m['python']}; "
              f"load average {meta['load_start']} at the start, {meta['load_end']} at the end "
              f"(the machine is shared: wall times include other people's work, CPU times much less).")
-    L.append("- **Versions**: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".")
+    L.append("- **Versions**: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+             + (f"; tfpar-lint code at {meta['git']}" if meta.get("git") else "") + ".")
     src = ", ".join(f"{k} {v}" for k, v in meta["per_source"].items())
     L.append(f"- **Corpus**: {meta['files']} files, {meta['lines']:,} lines, {meta['bytes'] / 1e6:.1f} MB "
              f"({src}); tfpar-lint's pre-filter passes {meta['parsed']} files "
@@ -603,23 +632,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     (tmp / "out").mkdir()
     try:
         (tmp / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
-        subset = parsed_subset(tmp / "files.txt")
+        env = freeze_package(tmp)
+        subset = parsed_subset(tmp / "files.txt", env)
         (tmp / "parsed.txt").write_text("\n".join(subset) + ("\n" if subset else ""), encoding="utf-8")
         lines, size = count_lines(files)
         sub_lines, _ = count_lines(subset)
-        cases = make_cases(files, subset, tmp, args.jobs)
+        cases = make_cases(files, subset, tmp, args.jobs, env)
         if args.only:
             cases = [c for c in cases if any(c.key.startswith(o) for o in args.only)]
         if not args.quiet:
             print(f"{len(files)} files ({lines:,} lines), {len(subset)} pass the pre-filter; "
                   f"{len(cases)} cases x {runs} runs; temp {tmp}", file=sys.stderr)
-        execute(cases, runs, args.repeat_limit, tmp, verbose=not args.quiet)
+        execute(cases, runs, args.repeat_limit, tmp, verbose=not args.quiet, env=env)
         findings = compare_findings(tmp)
         meta = {
             "command": "benchmarks/run.py" + (" --smoke" if args.smoke else "") + f" --runs {runs}"
                        + (f" --only {','.join(args.only)}" if args.only else ""),
             "date": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-            "machine": machine(), "versions": versions(), "jobs": args.jobs,
+            "machine": machine(), "versions": versions(), "jobs": args.jobs, "git": git_state(),
             "files": len(files), "lines": lines, "bytes": size, "per_source": per_source,
             "parsed": len(subset), "parsed_lines": sub_lines, "repeat_limit": args.repeat_limit,
             "load_start": None if load_start is None else round(load_start, 1),
