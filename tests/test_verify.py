@@ -64,8 +64,7 @@ def _rel(p: str) -> str:
 def _snapshot(folders):
     out = {}
     for folder in folders:
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for dirpath, _dirnames, filenames in os.walk(folder):
             for f in filenames:
                 p = os.path.join(dirpath, f)
                 out[p] = os.stat(p).st_mtime_ns
