@@ -100,6 +100,13 @@ def _is_dist(v) -> bool:
         "CachingVariable", "DistributedVariable")
 
 
+def _var_devices(v) -> list:
+    try:
+        return [str(c.device).split("device:")[-1] for c in v.values]
+    except Exception:
+        return []
+
+
 def _obj_vars(obj, kind: str) -> list:
     try:
         if kind == "checkpoint":
@@ -166,7 +173,12 @@ def install(R) -> None:
                         "device": str(getattr(out, "device", "")) if not dist else "",
                         "uses": [],
                     }
+                    pins = [p for p in (getattr(S.pin_stack, "stack", None) or []) if p is not None]
                     with R.lock:
+                        for p in pins:
+                            if len(p["vars"]) < 5:
+                                p["vars"].append({"name": rec["name"], "dist": dist,
+                                                  "devices": _var_devices(out) if dist else [rec["device"]]})
                         S.variables.append(rec)
                         S.var_refs.append(out)
                         if not dist:
@@ -218,6 +230,77 @@ def install(R) -> None:
             return assign
 
         return make
+
+    # ---- tf.device pins (TFP107 in scope / replica functions, TFP108 missing devices)
+    S.pins = []
+    S.pin_stack = threading.local()
+
+    def logical_names():
+        try:
+            return [d.name for d in tf.config.list_logical_devices()]
+        except Exception:
+            return []
+
+    def device_exists(spec: str) -> bool:
+        from tensorflow.python.framework import device as pydev
+
+        try:
+            want = pydev.DeviceSpec.from_string(spec)
+        except Exception:
+            return True
+        if not want.device_type:
+            return True
+        for name in logical_names():
+            have = pydev.DeviceSpec.from_string(name)
+            if have.device_type.upper() == want.device_type.upper() and (
+                    want.device_index is None or have.device_index == want.device_index):
+                return True
+        return False
+
+    class _Pin:
+        def __init__(self, cm, spec, line):
+            self.cm, self.spec, self.line = cm, spec, line
+
+        def __enter__(self):
+            rec = None
+            if self.line is not None and isinstance(self.spec, str) and len(S.pins) < 200:
+                rid, rdev = None, ""
+                replica = _safe(R.in_replica_fn)
+                if replica:
+                    try:
+                        ctx = tf.distribute.get_replica_context()
+                        rid = int(tf.get_static_value(ctx.replica_id_in_sync_group))
+                        rdev = ",".join(re.findall(r"(?:CPU|GPU|TPU):\d+", str(ctx.devices)))
+                    except Exception:
+                        pass
+                rec = {"line": self.line, "spec": self.spec, "replica": replica, "replica_id": rid,
+                       "replica_device": rdev, "strategy": strategy_now(), "exists": device_exists(self.spec),
+                       "vars": []}
+                with R.lock:
+                    S.pins.append(rec)
+            stack = getattr(S.pin_stack, "stack", None)
+            if stack is None:
+                stack = S.pin_stack.stack = []
+            stack.append(rec)
+            return self.cm.__enter__()
+
+        def __exit__(self, *exc):
+            stack = getattr(S.pin_stack, "stack", [])
+            if stack:
+                stack.pop()
+            return self.cm.__exit__(*exc)
+
+    def make_device(orig):
+        def device(device_name):
+            cm = orig(device_name)
+            line = R.direct_caller_line(2)
+            if line is None:
+                return cm
+            return _Pin(cm, device_name, line)
+
+        return device
+
+    patch(tf, "device", make_device, tag="scope")
 
     # ---- distributed variables used under another strategy (TFP109)
     from tensorflow.python.distribute import distribute_lib
@@ -561,6 +644,7 @@ def collect(R) -> dict[str, Any]:
         "inconsistent": inconsistent[:50],
         "checked_copies": checked,
         "foreign": S.foreign,
+        "pins": getattr(S, "pins", []),
     }
 
 
@@ -646,6 +730,8 @@ def _describe_plain(run, vs: list[dict]) -> str:
 def judge(finding, run) -> Optional[tuple[str, str]]:
     code = finding.code
     line = finding.line
+    if code in ("TFP107", "TFP108"):
+        return _judge_pins(finding, run, _merged(run))
     if code not in SYMPTOMS:
         return INCONCLUSIVE, f"the scope probe has no observation for {code} yet"
     o = _merged(run)
@@ -740,6 +826,40 @@ def _observed(finding, run, o, code, line, kinds, at_line, var_at, p):
                                     f"read or updated inside strategy.run")
         return NOT_REPRODUCED, f"the {var_at['dist']} variable(s) created at line {line} are distributed"
     return None
+
+
+def _judge_pins(finding, run, o) -> Optional[tuple[str, str]]:
+    line = finding.line
+    pins = [p for p in o.get("pins", []) if p["line"] == line]
+    if not pins:
+        return None
+    spec = pins[0]["spec"]
+    if finding.code == "TFP108":
+        missing = [p for p in pins if not p["exists"]]
+        if missing:
+            return CONFIRMED, (f"tf.device({spec!r}) at line {line} names a device this machine does not have "
+                               f"({', '.join(d.split('device:')[-1] for d in run.devices) or 'see devices'}); "
+                               f"TensorFlow placed the ops elsewhere without an error (soft placement)")
+        return NOT_REPRODUCED, f"tf.device({spec!r}) at line {line}: the device exists here"
+    in_rep = [p for p in pins if p["replica"]]
+    if in_rep:
+        ids = sorted({p["replica_id"] for p in in_rep if p["replica_id"] is not None})
+        specs = {p["spec"] for p in in_rep}
+        if len(ids) >= 2 and len(specs) == 1:
+            own = ", ".join(sorted({p["replica_device"] for p in in_rep if p["replica_device"]}))
+            return CONFIRMED, (f"tf.device({spec!r}) at line {line} inside the replica function pins the ops of "
+                               f"all {len(ids)} replicas (assigned {own}) to the one device {spec}")
+        return NOT_REPRODUCED, f"tf.device at line {line} ran in {len(ids)} replica(s) with devices {sorted(specs)}"
+    scoped = [p for p in pins if p["strategy"] is not None]
+    for p in scoped:
+        ignored = [v for v in p["vars"] if v["dist"]]
+        if ignored:
+            v = ignored[0]
+            return CONFIRMED, (f"tf.device({spec!r}) at line {line} inside strategy.scope() was ignored for "
+                               f"variable {v['name']}: it is mirrored on {', '.join(v['devices'])}")
+    if scoped:
+        return NOT_REPRODUCED, f"tf.device({spec!r}) at line {line} in the scope created no mirrored variable"
+    return NOT_REPRODUCED, f"tf.device({spec!r}) at line {line} ran outside any strategy and replica function"
 
 
 def _judge_checkpoint(finding, run, o) -> Optional[tuple[str, str]]:
