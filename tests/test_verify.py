@@ -50,7 +50,9 @@ SILENT_ON_TF_2_21 = {
 # The rules of issue 3 (the verifier must decide these); other TFP1xx-4xx codes
 # only need a verdict with evidence.
 REQUIRED = {"TFP101", "TFP102", "TFP103", "TFP104", "TFP105", "TFP106", "TFP201", "TFP202", "TFP203",
-            "TFP301", "TFP401", "TFP402", "TFP403"}
+            "TFP301", "TFP401", "TFP402", "TFP403",
+            # beyond issue 3, observed as well
+            "TFP107", "TFP108", "TFP109", "TFP204", "TFP206", "TFP207"}
 
 
 def _silent(code: str, path: str) -> bool:

@@ -34,6 +34,7 @@ class _State:
         self.values_fn: list[dict[str, Any]] = []
         self.dataset_fns: list[dict[str, Any]] = []
         self.distributed_datasets: list[dict[str, Any]] = []
+        self.reads: dict[str, dict[str, Any]] = {}
 
 
 def _flat_tensors(tf, obj) -> list:
@@ -172,6 +173,59 @@ def install(R) -> None:
         if "distribute_datasets_from_function" in cls.__dict__:
             patch(cls, "distribute_datasets_from_function", make_dff)
 
+    _install_dataset_reads(R, S, tf, patch, fingerprint)
+
+
+def _install_dataset_reads(R, S, tf, patch, fingerprint) -> None:
+    """What each worker's replicas read when the script iterates a distributed
+    dataset itself (``for batch in dist_dataset``), and errors raised while
+    distributing or iterating (auto-sharding errors)."""
+    from tensorflow.python.distribute import distribute_lib, input_lib
+
+    cap = max(R.max_steps, 3) * 4
+
+    def make_next(orig):
+        def __next__(self):
+            try:
+                out = orig(self)
+            except StopIteration:
+                raise
+            except Exception as e:
+                R.record_caught(e, "distributed dataset iteration")
+                raise
+            line = R.direct_caller_line(2)
+            if line is not None:
+                try:
+                    strategy = getattr(self, "_strategy", None)
+                    parts = strategy.experimental_local_results(out) if strategy is not None else (out,)
+                    site = S.reads.setdefault(str(line), {"line": line, "elements": []})
+                    if len(site["elements"]) < cap:
+                        for part in parts:
+                            ts = _flat_tensors(tf, part)
+                            if ts:
+                                site["elements"].append([[list(t.shape), t.dtype.name, fingerprint(t.numpy())]
+                                                         for t in ts])
+                except Exception:
+                    pass
+            return out
+
+        return __next__
+
+    if "__next__" in input_lib.DistributedIteratorBase.__dict__:
+        patch(input_lib.DistributedIteratorBase, "__next__", make_next, tag="input")
+
+    def make_distribute(orig):
+        def experimental_distribute_dataset(self, dataset, options=None):
+            try:
+                return orig(self, dataset, options) if options is not None else orig(self, dataset)
+            except Exception as e:
+                R.record_caught(e, "experimental_distribute_dataset")
+                raise
+
+        return experimental_distribute_dataset
+
+    patch(distribute_lib.StrategyBase, "experimental_distribute_dataset", make_distribute, tag="input")
+
 
 class _ContextSpy:
     """Forwards to the real InputContext and records what the callback used."""
@@ -246,7 +300,8 @@ def collect(R) -> dict[str, Any]:
         d = dict(d)
         d["used"] = sorted(d["used"])
         dfs.append(d)
-    return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs}
+    return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs,
+            "reads": list(S.reads.values())}
 
 
 # ================================================================== parent
@@ -343,6 +398,40 @@ def _worker_overlap(run) -> Optional[str]:
     return None
 
 
+def _read_overlap(run) -> Optional[str]:
+    """Batches the script read from a distributed dataset on two workers that
+    are identical (the same data trained on twice)."""
+    per_worker = [o for o in run.probe("input") if o]
+    if len(per_worker) < 2:
+        return None
+    sets = []
+    for o in per_worker:
+        fps = {json_key(el) for r in o.get("reads", []) for el in r["elements"]
+               if any(_size(f[0]) >= 1 for f in el)}
+        sets.append(fps)
+    if not all(sets):
+        return None
+    common = sets[0].intersection(*sets[1:])
+    if common:
+        lines = sorted({r["line"] for o in per_worker for r in o.get("reads", [])})
+        return (f"the {len(per_worker)} workers read the same data from the distributed dataset (line "
+                f"{', '.join(map(str, lines))}): {len(common)} of {len(sets[0])} per-replica batches of worker 0 were "
+                f"also read by worker 1")
+    return None
+
+
+def _read_summary(run) -> Optional[str]:
+    per_worker = [o for o in run.probe("input") if o]
+    if len(per_worker) < 2 or not all(o.get("reads") for o in per_worker):
+        return None
+    n = [sum(len(r["elements"]) for r in o["reads"]) for o in per_worker]
+    return f"the {len(per_worker)} workers read disjoint data ({' and '.join(map(str, n))} per-replica batches)"
+
+
+_SHARD_ERRORS = (r"shardable source|auto_shard_policy|AutoShardPolicy|aren't enough elements in this dataset for "
+                 r"each shard|FILE-based sharding|sharding.*fil")
+
+
 def json_key(fps) -> str:
     import json
 
@@ -395,13 +484,31 @@ def _dff_ok(d) -> str:
     return "dataset_fn shards by input pipeline and batches per replica (its output changes with the InputContext)"
 
 
-KNOWN = ("TFP201", "TFP202", "TFP203")
+KNOWN = ("TFP201", "TFP202", "TFP203", "TFP204", "TFP206", "TFP207")
 
 
 def judge(finding, run) -> Optional[tuple[str, str]]:
     code, line = finding.code, finding.line
     if code not in KNOWN:
         return INCONCLUSIVE, f"the input probe has no observation for {code} yet"
+    if code in ("TFP204", "TFP207"):
+        ov = _read_overlap(run) or _worker_overlap(run)
+        if ov:
+            return CONFIRMED, ov
+        if len([o for o in run.probe("input") if o]) < 2:
+            return INCONCLUSIVE, "the script ran as a single worker: no second worker to overlap with"
+        ok = _read_summary(run)
+        return (NOT_REPRODUCED, ok) if ok else None
+    if code == "TFP206":
+        import re
+
+        for err in run.errors():
+            if re.search(_SHARD_ERRORS, f"{err.get('type')}: {err.get('message')}", re.I):
+                caught = " (the script caught it)" if err.get("caught") else ""
+                return CONFIRMED, f"auto-sharding failed: {run.error_text(err)}{caught}"
+        if len([o for o in run.probe("input") if o]) < 2:
+            return INCONCLUSIVE, "the script ran as a single worker: auto-sharding does not apply"
+        return NOT_REPRODUCED, "auto-sharding raised no error"
     sites = _all_sites(run)
     overlap = _worker_overlap(run)
     if code == "TFP203":
@@ -497,7 +604,7 @@ def observe(run) -> tuple[str, str]:
             sym = _dff_symptom(d, len([x for x in obs if x]) > 1)
             if sym:
                 return CONFIRMED, sym
-    overlap = _worker_overlap(run)
+    overlap = _worker_overlap(run) or _read_overlap(run)
     if overlap:
         return CONFIRMED, overlap
     sites = _all_sites(run)
