@@ -848,3 +848,29 @@ def test_tfp507_only_replica_dependent_values():
     t = Trainer()
     strategy.run(t.step, args=(tf.ones(2),))
     """, "TFP507")
+
+
+def test_tfp501_gradients_not_applied_are_silent():
+    check("""
+    import tensorflow as tf
+    import keras
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        model = keras.Sequential([keras.layers.Dense(1)])
+        opt = keras.optimizers.SGD()
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.nn.compute_average_loss(tf.square(model(x) - y)[:, 0])
+        head, body = tape.gradient(loss, [model.trainable_variables[:1], model.trainable_variables[1:]])
+        opt.apply_gradients(zip(head, model.trainable_variables[:1]))
+        opt.apply_gradients(zip(body, model.trainable_variables[1:]))
+        with tf.GradientTape() as probe:
+            aux = tf.reduce_mean(tf.square(model(x)))  # only inspected, never applied
+        grad_norm = tf.linalg.global_norm(probe.gradient(aux, model.trainable_variables))
+        with tf.GradientTape() as t3:
+            bad = tf.reduce_mean(tf.square(model(x) - y))  # <-
+        clipped = [tf.clip_by_norm(g, 1.0) for g in t3.gradient(bad, model.trainable_variables)]
+        opt.apply_gradients(zip(clipped, model.trainable_variables))
+        return loss, grad_norm
+    strategy.run(step, args=(1, 2))
+    """, "TFP501")

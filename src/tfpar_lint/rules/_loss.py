@@ -205,6 +205,52 @@ def applies_in_replica(m: Module, fn: FunctionInfo) -> bool:
     return applied
 
 
+class _Collect(cst.CSTVisitor):
+    """Names read in an expression (not attribute names) and whether ``target`` occurs in it."""
+
+    def __init__(self, target: Optional[cst.CSTNode] = None) -> None:
+        super().__init__()
+        self.target = target
+        self.names: list[cst.Name] = []
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.target:
+            self.found = True
+        if isinstance(node, cst.Attribute):
+            node.value.visit(self)
+            return False
+        if isinstance(node, cst.Name):
+            self.names.append(node)
+        return True
+
+
+def _flows(m: Module, expr: cst.CSTNode, scope: Scope, order: int, target: cst.CSTNode, depth: int) -> bool:
+    """Does the value of ``target`` (a call node) reach ``expr`` through local assignments?"""
+    v = _Collect(target)
+    expr.visit(v)
+    if v.found:
+        return True
+    if depth > 4:
+        return False
+    for name in v.names:
+        for b in m.lookup(name.value, scope, order):
+            if b.scope.kind in ("function", "lambda", "comprehension") and b.value is not None \
+                    and b.kind in ("assign", "annassign", "walrus", "for", "comp"):
+                if _flows(m, b.value, b.scope, b.order, target, depth + 1):
+                    return True
+    return False
+
+
+def _applied(m: Module, fn: FunctionInfo, grad_call: cst.Call) -> bool:
+    """The gradients computed by ``grad_call`` reach an ``apply_gradients`` call in ``fn``."""
+    for cs in m.calls_within(fn):
+        cm = call_method(cs.node)
+        if cm is not None and cm[1] == "apply_gradients" and _flows(m, cs.node, cs.scope, cs.order, grad_call, 0):
+            return True
+    return False
+
+
 def gradient_targets(m: Module, fn: FunctionInfo) -> Iterator[tuple[CallSite, cst.BaseExpression]]:
     """``tape.gradient(loss, ...)`` / ``optimizer.minimize(loss, ...)`` inside ``fn`` (and nested
     functions) when ``fn`` also applies the gradients (see :func:`applies_in_replica`)."""
@@ -218,7 +264,7 @@ def gradient_targets(m: Module, fn: FunctionInfo) -> Iterator[tuple[CallSite, cs
         if meth == "gradient":
             target = arg(cs.node, 0, "target")
             kinds = {v.kind for v in m.infer_at(recv, cs)}
-            if target is not None and kinds == {api.TAPE}:
+            if target is not None and kinds == {api.TAPE} and _applied(m, fn, cs.node):
                 yield cs, target
         elif meth == "minimize":
             target = arg(cs.node, 0, "loss")
