@@ -78,15 +78,15 @@ def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOpt
 
 # Comments and string literals, scanned left to right like the tokenizer does
 # (so a '#' inside a string is not a comment, and quotes inside a comment do
-# not open a string).  Unrolled loops keep the regex linear.
+# not open a string).  Every alternative starts with '#', '"' or "'" so the
+# regex engine skips ahead to those; unrolled loops keep it linear.  String
+# prefixes (r, b, f, ...) are looked at by hand.
 _COMMENT_OR_STRING = re.compile(r'''
   \#[^\r\n]*
-| (?P<prefix>[rRbBuUfF]{0,2})(?:
-    (?P<triple>"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""
-             | \'\'\'[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*\'\'\')
-  | "[^"\\\r\n]*(?:\\[\s\S][^"\\\r\n]*)*"
-  | '[^'\\\r\n]*(?:\\[\s\S][^'\\\r\n]*)*'
-  )
+| (?P<triple>"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""
+           | \'\'\'[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*\'\'\')
+| "[^"\\\r\n]*(?:\\[\s\S][^"\\\r\n]*)*"
+| '[^'\\\r\n]*(?:\\[\s\S][^'\\\r\n]*)*'
 ''', re.X)
 
 
@@ -110,18 +110,22 @@ def code_text(source: str) -> str:
             parts.append(source[last:start])
             last = m.end()
             continue
-        prefix = m.group("prefix")
-        if m.group("triple") is None or "f" in prefix or "F" in prefix:
+        if m.group("triple") is None:
             continue
-        line_start = source.rfind("\n", 0, start) + 1
-        if line_start != start and not source[line_start:start].isspace():
+        p = start  # the string prefix: up to two of rRbBuUfF right before the quotes
+        while p > 0 and start - p < 2 and source[p - 1] in "rRbBuUfF":
+            p -= 1
+        if "f" in source[p:start] or "F" in source[p:start]:
+            continue  # an f-string: code inside {...}
+        line_start = source.rfind("\n", 0, p) + 1
+        if line_start != p and not source[line_start:p].isspace():
             continue
         end = m.end()
         line_end = source.find("\n", end)
         rest = source[end:line_end if line_end >= 0 else len(source)].lstrip()
         if rest and rest[0] != "#":
             continue
-        parts.append(source[last:start])
+        parts.append(source[last:p])
         last = end
     if not parts:
         return source
