@@ -73,12 +73,35 @@ def _snapshot(folders):
     return out
 
 
+NOTEBOOK_CELLS = [
+    ("markdown", "# TFP105 in a notebook"),
+    ("code", "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"),
+    ("code", "%matplotlib inline\ncounter = tf.Variable(0.0)\nstrategy.run(lambda: counter.assign_add(1.0))\n"),
+]
+
+
+def _notebook(folder: str) -> str:
+    import json
+
+    cells = [{"cell_type": t, "source": src, "metadata": {}, **({"outputs": [], "execution_count": None}
+                                                               if t == "code" else {})}
+             for t, src in NOTEBOOK_CELLS]
+    path = os.path.join(folder, "tfp105.ipynb")
+    with open(path, "w") as f:
+        json.dump({"cells": cells, "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+                   "nbformat": 4, "nbformat_minor": 5}, f)
+    return path
+
+
 @pytest.fixture(scope="module")
-def verified():
+def verified(tmp_path_factory):
+    from tfpar_lint.finding import Finding
     from tfpar_lint.verify import verify_findings
 
-    scripts = BAD + GOOD + TUTORIALS + OWN
-    findings = {p: expected_findings(p) for p in scripts + [HANG]}
+    notebook = _notebook(str(tmp_path_factory.mktemp("nb")))
+    scripts = BAD + GOOD + TUTORIALS + OWN + [notebook]
+    findings = {p: expected_findings(p) for p in scripts + [HANG] if p != notebook}
+    findings[notebook] = [Finding("TFP105", "", "", notebook, 2, 1, 2, 1, cell=3)]
     before = _snapshot([FIXTURES, DATA])
     hang_out: dict = {}
 
@@ -97,7 +120,7 @@ def verified():
     after = _snapshot([FIXTURES, DATA])
     by_path = {os.path.realpath(r.path): r for r in runs}
     by_path[os.path.realpath(HANG)] = hang_out["runs"][0]
-    return {"runs": by_path, "findings": findings, "wall": wall, "hang_wall": hang_out["wall"],
+    return {"runs": by_path, "findings": findings, "wall": wall, "hang_wall": hang_out["wall"], "notebook": notebook,
             "before": before, "after": after, "order": [r.path for r in runs]}
 
 
@@ -192,6 +215,12 @@ def test_two_worker_local_cluster(verified):
     assert f.verification.status == CONFIRMED
     assert "workers received the same data" in f.verification.evidence
     assert good.status == NOT_REPRODUCED, good.summary()
+
+
+def test_notebook_cells_run_as_one_script(verified):
+    (f,) = verified["findings"][verified["notebook"]]
+    assert f.verification.status == CONFIRMED, f.verification
+    assert "(cell 3, line 2 = line " in f.verification.evidence
 
 
 def test_custom_loop_and_fit_are_bounded(verified):

@@ -148,9 +148,10 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
     sys.modules["__main__"] = mod
     sys.argv = [spec["script"]] + list(spec.get("script_args", []))
     sdir = os.path.dirname(script)
-    sys.path[:0] = [sdir]
+    guard = os.path.realpath(spec.get("guard_dir") or sdir)
+    sys.path[:0] = [guard] if guard == sdir else [guard, sdir]
     sys.dont_write_bytecode = True
-    _guard_writes(sdir)
+    _guard_writes(guard)
     t0 = time.time()
     try:
         exec(code, mod.__dict__)

@@ -47,6 +47,12 @@ _MWMS = re.compile(r"MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy")
 _THREADS = re.compile(r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPoolExecutor\b|\bThread\b")
 
 
+def _script_line(f: Finding, cmap: dict) -> int:
+    if cmap and f.cell is not None:
+        return cmap.get((f.cell, f.line), f.line)
+    return f.line
+
+
 def _code_only(text: str) -> str:
     """The script's names and attributes, without comments and strings (a
     docstring that mentions MultiWorkerMirroredStrategy is not a cluster)."""
@@ -78,6 +84,30 @@ class _Job:
     uses_threads: bool
     rerun: bool  # a second run with the same seed (TFP403)
     lines: list[int] = field(default_factory=list)
+    run_path: str = ""  # what the child runs (a notebook's code cells as one script)
+    cell_map: dict = field(default_factory=dict)  # (cell, line) -> script line, notebooks only
+
+
+def _notebook_script(path: str, folder: str) -> tuple[str, dict, str]:
+    """A notebook's code cells as one script: (script path, (cell, line) -> line, text)."""
+    from tfpar_lint.notebook import code_cells
+
+    with open(path, encoding="utf-8") as f:
+        cells = code_cells(f.read())
+    out: list[str] = []
+    cmap: dict = {}
+    for number, src in cells:
+        out.append(f"# --- cell {number} ---")
+        for i, ln in enumerate(src.splitlines(), 1):
+            out.append(ln)
+            cmap[(number, i)] = len(out)
+        out.append("")
+    os.makedirs(folder, exist_ok=True)
+    script = os.path.join(folder, os.path.splitext(os.path.basename(path))[0] + "_cells.py")
+    text = "\n".join(out) + "\n"
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(text)
+    return script, cmap, text
 
 
 class _Slots:
@@ -122,13 +152,20 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
         if rp not in order:
             order.append(rp)
     display = {os.path.realpath(s): s for s in scripts}
+    keep = workdir is not None or os.environ.get("TFPAR_VERIFY_KEEP") == "1"
+    root = workdir or tempfile.mkdtemp(prefix="tfpar-verify-")
+    os.makedirs(root, exist_ok=True)
     jobs_list: list[_Job] = []
     for i, rp in enumerate(order):
         fs = by_path.get(rp, [])
+        run_path, cmap = rp, {}
         try:
-            with open(rp, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        except OSError:
+            if rp.endswith(".ipynb"):
+                run_path, cmap, text = _notebook_script(rp, os.path.join(root, f"{i:03d}-notebook"))
+            else:
+                with open(rp, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+        except (OSError, ValueError):
             text = ""
         codes = {f.code for f in fs}
         code_text = _code_only(text)
@@ -137,12 +174,10 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             multiworker=bool(_MWMS.search(code_text)) or any(c.startswith("TFP6") for c in codes),
             uses_threads=bool(_THREADS.search(code_text)) or any(c.startswith("TFP3") for c in codes),
             rerun="TFP403" in codes,
-            lines=sorted({f.line for f in fs}),
+            lines=sorted({_script_line(f, cmap) for f in fs}),
+            run_path=run_path, cell_map=cmap,
         ))
     n_jobs = jobs if jobs and jobs > 0 else default_jobs(req)
-    keep = workdir is not None or os.environ.get("TFPAR_VERIFY_KEEP") == "1"
-    root = workdir or tempfile.mkdtemp(prefix="tfpar-verify-")
-    os.makedirs(root, exist_ok=True)
     slots = _Slots(n_jobs)
     ctx = dict(req=req, max_steps=max_steps, timeout=timeout, script_args=list(script_args or ()),
                root=root, slots=slots, zygote=None)
@@ -325,7 +360,8 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     cwd = os.path.join(rundir, "cwd")
     os.makedirs(cwd, exist_ok=True)
     spec = {
-        "script": job.script,
+        "script": job.run_path or job.script,
+        "guard_dir": os.path.dirname(job.script),
         "script_args": ctx["script_args"],
         "devices": str(ctx["req"]),
         "max_steps": ctx["max_steps"],
@@ -605,7 +641,15 @@ def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_r
             summary += f" (run incomplete: {data.outcome})"
         run.observations.append(FamilyObservation(name, f"TFP{fam_digit}xx", status, summary))
     for f in job.findings:
-        status, evidence = _judge(f, data)
+        if job.cell_map and f.cell is not None:
+            import copy
+
+            g = copy.copy(f)
+            g.line = _script_line(f, job.cell_map)
+            status, evidence = _judge(g, data)
+            evidence += f" (cell {f.cell}, line {f.line} = line {g.line} of the cells run as one script)"
+        else:
+            status, evidence = _judge(f, data)
         f.verification = Verification(status=status, evidence=evidence, replicas=data.replicas,
                                       devices=list(data.devices), seconds=round(data.seconds, 2))
     return run
