@@ -427,8 +427,16 @@ def _kill_group(proc: _Proc, reason: str) -> None:
 def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
     n = NUM_WORKERS if job.multiworker else 1
     got = ctx["slots"].acquire(n)
+    t0 = time.time()
     try:
         return _execute_now(job, ctx, rerun)
+    except Exception as e:  # the driver itself failed (spawn, disk): report, never crash the CLI
+        err = {"type": type(e).__name__, "message": f"the verifier could not run the script: {e}",
+               "frames": [], "script_lines": [], "location": ""}
+        data = RunData(path=job.script, workers=[{"outcome": "failed", "error": err, "notes": []}],
+                       outcome="failed", seconds=time.time() - t0)
+        data.exit_codes, data.killed, data.driver_notes = [None], [False], []  # type: ignore[attr-defined]
+        return data
     finally:
         ctx["slots"].release(got)
 
