@@ -1058,6 +1058,10 @@ class Module:
         if k in ("assign", "annassign", "walrus"):
             if b.value is None:
                 return self._from_annotation(b.annotation, b.scope)
+            if len(b.path) == 1 and b.path[0] >= 0:
+                elems = self._element_values(b.value, b.scope, b.order, b.path[0])
+                if elems is not None:
+                    return elems
             vals = self.infer(b.value, b.scope, b.order)
             if b.path:
                 vals = [self._unpack(v, b) for v in vals]
@@ -1077,6 +1081,35 @@ class Module:
         if k == "param":
             return self._param_values(b)
         return [UNKNOWN]
+
+    def _element_values(self, value: cst.BaseExpression, scope: Scope, order: int,
+                        index: int) -> Optional[list[Value]]:
+        """Element ``index`` of a tuple being unpacked: ``a, b = x, y``, or ``a, b = f()`` where
+        every ``return`` of the local function ``f`` is a tuple literal.  None otherwise.
+        (Values keep their own origin: two elements of one call stay distinct objects.)"""
+        def element(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+            if not isinstance(expr, (cst.Tuple, cst.List)) or index >= len(expr.elements):
+                return None
+            if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return None
+            return expr.elements[index].value
+
+        if isinstance(value, (cst.Tuple, cst.List)):
+            el = element(value)
+            return None if el is None else self.infer(el, scope, order)
+        if not isinstance(value, cst.Call):
+            return None
+        fns = self.resolve_function(value.func, scope, order)
+        if not fns or any(not fn.returns for fn in fns):
+            return None
+        out: list[Value] = []
+        for fn in fns:
+            for expr, ret_order in fn.returns:
+                el = element(expr)
+                if el is None:
+                    return None
+                out.extend(self.infer(el, fn.scope, ret_order))
+        return out
 
     def _unpack(self, v: Value, b: Binding) -> Value:
         if v.kind in (api.ELEMENT, api.DIST_VALUES):
