@@ -874,3 +874,22 @@ def test_tfp501_gradients_not_applied_are_silent():
         return loss, grad_norm
     strategy.run(step, args=(1, 2))
     """, "TFP501")
+
+
+def test_tfp506_through_tuple_returned_by_step():
+    check("""
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    def single_step(x):
+        return x * 2
+    @tf.function
+    def run_single_step(iterator):
+        features, labels = next(iterator)
+        outputs = strategy.run(single_step, (features,))
+        return outputs, labels
+    def evaluate(iterator):
+        outputs, labels = run_single_step(iterator)
+        return outputs.numpy(), labels.numpy()  # <-
+    first, second = strategy.run(single_step, (1.0,)), 2.0
+    print(float(first))  # <-
+    """, "TFP506")
