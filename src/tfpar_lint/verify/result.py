@@ -102,7 +102,10 @@ class ScriptRun:
         head += f" in {self.seconds:.1f} s"
         if self.workers > 1:
             head += f", {self.workers} workers"
-        head += f", {self.replicas} replica{'s' if self.replicas != 1 else ''} on {dev}"
+        if self.replicas:
+            head += f", {self.replicas} replica{'s' if self.replicas != 1 else ''} on {dev}"
+        else:
+            head += f", no strategy created (devices {dev})"
         parts = [head]
         if self.error:
             parts.append(f"error: {self.error}")
