@@ -34,7 +34,7 @@ GOOD = sorted(p for d in FAMILY_DIRS for p in glob.glob(os.path.join(d, "good*.p
 TUTORIALS = sorted(glob.glob(os.path.join(FIXTURES, "tutorials", "*.py")))
 HANG = os.path.join(DATA, "hang.py")
 OWN = sorted(p for p in glob.glob(os.path.join(DATA, "*.py")) if p != HANG)
-HANG_TIMEOUT = 20.0
+HANG_TIMEOUT = 30.0
 
 # Rules whose symptom TensorFlow 2.21 / Keras 3.15 does not show: the verifier
 # must say so (NOT_REPRODUCED with its observation), never guess.
