@@ -427,3 +427,44 @@ def test_corpus_false_positives_stay_fixed():
     ds = strategy.distribute_datasets_from_function(lambda input_context: mnist.dataset_fn(64, input_context))
     """
     assert codes(imported) == []
+
+
+def test_model_used_only_for_inference_in_replicas_is_fine():
+    src = """
+    import tensorflow as tf
+    import keras
+    strategy = tf.distribute.MirroredStrategy()
+    teacher = keras.Sequential([keras.layers.Dense(1)])
+    with strategy.scope():
+        student = keras.Sequential([keras.layers.Dense(1)])
+        opt = keras.optimizers.SGD()
+    def step(x):
+        target = teacher(x)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum((student(x) - target) ** 2)
+        grads = tape.gradient(loss, student.trainable_variables)
+        opt.apply_gradients(zip(grads, student.trainable_variables))
+    @tf.function
+    def train(x):
+        strategy.run(step, args=(x,))
+    """
+    assert codes(src) == []
+    # the student itself built outside the scope and trained in the replicas is still found
+    trained_outside = src.replace(
+        "    with strategy.scope():\n        student = keras.Sequential([keras.layers.Dense(1)])\n        opt",
+        "    student = keras.Sequential([keras.layers.Dense(1)])\n    with strategy.scope():\n        opt")
+    assert codes(trained_outside) == [(6, "TFP101")]
+
+
+def test_one_replica_strategy_cannot_duplicate_data():
+    src = """
+    import tensorflow as tf
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    ds = tf.data.Dataset.range(8).batch(4)
+    @tf.function
+    def step(x):
+        return strategy.run(lambda b: b, args=(x,))
+    for x in ds:
+        step(x)
+    """
+    assert codes(src) == []

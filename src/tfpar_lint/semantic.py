@@ -109,6 +109,34 @@ class CallSite:
 
 
 @dataclass(eq=False)
+class StoreSite:
+    """``x[key] = value`` (a subscript assignment), with the same context as a :class:`CallSite`."""
+
+    node: cst.CSTNode  # the Assign / AnnAssign statement
+    target: cst.Subscript
+    value: Optional[cst.BaseExpression]
+    scope: Scope
+    func: Optional[FunctionInfo]
+    order: int
+    withs: tuple[cst.WithItem, ...]
+    ifs: tuple[tuple[cst.If, bool], ...]
+    trys: tuple[cst.Try, ...]
+    loops: int
+    deleted: bool = False  # ``del x[key]``
+
+
+@dataclass(eq=False)
+class TraceEvent:
+    """One step of :meth:`Module.traces`: a call or a subscript store, the ``if`` branches it
+    depends on along the way from the trace's root (outermost first), and the local calls that
+    led to it."""
+
+    site: Union[CallSite, StoreSite]
+    conds: tuple[tuple[cst.If, bool], ...]
+    via: tuple[CallSite, ...] = ()
+
+
+@dataclass(eq=False)
 class NameRef:
     node: cst.Name
     scope: Scope
@@ -203,6 +231,27 @@ def is_constant(expr: Optional[cst.BaseExpression]) -> bool:
     if isinstance(expr, (cst.Tuple, cst.List)):
         return all(is_constant(e.value) for e in expr.elements)
     return False
+
+
+# ============================================================================ strategy facts
+SINGLE_REPLICA = frozenset({"tensorflow.distribute.OneDeviceStrategy"}) | api.PARAMETER_SERVER_STRATEGIES
+
+
+def replicated(strategies: list["Value"]) -> bool:
+    """Every strategy may run several replicas in sync (not OneDevice / parameter server,
+    not ``get_strategy()`` (the default strategy unless called in a scope), not
+    ``MirroredStrategy(devices=["/gpu:0"])``)."""
+    if not strategies:
+        return False
+    for v in strategies:
+        if v.qname in SINGLE_REPLICA or v.qname in api.STRATEGY_GETTERS:
+            return False
+        o = v.origin
+        if isinstance(o, cst.Call):
+            devs = keyword(o, "devices")
+            if isinstance(devs, (cst.List, cst.Tuple)) and len(devs.elements) <= 1:
+                return False
+    return True
 
 
 # ============================================================================ fast traversal
@@ -552,6 +601,8 @@ class _Builder(_FastVisitor):
         for t in node.targets:
             if isinstance(t.target, cst.Attribute):
                 self.m.attr_assigns.append((t.target, node.value, self.scope, self._order()))
+            elif isinstance(t.target, cst.Subscript):
+                self._store(node, t.target, node.value)
             self._bind_target(t.target, "assign", node, node.value)
             t.target.visit(self)
         return False
@@ -564,9 +615,23 @@ class _Builder(_FastVisitor):
             self.skip_names.add(id(node.target))
             self._bind(node.target.value, "annassign", node, value=node.value, annotation=node.annotation.annotation)
         else:
+            if isinstance(node.target, cst.Subscript):
+                self._store(node, node.target, node.value)
             self._bind_target(node.target, "annassign", node, node.value)
         node.target.visit(self)
         return False
+
+    def _store(self, node: cst.CSTNode, target: cst.Subscript, value: Optional[cst.BaseExpression],
+               deleted: bool = False) -> None:
+        self.m.stores.append(StoreSite(node=node, target=target, value=value, scope=self.scope, func=self.func,
+                                       order=self._order(), withs=tuple(self.withs), ifs=tuple(self.ifs),
+                                       trys=tuple(self.trys), loops=self.loops, deleted=deleted))
+
+    def visit_Del(self, node: cst.Del) -> None:
+        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else None
+        for t in [e.value for e in targets] if targets is not None else [node.target]:
+            if isinstance(t, cst.Subscript):
+                self._store(node, t, None, deleted=True)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> bool:
         node.value.visit(self)
@@ -734,6 +799,8 @@ class Module:
         self.attr_assigns: list[tuple[cst.Attribute, cst.BaseExpression, Scope, int]] = []
         # {expr[:spec]} inside f-strings: (FormattedStringExpression, scope, order)
         self.fstring_exprs: list[tuple[cst.FormattedStringExpression, Scope, int]] = []
+        # x[key] = value, del x[key]
+        self.stores: list[StoreSite] = []
         tree.visit(_Builder(self))
         # memo tables
         self._infer_memo: dict[int, list[Value]] = {}
@@ -743,6 +810,8 @@ class Module:
         self._fn_refs: Optional[dict[int, list[NameRef]]] = None
         self._replica: Optional[dict[int, list[Value]]] = None
         self._threads: Optional[dict[int, list[CallSite]]] = None
+        self._traces: Optional[list[list[TraceEvent]]] = None
+        self._traced_memo: dict[int, Optional[bool]] = {}
         self._fn_scope_memo: dict[int, tuple[list[Value], bool]] = {}
 
     # ------------------------------------------------------------------ lookup
@@ -1499,3 +1568,198 @@ class Module:
             if mt:
                 return mt.group(1)
         return None
+
+    # ------------------------------------------------------------------ environment, run order
+    def env_writes(self, var: str) -> list[tuple[Union[CallSite, StoreSite], Optional[cst.BaseExpression]]]:
+        """Writes of the environment variable ``var`` (a literal name), in source order:
+        ``os.environ[var] = v``, ``os.environ.update({var: v})`` / ``update(var=v)``,
+        ``os.environ.setdefault(var, v)``, ``os.putenv(var, v)``; with the value written
+        (None when it cannot be picked out)."""
+        if var not in self.source:
+            return []
+        out: list[tuple[Union[CallSite, StoreSite], Optional[cst.BaseExpression]]] = []
+        for st in self._env_stores(var):
+            if not st.deleted:
+                out.append((st, st.value))
+        for cs, q in self.calls_to(("os.environ.update", "os.environ.setdefault", "os.putenv",
+                                    "os.environ.__setitem__")):
+            if q == "os.environ.update":
+                d = arg(cs.node, 0)
+                if isinstance(d, cst.Dict):
+                    for el in d.elements:
+                        if isinstance(el, cst.DictElement) and _literal_str(el.key) == var:
+                            out.append((cs, el.value))
+                elif keyword(cs.node, var) is not None:
+                    out.append((cs, keyword(cs.node, var)))
+            elif _literal_str(arg(cs.node, 0)) == var:
+                out.append((cs, arg(cs.node, 1)))
+        out.sort(key=lambda e: e[0].order)
+        return out
+
+    def env_unsets(self, var: str) -> list[Union[CallSite, StoreSite]]:
+        """Removals of the environment variable ``var``: ``del os.environ[var]``,
+        ``os.environ.pop(var[, default])``, ``os.unsetenv(var)``; in source order."""
+        if var not in self.source:
+            return []
+        out: list[Union[CallSite, StoreSite]] = [st for st in self._env_stores(var) if st.deleted]
+        for cs, _q in self.calls_to(("os.environ.pop", "os.unsetenv", "os.environ.__delitem__")):
+            if _literal_str(arg(cs.node, 0)) == var:
+                out.append(cs)
+        out.sort(key=lambda e: e.order)
+        return out
+
+    def _env_stores(self, var: str) -> Iterator[StoreSite]:
+        for st in self.stores:
+            if len(st.target.slice) != 1 or not isinstance(st.target.slice[0].slice, cst.Index):
+                continue
+            if _literal_str(st.target.slice[0].slice.value) != var:
+                continue
+            if self.qualified_name(st.target.value, st.scope, st.order)[0] == "os.environ":
+                yield st
+
+    def traces(self, max_events: int = 50000) -> list[list[TraceEvent]]:
+        """Calls and subscript stores in the order a run executes them.  A call of a module-local
+        function is followed by the callee's body (``C()`` of a local class by ``C.__init__``);
+        loops count once; every ``if`` branch is included, its condition recorded in
+        ``TraceEvent.conds``.  The first trace starts at module level; every function that no
+        local code calls (``main`` handed to ``app.run``, callbacks, methods called from
+        elsewhere) starts a trace of its own.  Events of different traces are not ordered."""
+        if self._traces is not None:
+            return self._traces
+        by_fn: dict[Optional[int], list[Union[CallSite, StoreSite]]] = {}
+        for site in itertools.chain(self.calls, self.stores):
+            by_fn.setdefault(id(site.func) if site.func is not None else None, []).append(site)
+        for sites in by_fn.values():
+            sites.sort(key=lambda e: e.order)
+        names = {f.name for f in self.functions} | {c.name for c in self.classes}
+        reached: set[int] = set()
+        budget = [max_events]
+
+        def callees(cs: CallSite) -> list[FunctionInfo]:
+            if attr_name(cs.node.func) not in names:
+                return []
+            out = []
+            for v in self.infer(cs.node.func, cs.scope, cs.order):
+                if v.kind == api.FUNCTION and v.info is not None:
+                    out.append(v.info)
+                elif v.kind == api.CLASS and v.info is not None and "__init__" in v.info.methods:
+                    out.append(v.info.methods["__init__"])
+            return out
+
+        def walk(key: Optional[int], conds, via, stack: frozenset, out: list[TraceEvent]) -> None:
+            for site in by_fn.get(key, ()):
+                if budget[0] <= 0:
+                    return
+                budget[0] -= 1
+                c = conds + site.ifs
+                out.append(TraceEvent(site, c, via))
+                if isinstance(site, CallSite) and len(stack) < 10:
+                    for callee in callees(site):
+                        if id(callee) not in stack:
+                            reached.add(id(callee))
+                            walk(id(callee), c, via + (site,), stack | {id(callee)}, out)
+
+        traces: list[list[TraceEvent]] = [[]]
+        walk(None, (), (), frozenset(), traces[0])
+        for fn in self.functions:
+            if id(fn) not in reached and not self.callers(fn):
+                t: list[TraceEvent] = []
+                reached.add(id(fn))
+                walk(id(fn), (), (), frozenset({id(fn)}), t)
+                traces.append(t)
+        for fn in self.functions:  # only reached through a cycle of calls
+            if id(fn) not in reached:
+                t = []
+                reached.add(id(fn))
+                walk(id(fn), (), (), frozenset({id(fn)}), t)
+                traces.append(t)
+        self._traces = traces
+        return traces
+
+    def keras_flavor(self, v: Value) -> str:
+        """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
+        "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
+        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` on
+        TF >= 2.16), or "" when it is not a Keras object or cannot be told."""
+        raw = v.raw_qname
+        if not raw and isinstance(v.info, ClassInfo):
+            raw = self._keras_base_raw(v.info)
+        if not raw or not (api.canonical(raw) + ".").startswith("keras."):
+            return ""
+        flavor = api.keras_flavor(raw)
+        if flavor == "tf.keras":
+            legacy = self.sets_env("TF_USE_LEGACY_KERAS")
+            return "tf_keras" if legacy is not None and legacy.strip().lower() in ("1", "true") else "keras"
+        return flavor
+
+    def _keras_base_raw(self, cls: ClassInfo, _depth: int = 0) -> str:
+        if _depth > 8:
+            return ""
+        for base in cls.bases:
+            scope = cls.scope.parent or self.scope
+            q, raw = self.qualified_name(base, scope, 10**9)
+            if q and (q + ".").startswith("keras."):
+                return raw
+            if not q:
+                for bv in self.infer(base, scope, 10**9):
+                    if bv.kind == api.CLASS and isinstance(bv.info, ClassInfo) and bv.info is not cls:
+                        r = self._keras_base_raw(bv.info, _depth + 1)
+                        if r:
+                            return r
+        return ""
+
+    def runs_traced(self, fn: FunctionInfo, _seen: Optional[set] = None) -> Optional[bool]:
+        """Whether the body of ``fn`` runs inside a ``tf.function`` trace.  True: ``fn`` or an
+        enclosing function is decorated with ``tf.function``, wrapped by ``tf.function(f)`` in
+        this module, or is a ``train_step``/``test_step``/``predict_step``/``call`` method of a
+        Keras model or layer class; or every local caller runs traced.  False: every local
+        caller runs eagerly (module-level code or eager functions).  None: cannot be told
+        (no local caller, passed around as a callback, or mixed)."""
+        key = id(fn)
+        if key in self._traced_memo:
+            return self._traced_memo[key]
+        _seen = _seen or set()
+        if key in _seen:
+            return None
+        _seen.add(key)
+        wrapped = self._tf_function_wrapped()
+        res: Optional[bool] = None
+        for f in self.enclosing_functions(fn.scope):
+            if id(f) in wrapped or self.in_tf_function(f.scope):
+                res = True
+                break
+            if f.cls is not None and f.name in ("train_step", "test_step", "predict_step", "call") \
+                    and self.class_kind(f.cls) in (api.MODEL, api.LAYER):
+                res = True
+                break
+        else:
+            callers = self.callers(fn)
+            if callers and not self.is_passed_around(fn):
+                kinds = set()
+                for cs in callers:
+                    kinds.add(False if cs.func is None else self.runs_traced(cs.func, _seen))
+                res = kinds.pop() if len(kinds) == 1 else None
+        self._traced_memo[key] = res
+        return res
+
+    def _tf_function_wrapped(self) -> set[int]:
+        """ids of local functions passed to ``tf.function(...)`` as a call (not as a decorator)."""
+        memo = getattr(self, "_tf_wrapped_memo", None)
+        if memo is None:
+            memo = set()
+            for cs, _q in self.calls_to(api.TF_FUNCTION):
+                for f in self.resolve_function(arg(cs.node, 0, "func"), cs.scope, cs.order):
+                    memo.add(id(f))
+            self._tf_wrapped_memo = memo
+        return memo
+
+
+def _literal_str(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    """The value of a plain string literal, else None."""
+    if isinstance(expr, cst.SimpleString):
+        try:
+            v = expr.evaluated_value
+        except Exception:  # pragma: no cover - malformed literal
+            return None
+        return v if isinstance(v, str) else None
+    return None

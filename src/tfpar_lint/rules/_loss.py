@@ -345,23 +345,7 @@ def default_reduction(m: Module, v: Value) -> bool:
 
 
 # ------------------------------------------------------------------ strategies
-SINGLE_REPLICA = frozenset({"tensorflow.distribute.OneDeviceStrategy"}) | api.PARAMETER_SERVER_STRATEGIES
-
-
-def replicated(strategies: list[Value]) -> bool:
-    """Every strategy may run several replicas in sync (not OneDevice / parameter server,
-    not ``MirroredStrategy(devices=["/gpu:0"])``)."""
-    if not strategies:
-        return False
-    for v in strategies:
-        if v.qname in SINGLE_REPLICA or v.qname in api.STRATEGY_GETTERS:
-            return False  # get_strategy(): the default strategy (one replica) unless called in a scope
-        o = v.origin
-        if isinstance(o, cst.Call):
-            devs = keyword(o, "devices")
-            if isinstance(devs, (cst.List, cst.Tuple)) and len(devs.elements) <= 1:
-                return False
-    return True
+from tfpar_lint.semantic import SINGLE_REPLICA, replicated  # noqa: E402,F401  (shared fact)
 
 
 def replica_fn_strategies(m: Module, fn: FunctionInfo) -> list[Value]:

@@ -120,6 +120,24 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
     for fid, strategies in table.items():
         fn = m.replica_fn_infos[fid]
         refs = m.refs_to(origin, fn)
+        if refs and v.kind == api.MODEL and not _trained_in(m, fn, {r.node.value for r in refs}):
+            continue  # inference only (a teacher or eval model): its plain variables are read correctly
         if refs:
             yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
                                     f"`strategy.run` ({{line}})", "strategy", refs[0].node.value)
+
+
+TRAINABLE = ("trainable_variables", "trainable_weights")
+
+
+def _trained_in(m: Module, fn, names: set[str]) -> bool:
+    """A call in ``fn`` (or what it calls) takes gradients of, or applies them to, one of ``names``'
+    trainable variables (``tape.gradient(loss, model.trainable_variables)``)."""
+    wanted = {f"{n}.{attr}" for n in names for attr in TRAINABLE}
+    for cs in m.calls_within(fn):
+        f = cs.node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in ("gradient", "apply_gradients", "minimize"):
+            text = m.tree.code_for_node(cs.node)
+            if any(w in text for w in wanted):
+                return True
+    return False

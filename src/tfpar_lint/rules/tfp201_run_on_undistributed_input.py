@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import arg
+from tfpar_lint.semantic import arg, replicated
 
 PLAIN = (api.ELEMENT, api.ITERATOR, api.DATASET)
 
@@ -24,8 +24,8 @@ class RunOnUndistributedInput(Rule):
         m = self.module
         for cs, recv, meth in m.method_calls(api.RUN_METHODS):
             strat = m.infer_at(recv, cs)
-            if not strat or not all(v.kind == api.STRATEGY for v in strat):
-                continue
+            if not strat or not all(v.kind == api.STRATEGY for v in strat) or not replicated(strat):
+                continue  # one replica (OneDeviceStrategy, one device) cannot duplicate data
             args = arg(cs.node, 1, "args")
             exprs: list[cst.BaseExpression] = []
             if isinstance(args, (cst.Tuple, cst.List)):
