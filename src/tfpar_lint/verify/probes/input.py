@@ -19,6 +19,7 @@ batch whatever the number of replicas.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
@@ -35,6 +36,7 @@ class _State:
         self.dataset_fns: list[dict[str, Any]] = []
         self.distributed_datasets: list[dict[str, Any]] = []
         self.reads: dict[str, dict[str, Any]] = {}
+        self.list_files: list[dict[str, Any]] = []
 
 
 def _flat_tensors(tf, obj) -> list:
@@ -174,6 +176,7 @@ def install(R) -> None:
             patch(cls, "distribute_datasets_from_function", make_dff)
 
     _install_dataset_reads(R, S, tf, patch, fingerprint)
+    _install_list_files(R, S, tf, patch)
 
 
 def _install_dataset_reads(R, S, tf, patch, fingerprint) -> None:
@@ -225,6 +228,38 @@ def _install_dataset_reads(R, S, tf, patch, fingerprint) -> None:
         return experimental_distribute_dataset
 
     patch(distribute_lib.StrategyBase, "experimental_distribute_dataset", make_distribute, tag="input")
+
+
+def _install_list_files(R, S, tf, patch) -> None:
+    """``Dataset.list_files`` called by the script: list the files twice more
+    with the same arguments and see whether the order changes (it does when
+    the list is shuffled without a seed: every worker then shards its own
+    order, so workers overlap and skip files)."""
+    from tensorflow.python.data.ops import dataset_ops
+
+    def make(orig):
+        def list_files(file_pattern, shuffle=None, seed=None, name=None):
+            out = orig(file_pattern, shuffle=shuffle, seed=seed, name=name)
+            line = R.direct_caller_line(2)
+            if line is None or len(S.list_files) >= 20:
+                return out
+            rec = {"line": line, "shuffle": shuffle, "seed": seed, "orders_differ": None, "example": []}
+            try:
+                orders = []
+                for _ in range(2):
+                    ds = orig(file_pattern, shuffle=shuffle, seed=seed, name=name)
+                    orders.append([os.path.basename(f.numpy().decode()) for f in ds.take(64)])
+                rec["orders_differ"] = orders[0] != orders[1]
+                rec["example"] = [o[:4] for o in orders]
+                rec["files"] = len(orders[0])
+            except Exception as e:
+                rec["error"] = f"{type(e).__name__}: {str(e)[:160]}"
+            S.list_files.append(rec)
+            return out
+
+        return list_files
+
+    patch(dataset_ops.DatasetV2, "list_files", make, tag="input")
 
 
 class _ContextSpy:
@@ -301,7 +336,7 @@ def collect(R) -> dict[str, Any]:
         d["used"] = sorted(d["used"])
         dfs.append(d)
     return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs,
-            "reads": list(S.reads.values())}
+            "reads": list(S.reads.values()), "list_files": S.list_files}
 
 
 # ================================================================== parent
@@ -491,6 +526,21 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
     code, line = finding.code, finding.line
     if code not in KNOWN:
         return INCONCLUSIVE, f"the input probe has no observation for {code} yet"
+    if code == "TFP207":
+        lfs = [r for o in run.probe("input") for r in (o or {}).get("list_files", []) if r["line"] == line]
+        ov = _read_overlap(run) or _worker_overlap(run)
+        for r in lfs:
+            if r.get("orders_differ"):
+                a, b = r["example"]
+                return CONFIRMED, (f"Dataset.list_files at line {line} (no seed) listed its {r.get('files')} files in a "
+                                   f"different order each time ({a} vs {b}): every worker shards its own order, so "
+                                   f"workers overlap and skip files" + (f"; {ov}" if ov else ""))
+        if ov:
+            return CONFIRMED, ov
+        if lfs and lfs[0].get("orders_differ") is False:
+            return NOT_REPRODUCED, f"Dataset.list_files at line {line} listed the files in the same order every time"
+        if not lfs:
+            return None
     if code in ("TFP204", "TFP207"):
         ov = _read_overlap(run) or _worker_overlap(run)
         if ov:
