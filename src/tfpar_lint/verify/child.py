@@ -15,12 +15,10 @@ import faulthandler
 import json
 import linecache
 import os
-import re
 import signal
 import sys
 import threading
 import time
-import traceback
 import types
 
 from tfpar_lint.verify.runtime import STOP_SENTINEL, Recorder, VerifierStop, describe_error as _describe_error

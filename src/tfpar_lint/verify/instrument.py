@@ -150,7 +150,7 @@ class _FnStack(threading.local):
 _FN = _FnStack()
 
 
-_CLONES: "weakref.WeakKeyDictionary" = None  # type: ignore[assignment]
+_CLONES = None  # weakref.WeakKeyDictionary: tf.function -> {id(strategy): wrapped clone}
 
 
 def _wrapped_function(strategy, fn, call, ag_api, ag_ctx):

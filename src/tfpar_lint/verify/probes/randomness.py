@@ -122,7 +122,7 @@ def install(R) -> None:
     # caller is still the script line that called the public function.
     from tensorflow.python.ops import random_ops, stateless_random_ops
 
-    for mod, names, prefix in (
+    for mod, names, _prefix in (
         (random_ops, ("random_uniform", "random_normal", "truncated_normal", "random_shuffle",
                       "multinomial", "categorical", "random_gamma", "random_poisson_v2"), "tf.random"),
         (stateless_random_ops, ("stateless_random_uniform", "stateless_random_normal",
