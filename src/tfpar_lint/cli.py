@@ -451,7 +451,7 @@ def _main(argv: list[str]) -> int:
     runs: list[Any] = []
     if args.verify:
         scripts = [f for f in found.files]
-        if findings:
+        if scripts:  # clean scripts run too: their per-family observations show "not reproduced"
             runs = _verify(scripts, findings, args, script_args, settings.jobs)
 
     from tfpar_lint.output import Report, write
