@@ -68,7 +68,9 @@ def py_files(folder: str) -> list[str]:
     return out
 
 
-def build_corpus(smoke: bool) -> tuple[list[str], dict[str, int]]:
+def build_corpus(smoke: bool, snapshot: Optional[Path] = None) -> tuple[list[str], dict[str, int]]:
+    """The files to lint.  With ``snapshot``, fixtures/ is copied there first and
+    the copies are used (others may edit fixtures/ while the benchmark runs)."""
     files: list[str] = []
     per_source: dict[str, int] = {}
     pkg_files: list[str] = []
@@ -83,7 +85,11 @@ def build_corpus(smoke: bool) -> tuple[list[str], dict[str, int]]:
         pkg_files = sorted(cands[:SMOKE_EXTRA])
         per_source = {"tensorflow/keras/tf_keras (smoke sample)": len(pkg_files)}
     files.extend(pkg_files)
-    fixtures = py_files(str(ROOT / "fixtures")) if (ROOT / "fixtures").is_dir() else []
+    fix_dir = ROOT / "fixtures"
+    if snapshot is not None and fix_dir.is_dir():
+        shutil.copytree(fix_dir, snapshot / "fixtures", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        fix_dir = snapshot / "fixtures"
+    fixtures = py_files(str(fix_dir)) if fix_dir.is_dir() else []
     per_source["fixtures"] = len(fixtures)
     files.extend(fixtures)
     return files, per_source
@@ -570,8 +576,10 @@ def render(cases: list[Case], meta: dict[str, Any], findings: dict[str, Any]) ->
     L.append("## How it was measured")
     L.append("")
     L.append(f"- One command: `{meta['command']}`. The file list is built once (every `.py` under the "
-             "packages' `find_spec(...).submodule_search_locations`, plus `fixtures/`) and every tool gets "
-             "exactly those files as arguments.")
+             "packages' `find_spec(...).submodule_search_locations`, plus a copy of `fixtures/` taken at the "
+             "start) and every tool gets exactly those files as arguments. tfpar-lint runs from a copy of "
+             "`src/tfpar_lint` taken at the start too (`PYTHONPATH`), so edits made to the tree meanwhile "
+             "do not change the code measured.")
     L.append("- Each row is its own process started from this script; wall time is measured around it; CPU "
              "time is user + system time of the process and all its children (`os.wait4`); peak RSS is "
              "`ru_maxrss`, i.e. the largest single process of the tree (for `-jN` runs: the largest worker "
@@ -624,13 +632,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     t_start = time.perf_counter()
     load_start = loadavg()
 
-    files, per_source = build_corpus(args.smoke)
-    if not files:
-        print("no files to benchmark (no fixtures/, no tensorflow/keras installed)", file=sys.stderr)
-        return 2
     tmp = Path(tempfile.mkdtemp(prefix="tfpar-bench-"))
     (tmp / "out").mkdir()
     try:
+        files, per_source = build_corpus(args.smoke, snapshot=tmp)
+        if not files:
+            print("no files to benchmark (no fixtures/, no tensorflow/keras installed)", file=sys.stderr)
+            return 2
         (tmp / "files.txt").write_text("\n".join(files) + "\n", encoding="utf-8")
         env = freeze_package(tmp)
         subset = parsed_subset(tmp / "files.txt", env)
