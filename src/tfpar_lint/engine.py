@@ -65,12 +65,21 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
 def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
     factory_markers = tuple(q.rsplit(".", 1)[-1] for q in options.strategy_factories)
     hits: dict[tuple[str, ...], bool] = {}
+    present: dict[str, bool] = {}  # each marker is searched for once (several groups share markers)
 
     def group_ok(group: tuple[str, ...]) -> bool:
         ok = hits.get(group)
         if ok is None:
             alts = group + factory_markers if group is STRATEGY_MARKERS else group
-            ok = hits[group] = any(m in source for m in alts)
+            ok = False
+            for m in alts:
+                found = present.get(m)
+                if found is None:
+                    found = present[m] = m in source
+                if found:
+                    ok = True
+                    break
+            hits[group] = ok
         return ok
 
     return [r for r in rules if all(group_ok(g) for g in r.MARKERS)]
