@@ -113,6 +113,17 @@ PARAMETER_SERVER_STRATEGIES = frozenset(
 TPU_STRATEGIES = frozenset(
     {"tensorflow.distribute.TPUStrategy", "tensorflow.distribute.experimental.TPUStrategy"}
 )
+# Strategies whose ``run`` goes through ``mirrored_run.call_for_each_replica``: called eagerly
+# it warns "Using <Strategy> eagerly has significant overhead" and runs the replicas one by one.
+MIRRORED_RUN_STRATEGIES = frozenset(
+    {
+        "tensorflow.distribute.MirroredStrategy",
+        "tensorflow.distribute.MultiWorkerMirroredStrategy",
+        "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
+        "tensorflow.distribute.experimental.CentralStorageStrategy",
+        "tensorflow.distribute.CentralStorageStrategy",
+    }
+)
 
 MODEL_FACTORIES = frozenset(
     {
@@ -310,3 +321,68 @@ def kind_of_constructor(q: str) -> Optional[str]:
     if q in TAPE_CLASSES:
         return TAPE
     return None
+
+
+# ------------------------------------------------------------------ runtime initialisation
+# Calls that initialise TensorFlow's eager context.  Once it is initialised,
+# MultiWorkerMirroredStrategy (with TF_CONFIG) raises "RuntimeError: Collective ops must be
+# configured at program startup".  Checked on TF 2.21: tensors, variables, tf.data datasets,
+# Keras optimizers/metrics/built models, other strategies, list_logical_devices and summary
+# writers initialise it; list_physical_devices, set_logical_device_configuration,
+# set_visible_devices, tf.random.set_seed, unbuilt Keras layers/models, losses,
+# tf.train.Checkpoint, cluster resolvers and tf.function definitions do not.
+RUNTIME_INIT_CALLS = frozenset(
+    {
+        "tensorflow.config.list_logical_devices",
+        "tensorflow.config.experimental.list_logical_devices",
+        "tensorflow.summary.create_file_writer",
+        "tensorflow.constant",
+        "tensorflow.convert_to_tensor",
+        "tensorflow.zeros",
+        "tensorflow.ones",
+        "tensorflow.fill",
+        "tensorflow.range",
+        "tensorflow.eye",
+        "tensorflow.zeros_like",
+        "tensorflow.ones_like",
+        "tensorflow.one_hot",
+        "tensorflow.linspace",
+        "tensorflow.cast",
+        "tensorflow.reshape",
+        "tensorflow.concat",
+        "tensorflow.stack",
+        "tensorflow.matmul",
+        "tensorflow.add",
+        "tensorflow.multiply",
+        "tensorflow.reduce_sum",
+        "tensorflow.reduce_mean",
+        "tensorflow.io.read_file",
+        "tensorflow.saved_model.load",
+    }
+)
+# Calls that start another process (which inherits os.environ).
+PROCESS_LAUNCHERS = frozenset(
+    {
+        "subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+        "subprocess.check_output", "os.system", "os.popen", "os.execv", "os.execve", "os.execl",
+        "os.spawnv", "os.spawnl", "multiprocessing.Process", "multiprocessing.get_context",
+    }
+)
+RUNTIME_INIT_PREFIXES = ("tensorflow.math.", "tensorflow.linalg.", "tensorflow.image.", "keras.ops.")
+RUNTIME_INIT_KINDS = frozenset({VARIABLE, DATASET, OPTIMIZER, METRIC, GENERATOR})
+
+
+def initializes_runtime(q: str) -> bool:
+    """Calling the API ``q`` (canonical) initialises the TensorFlow runtime (see above).
+    Keras models count only when built, which depends on the arguments: not decided here."""
+    if q in RUNTIME_INIT_CALLS or q.startswith(RUNTIME_INIT_PREFIXES) or q in STATEFUL_RNG_OPS:
+        return True
+    if is_stateless_rng(q):
+        return True
+    kind = kind_of_constructor(q)
+    if kind in RUNTIME_INIT_KINDS:
+        return True
+    if kind == STRATEGY and q not in MULTI_WORKER_STRATEGIES and q not in STRATEGY_GETTERS \
+            and q != "tensorflow.distribute.Strategy":
+        return True
+    return False

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.rule import Report, Rule
+from tfpar_lint.rules._lifecycle import mwms_ctor_nodes
+from tfpar_lint.semantic import CallSite
+
+
+def exclusive(a, b) -> bool:
+    """Two condition lists take different branches of one ``if``."""
+    branch = {id(i): body for i, body in a}
+    return any(id(i) in branch and branch[id(i)] != body for i, body in b)
+
+
+class TfConfigAfterStrategy(Rule):
+    CODE = "TFP602"
+    NAME = "tf-config-after-strategy"
+    SUMMARY = "`TF_CONFIG` set after the `MultiWorkerMirroredStrategy` was created (silent single-worker training)"
+    FIX_HINT = "Set `os.environ['TF_CONFIG']` before creating the MultiWorkerMirroredStrategy (it reads TF_CONFIG once, in its constructor)."
+    SEVERITY = "warning"
+    PROBE = "lifecycle"
+    MARKERS = (("MultiWorkerMirroredStrategy",), ("TF_CONFIG",))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        writes = {id(site): site for site, _ in m.env_writes("TF_CONFIG")}
+        if not writes:
+            return
+        ctors = mwms_ctor_nodes(m)
+        if not ctors:
+            return
+        launchers = {id(cs.node) for cs, _ in m.calls_to(api.PROCESS_LAUNCHERS)}
+        done: set[int] = set()
+        for trace in m.traces():
+            for j, ev in enumerate(trace):
+                if id(ev.site) not in writes or id(ev.site) in done:
+                    continue
+                before = [e for e in trace[:j] if isinstance(e.site, CallSite) and id(e.site.node) in ctors
+                          and not exclusive(e.conds, ev.conds)]
+                if not before:
+                    continue
+                after = trace[j + 1:]
+                if any(isinstance(e.site, CallSite) and id(e.site.node) in ctors and not exclusive(e.conds, ev.conds)
+                       for e in after):
+                    continue  # a strategy created afterwards reads it
+                if any(isinstance(e.site, CallSite) and id(e.site.node) in launchers for e in after):
+                    continue  # written for a child process
+                if any(id(e.site) in writes and e is not ev and not exclusive(e.conds, ev.conds) for e in trace):
+                    continue  # written several times: configuring worker processes started elsewhere
+                done.add(id(ev.site))
+                ctor = before[-1].site
+                yield Report(
+                    ev.site.node,
+                    f"TF_CONFIG is set after `{m.code(ctor.node)}` (line {{line}}) was created: the strategy read "
+                    f"TF_CONFIG in its constructor, so every worker trains alone (`num_replicas_in_sync` stays "
+                    f"at its single-worker value); set TF_CONFIG before creating the strategy",
+                    {},
+                    related=ctor.node,
+                )
