@@ -270,7 +270,7 @@ def replicated(strategies: list["Value"]) -> bool:
 
 _FIELD_ORDER: dict[type, tuple[str, ...]] = {}  # node class -> fields in libcst's visiting order
 _FIELD_CLASSES: dict[type, dict[str, tuple[type, ...]]] = {}  # node class -> field -> node classes it may hold
-_WALK_PLANS: dict[type, tuple[frozenset, dict]] = {}  # visitor class -> (relevant node classes, plan)
+_WALK_PLANS: dict[type, tuple[frozenset, dict, frozenset]] = {}  # visitor class -> (relevant classes, plan, types)
 
 
 class _FieldOrderRecorder(cst.CSTVisitor):
@@ -338,8 +338,9 @@ def _hook(visitor_cls: type, name: str) -> Any:
     return None if f is None or f is getattr(cst.CSTVisitor, name, None) else f
 
 
-def _relevant_classes(visitor_cls: type) -> frozenset:
-    """Node classes with a visit/leave method, and those whose fields may (transitively) hold one."""
+def _relevant_classes(visitor_cls: type) -> tuple[frozenset, frozenset]:
+    """Node classes with a visit/leave method, and those whose fields may (transitively) hold one;
+    and the field types (annotations) that may hold a relevant node."""
     import dataclasses
 
     classes, work = set(), [cst.CSTNode]
@@ -349,22 +350,27 @@ def _relevant_classes(visitor_cls: type) -> frozenset:
                 classes.add(sub)
                 work.append(sub)
     classes = {c for c in classes if dataclasses.is_dataclass(c)}
+    field_types = {c: frozenset(t for ts in _field_classes(c).values() for t in ts) for c in classes}
+    all_types = set().union(*field_types.values()) | {cst.CSTNode}
+    subclasses: dict[type, set] = {t: set() for t in all_types}  # annotation -> node classes it admits
+    for c in classes:
+        for base in c.__mro__:
+            if base in subclasses:
+                subclasses[base].add(c)
     rel = {c for c in classes
            if _hook(visitor_cls, "visit_" + c.__name__) or _hook(visitor_cls, "leave_" + c.__name__)}
-    changed = True
-    while changed:
-        changed = False
-        for c in classes - rel:
-            if any(issubclass(r, t) for ts in _field_classes(c).values() for t in ts for r in rel):
-                rel.add(c)
-                changed = True
-    return frozenset(rel)
+    while True:
+        rel_types = {t for t, subs in subclasses.items() if not subs.isdisjoint(rel)}
+        new = {c for c in classes - rel if not field_types[c].isdisjoint(rel_types)}
+        if not new:
+            return frozenset(rel), frozenset(rel_types)
+        rel |= new
 
 
 class _FastVisitor(cst.CSTVisitor):
     """A read-only visitor with a faster traversal (see above); no attribute hooks."""
 
-    def _fast_plan(self) -> tuple[frozenset, dict]:
+    def _fast_plan(self) -> tuple[frozenset, dict, frozenset]:
         cls = type(self)
         plan = _WALK_PLANS.get(cls)
         if plan is None:
@@ -372,15 +378,16 @@ class _FastVisitor(cst.CSTVisitor):
                      if n.startswith(("visit_", "leave_")) and n.count("_") > 1 and _hook(cls, n)]
             if hooks:  # visit_Call_func & co. need libcst's traversal
                 raise TypeError(f"{cls.__name__}: attribute hooks are not supported: {hooks}")
-            plan = _WALK_PLANS[cls] = (_relevant_classes(cls), {})
+            rel, rel_types = _relevant_classes(cls)
+            plan = _WALK_PLANS[cls] = (rel, {}, rel_types)
         return plan
 
     def _fast_entry(self, node: cst.CSTNode) -> tuple:
         cls = type(node)
-        rel, plan = self._fast_plan()
+        _rel, plan, rel_types = self._fast_plan()
         types = _field_classes(cls)
         fields = tuple(f for f in _field_order(cls, node)
-                       if any(issubclass(r, t) for t in types.get(f, (cst.CSTNode,)) for r in rel))
+                       if any(t in rel_types for t in types.get(f, (cst.CSTNode,))))
         name = cls.__name__
         entry = plan[cls] = (_hook(type(self), "visit_" + name), _hook(type(self), "leave_" + name), fields)
         return entry
@@ -409,7 +416,7 @@ class _FastVisitor(cst.CSTVisitor):
     # libcst's entry points: ``tree.visit(v)`` / ``child.visit(self)``
     def on_visit(self, node: cst.CSTNode) -> bool:
         if "_fast_entries" not in self.__dict__:
-            self._fast_rel, self._fast_entries = self._fast_plan()
+            self._fast_rel, self._fast_entries, _ = self._fast_plan()
         entry = self._fast_entries.get(type(node)) or self._fast_entry(node)
         visit, _leave, fields = entry
         if (visit is None or visit(self, node) is not False) and fields:
