@@ -251,3 +251,20 @@ def test_attribute_hooks_are_refused():
 
     with pytest.raises(TypeError, match="attribute hooks"):
         cst.parse_module("f(x)\n").visit(Hooked())
+
+
+@pytest.mark.parametrize("source", [KITCHEN_SINK, "x = 1\r\ny = (\r\n  2)\r\nz = f(\\\n 3)\n", "a = 1"])
+def test_node_positions_match_position_provider(source):
+    """engine.node_positions (stops early, skips the regex) gives PositionProvider's ranges."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from tfpar_lint.engine import node_positions
+
+    tree = cst.parse_module(source)
+    full = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    nodes = [n for n in full if isinstance(n, (cst.Call, cst.Name, cst.Assign, cst.SimpleStatementLine,
+                                               cst.FunctionDef, cst.ClassDef, cst.Integer))]
+    assert nodes
+    for wanted in (nodes, nodes[:1], nodes[-1:], nodes[len(nodes) // 2: len(nodes) // 2 + 3]):
+        got = node_positions(tree, wanted)
+        assert {id(n): got.get(n) for n in wanted} == {id(n): full[n] for n in wanted}
