@@ -352,8 +352,6 @@ def make_cases(files: list[str], subset: list[str], tmp: Path, jobs: int, env: d
                       stdout_json=True))
     cases.append(Case("floor_cst", "floor: `libcst.parse_module`, every file", "floor", 1, n, fl + ["cst", lst],
                       stdout_json=True))
-    cases.append(Case("floor_cst_sub", "floor: `libcst.parse_module`, the files tfpar-lint parses", "floor", 1,
-                      len(subset), fl + ["cst", sub], stdout_json=True))
     cases.append(Case("floor_sem_sub", "floor: libcst parse + `semantic.Module` (the one traversal), "
                       "the files tfpar-lint parses", "floor", 1, len(subset), fl + ["semantic", sub],
                       stdout_json=True))
@@ -607,9 +605,9 @@ def render(cases: list[Case], meta: dict[str, Any], findings: dict[str, Any]) ->
     L.append("- ruff runs with `--no-cache --isolated --exit-zero --output-format concise` (its own thread "
              "pool uses every core). TorchFix runs its CLI on the same files (`-jN`).")
     L.append("- Floors (`benchmarks/floors.py`, one process, -j1): `ast.parse` and `libcst.parse_module` of "
-             "every file; `libcst.parse_module` and libcst parse + `tfpar_lint.semantic.Module` (the one "
-             "traversal all rules share) of exactly the files tfpar-lint's pre-filter lets through, which is "
-             "the floor for \"per parsed file\". The plugin row times `Plugin(tree, lines, filename).run()` "
+             "every file; libcst parse + `tfpar_lint.semantic.Module` (the one traversal all rules share) of "
+             "exactly the files tfpar-lint's pre-filter lets through, which is the floor for \"per parsed "
+             "file\" (its note splits the in-process time into parse and traversal). The plugin row times `Plugin(tree, lines, filename).run()` "
              "in-process on every corpus file the pre-filter rejects, with every rule enabled as in flake8 "
              "(best of 5 per file), split by the stage that rejects it: the substring test, or the second test "
              "on the text without comments and docstrings.")
@@ -631,6 +629,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--repeat-limit", type=float, default=60.0,
                     help="do not repeat a case whose first run took longer (seconds; 0: always repeat)")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose key starts with this")
+    ap.add_argument("--skip", action="append", default=[], help="leave out cases whose key starts with this "
+                    "(keys: tfpar_cold_j1, tfpar_cold_jN, tfpar_warm_jN, flake8_j1, flake8_jN, ruff_all, "
+                    "ruff_default, torchfix_jN, floor_ast, floor_cst, floor_sem_sub, plugin)")
     ap.add_argument("--out", default=None, help="Markdown output (default benchmarks/results.md; "
                                                 "with --smoke: benchmarks/results/raw/smoke.md)")
     ap.add_argument("--json", default=None, help="also write the raw measurements here")
@@ -660,6 +661,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         cases = make_cases(files, subset, tmp, args.jobs, env)
         if args.only:
             cases = [c for c in cases if any(c.key.startswith(o) for o in args.only)]
+        if args.skip:
+            cases = [c for c in cases if not any(c.key.startswith(o) for o in args.skip)]
         if not args.quiet:
             print(f"{len(files)} files ({lines:,} lines), {len(subset)} pass the pre-filter; "
                   f"{len(cases)} cases x {runs} runs; temp {tmp}", file=sys.stderr)
@@ -667,7 +670,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         findings = compare_findings(tmp)
         meta = {
             "command": "benchmarks/run.py" + (" --smoke" if args.smoke else "") + f" --runs {runs}"
-                       + (f" --only {','.join(args.only)}" if args.only else ""),
+                       + "".join(f" --only {o}" for o in args.only) + "".join(f" --skip {o}" for o in args.skip),
             "date": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
             "machine": machine(), "versions": versions(), "jobs": args.jobs, "git": git_state(),
             "files": len(files), "lines": lines, "bytes": size, "per_source": per_source,
