@@ -58,7 +58,8 @@ def test_parse_devices_rejects(spec):
 def test_family_of():
     assert family_of("TFP101") == "scope" and family_of("TFP203") == "input"
     assert family_of("TFP301") == "threads" and family_of("TFP403") == "randomness"
-    assert family_of("TFP501") is None and family_of("E902") is None
+    assert family_of("TFP501") == "loss" and family_of("TFP604") == "lifecycle" and family_of("TFP701") == "execution"
+    assert family_of("TFP801") is None and family_of("E902") is None
 
 
 def test_expected_findings(tmp_path):

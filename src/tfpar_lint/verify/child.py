@@ -127,6 +127,26 @@ def _setup(spec: dict, result: dict) -> Recorder:
     if seed is not None:
         tf.random.set_seed(int(seed))
         R.note(f"global seed set to {seed} before the script")
+    if spec.get("np_seed") is not None:
+        import random
+
+        import numpy as np
+
+        np.random.seed(int(spec["np_seed"]))
+        random.seed(int(spec["np_seed"]))
+        R.note(f"numpy and random seeded with {spec['np_seed']} before the script")
+    if spec.get("preempt_after_steps"):
+        R.preempt_after = int(spec["preempt_after_steps"])
+
+        def preempt():
+            R.note(f"worker {worker} left after {R.preempt_after} steps (preemption simulated by the verifier)")
+            result["outcome"] = "ok"
+            result["preempted"] = True
+            faulthandler.cancel_dump_traceback_later()
+            _finish(R, result, spec, time.time())
+            os._exit(0)
+
+        R.on_preempt = preempt
     result["setup_seconds"] = round(time.time() - t0, 3)
     return R
 
@@ -245,6 +265,8 @@ def _finish(R, result: dict, spec: dict, t_start: float) -> None:
             result["stop_reason"] = R.stop_reason
             result["notes"] = list(R.notes)
             result["caught"] = R.caught
+            result["fn_errors"] = R.fn_errors
+            result["run_sites"] = R.run_sites
         result["seconds"] = round(time.time() - t_start, 3)
         tmp = spec["result"] + ".tmp"
         with open(tmp, "w") as f:

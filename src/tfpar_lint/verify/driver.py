@@ -43,6 +43,11 @@ NUM_WORKERS = 2
 FORCED_SEED = 1234
 _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Codes whose symptom is a scale: the script runs again on one replica (same
+# data, same seeds) and the probe compares the first step of both runs.
+ONE_REPLICA_CODES = {"TFP501", "TFP503", "TFP504", "TFP505"}
+PREEMPT_STEPS = 2
+
 _MWMS = re.compile(r"MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy")
 _THREADS = re.compile(r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPoolExecutor\b|\bThread\b")
 
@@ -82,10 +87,12 @@ class _Job:
     findings: list[Finding]
     multiworker: bool
     uses_threads: bool
-    rerun: bool  # a second run with the same seed (TFP403)
+    rerun: bool  # a second run with the same seed (TFP403), or on one replica (loss scaling)
     lines: list[int] = field(default_factory=list)
     run_path: str = ""  # what the child runs (a notebook's code cells as one script)
     cell_map: dict = field(default_factory=dict)  # (cell, line) -> script line, notebooks only
+    one_replica: bool = False  # the re-run uses one device (TFP501/503/504/505: the same step on one replica)
+    preempt: bool = False  # worker 1 leaves after PREEMPT_STEPS steps (TFP704: is the peer's failure swallowed?)
 
 
 def _notebook_script(path: str, folder: str) -> tuple[str, dict, str]:
@@ -173,7 +180,9 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             index=i, script=rp, findings=fs,
             multiworker=bool(_MWMS.search(code_text)) or any(c.startswith("TFP6") for c in codes),
             uses_threads=bool(_THREADS.search(code_text)) or any(c.startswith("TFP3") for c in codes),
-            rerun="TFP403" in codes,
+            rerun="TFP403" in codes or bool(codes & ONE_REPLICA_CODES),
+            one_replica="TFP403" not in codes and bool(codes & ONE_REPLICA_CODES),
+            preempt="TFP704" in codes,
             lines=sorted({_script_line(f, cmap) for f in fs}),
             run_path=run_path, cell_map=cmap,
         ))
@@ -355,7 +364,7 @@ class _Proc:
 
 
 def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, tf_config=None,
-           seed=None) -> _Proc:
+           seed=None, one=False) -> _Proc:
     os.makedirs(rundir, exist_ok=True)
     cwd = os.path.join(rundir, "cwd")
     os.makedirs(cwd, exist_ok=True)
@@ -363,7 +372,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "script": job.run_path or job.script,
         "guard_dir": os.path.dirname(job.script),
         "script_args": ctx["script_args"],
-        "devices": str(ctx["req"]),
+        "devices": _one_device(ctx["req"]) if one else str(ctx["req"]),
         "max_steps": ctx["max_steps"],
         "lines": job.lines,
         "deadline": deadline,
@@ -374,6 +383,8 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "tf_config": tf_config,
         "uses_threads": job.uses_threads,
         "seed": seed,
+        "np_seed": seed if job.one_replica else None,
+        "preempt_after_steps": PREEMPT_STEPS if (job.preempt and worker == 1) else 0,
     }
     spec_path = os.path.join(rundir, "spec.json")
     with open(spec_path, "w") as f:
@@ -399,6 +410,13 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         out.close()
         err.close()
     return _Proc(p, rundir, worker)
+
+
+def _one_device(req: DeviceRequest) -> str:
+    kind = req.kind
+    if kind == "auto":
+        kind = "gpu" if host_has_gpu() else "cpu"
+    return f"{kind}:1"
 
 
 def _kill_group(proc: _Proc, reason: str) -> None:
@@ -459,7 +477,7 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
                                 tf_config=tfc, seed=seed))
         notes.append(f"local cluster of {NUM_WORKERS} workers on loopback ports {', '.join(map(str, ports))}")
     else:
-        procs.append(_spawn(job, ctx, base, deadline, seed=seed))
+        procs.append(_spawn(job, ctx, base, deadline, seed=seed, one=rerun and job.one_replica))
     hung = False
     peer_deadline = None
     while True:
@@ -615,7 +633,10 @@ def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_r
     stop = next(((r or {}).get("stop_reason") for r in data.workers if (r or {}).get("stop_reason")), "")
     if stop:
         notes.append(stop)
-    if data.rerun is not None:
+    if data.rerun is not None and job.one_replica:
+        notes.append(f"ran again on one replica (global and numpy seed {FORCED_SEED} in both runs) to compare "
+                     f"the first training step")
+    elif data.rerun is not None:
         notes.append(f"ran twice with global seed {FORCED_SEED} to compare random streams")
     codes = [c for c in getattr(data, "exit_codes", [])]
     killed = getattr(data, "killed", [])
@@ -696,7 +717,8 @@ def _judge(f: Finding, data: RunData) -> tuple[str, str]:
         stop = next(((r or {}).get("stop_reason") for r in data.workers if (r or {}).get("stop_reason")), "")
         if stop:
             return INCONCLUSIVE, f"line {f.line} was not reached ({stop}); raise --max-steps"
-        return INCONCLUSIVE, f"line {f.line} never ran"
+        tail = f"; {verdict[1]}" if verdict and verdict[1] else ""
+        return INCONCLUSIVE, f"line {f.line} never ran{tail}"
     if verdict is None:
         if err:
             return INCONCLUSIVE, f"the script failed: {err}"

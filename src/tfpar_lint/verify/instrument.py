@@ -199,6 +199,10 @@ def _install_run(R: Recorder) -> None:
                     "keras": bool(R.keras_loop_depth),
                     "name": getattr(fn, "__name__", type(fn).__name__),
                 }
+            site = str(call["lines"][0]) if call["lines"] else "?"
+            with R.lock:
+                counts = R.run_sites.setdefault(site, {"eager": 0, "traced": 0, "keras": 0})
+                counts["keras" if call["keras"] else ("eager" if eager else "traced")] += 1
             user_fn = fn
             if RUN_WRAPPERS and isinstance(fn, pf.Function):
                 # TensorFlow lifts a tf.function passed to strategy.run around the
@@ -276,6 +280,10 @@ def _install_function_steps(R: Recorder) -> None:
             stack.append(self)
             try:
                 out = orig(self, *args, **kwds)
+            except Exception as e:
+                if outer and R.in_main_thread():
+                    R.record_fn_error(e, str(name))
+                raise
             finally:
                 stack.pop()
             if outer and id(self) in R.step_functions:

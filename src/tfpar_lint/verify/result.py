@@ -15,6 +15,9 @@ FAMILIES: dict[str, str] = {
     "2": "input",
     "3": "threads",
     "4": "randomness",
+    "5": "loss",
+    "6": "lifecycle",
+    "7": "execution",
 }
 
 
@@ -35,7 +38,7 @@ class FamilyObservation:
     when the run crashed or hung before the probe could conclude.
     """
 
-    family: str  # "scope" | "input" | "threads" | "randomness"
+    family: str  # "scope" | "input" | "threads" | "randomness" | "loss" | "lifecycle" | "execution"
     codes: str  # "TFP1xx"
     status: str
     summary: str

@@ -67,6 +67,10 @@ class Recorder:
         self.caught: list[dict[str, Any]] = []
         self.keras_steps = 0
         self.text = ""
+        self.run_sites: dict[str, dict[str, int]] = {}  # "line" -> {"eager": n, "traced": n}
+        self.fn_errors: list[dict[str, Any]] = []  # exceptions that left an outer tf.function call
+        self.preempt_after = 0  # fault injection: leave (as if preempted) after this many steps
+        self.on_preempt: Optional[Callable[[], None]] = None
 
     # ------------------------------------------------------------ markers
     def mark(self, mid: int, value: Any = None) -> Any:
@@ -76,6 +80,22 @@ class Recorder:
             if n == 0:
                 self.ran_order.append(mid)
         return value
+
+    def record_fn_error(self, e: BaseException, name: str) -> None:
+        """An exception that left an outer ``tf.function`` call of the script."""
+        if isinstance(e, VerifierStop) or STOP_SENTINEL in str(e) or len(self.fn_errors) >= 20:
+            return
+        try:
+            d = describe_error(e, self, self.script)
+            d["api"] = f"tf.function {name}"
+            d["script_lines"] = sorted(set(d["script_lines"]) | set(self.script_lines(3)))
+            d.pop("traceback", None)
+            d["frames"] = d["frames"][-20:]
+            d["message"] = d["message"][:2000]
+            with self.lock:
+                self.fn_errors.append(d)
+        except Exception:  # pragma: no cover
+            pass
 
     def record_caught(self, e: BaseException, api: str) -> None:
         """An exception that left a TensorFlow API called by the script (the
@@ -221,6 +241,8 @@ class Recorder:
         with self.lock:
             self.steps[key] = self.steps.get(key, 0) + 1
             self.step_names[key] = name
+        if self.preempt_after and self.on_preempt is not None and self.total_steps() >= self.preempt_after:
+            self.on_preempt()
 
     def total_steps(self) -> int:
         return max(self.steps.values(), default=0)

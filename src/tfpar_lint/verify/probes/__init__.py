@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from tfpar_lint.verify.result import FAMILIES
 
-PROBE_MODULES = tuple(FAMILIES.values())  # scope, input, threads, randomness
+PROBE_MODULES = tuple(FAMILIES.values())  # scope, input, threads, randomness, loss, lifecycle, execution
 
 
 def load(name: str):
@@ -81,6 +81,18 @@ class RunData:
                 out.append(dict(c, caught=True))
         return out
 
+    def all_errors(self) -> list[dict[str, Any]]:
+        """Every worker's uncaught error, then the errors caught by the script
+        after they left a TensorFlow API (each with ``worker``: its index)."""
+        out = []
+        for i, w in enumerate(self.workers):
+            if w and w.get("error"):
+                out.append(dict(w["error"], worker=i))
+        for i, w in enumerate(self.workers):
+            for c in (w or {}).get("caught", []) or []:
+                out.append(dict(c, caught=True, worker=i))
+        return out
+
     def error_text(self, e: Optional[dict[str, Any]] = None) -> str:
         e = e or self.error
         if not e:
@@ -117,3 +129,30 @@ class RunData:
         s = max(sts, key=lambda s: s.get("replicas", 0))
         n = s.get("replicas", 0)
         return f"{s.get('type', 'strategy')} with {n} replica{'s' if n != 1 else ''}"
+
+
+def error_at_line(run: RunData, line: int, patterns: list[str]) -> Optional[tuple[str, str]]:
+    """CONFIRMED when TensorFlow raised one of ``patterns`` (the rule's own
+    error text, matched as :mod:`scope` matches its errors) and the traceback
+    passes through ``line``; None otherwise.  Shared by the probes whose
+    symptom is an error message."""
+    from tfpar_lint.finding import CONFIRMED
+    from tfpar_lint.verify.probes.scope import error_matches
+
+    for err in run.all_errors():
+        if error_matches(err, patterns) and line in set(err.get("script_lines", [])):
+            caught = " (the script caught it)" if err.get("caught") else ""
+            who = f" on worker {err['worker']}" if len(run.workers) > 1 else ""
+            return CONFIRMED, (f"TensorFlow raised {run.error_text(err)}{who}{caught}; "
+                               f"the traceback passes through line {line}")
+    return None
+
+
+def error_elsewhere(run: RunData, patterns: list[str]) -> Optional[dict[str, Any]]:
+    """The first error matching ``patterns`` (whatever its lines)."""
+    from tfpar_lint.verify.probes.scope import error_matches
+
+    for err in run.all_errors():
+        if error_matches(err, patterns):
+            return err
+    return None

@@ -37,6 +37,10 @@ class _State:
         self.distributed_datasets: list[dict[str, Any]] = []
         self.reads: dict[str, dict[str, Any]] = {}
         self.list_files: list[dict[str, Any]] = []
+        self.made: dict[int, dict[str, Any]] = {}  # id(dataset from shard/batch) -> record
+        self.made_refs: list[Any] = []
+        self.coverage: list[dict[str, Any]] = []  # TFP205
+        self.split: list[dict[str, Any]] = []  # TFP208
 
 
 def _flat_tensors(tf, obj) -> list:
@@ -177,6 +181,7 @@ def install(R) -> None:
 
     _install_dataset_reads(R, S, tf, patch, fingerprint)
     _install_list_files(R, S, tf, patch)
+    _install_made(R, S, tf, patch)
 
 
 def _install_dataset_reads(R, S, tf, patch, fingerprint) -> None:
@@ -220,14 +225,113 @@ def _install_dataset_reads(R, S, tf, patch, fingerprint) -> None:
     def make_distribute(orig):
         def experimental_distribute_dataset(self, dataset, options=None):
             try:
-                return orig(self, dataset, options) if options is not None else orig(self, dataset)
+                out = orig(self, dataset, options) if options is not None else orig(self, dataset)
             except Exception as e:
                 R.record_caught(e, "experimental_distribute_dataset")
                 raise
+            try:
+                _after_distribute(R, S, tf, self, dataset)
+            except Exception:
+                pass
+            return out
 
         return experimental_distribute_dataset
 
     patch(distribute_lib.StrategyBase, "experimental_distribute_dataset", make_distribute, tag="input")
+
+
+def _install_made(R, S, tf, patch) -> None:
+    """Record ``Dataset.shard`` and ``Dataset.batch`` calls of the script (TFP205, TFP208)."""
+    from tensorflow.python.data.ops import dataset_ops
+
+    def make(kind):
+        def wrap(orig):
+            def method(self, *a, **k):
+                out = orig(self, *a, **k)
+                line = R.direct_caller_line(2)
+                if line is None or len(S.made) >= 200:
+                    return out
+                try:
+                    if kind == "shard":
+                        n = a[0] if a else k.get("num_shards")
+                        idx = a[1] if len(a) > 1 else k.get("index")
+                        rec = {"kind": kind, "line": line, "num_shards": int(n), "index": int(idx), "src": self}
+                    else:
+                        b = a[0] if a else k.get("batch_size")
+                        rec = {"kind": kind, "line": line, "batch_size": int(b)}
+                    with R.lock:
+                        S.made[id(out)] = rec
+                        S.made_refs.append(out)
+                except Exception:
+                    pass
+                return out
+
+            return method
+
+        return wrap
+
+    patch(dataset_ops.DatasetV2, "shard", make("shard"), tag="input")
+    patch(dataset_ops.DatasetV2, "batch", make("batch"), tag="input")
+
+
+def _rows(ds, cap: int = 20000) -> Optional[int]:
+    import tensorflow as tf
+
+    n = 0
+    for i, el in enumerate(ds):
+        if i >= cap:
+            return None
+        flat = tf.nest.flatten(el)
+        t = flat[0] if flat else None
+        n += int(t.shape[0]) if t is not None and t.shape.rank else 1
+    return n
+
+
+def _chain(S, dataset) -> list[dict[str, Any]]:
+    out, ds, seen = [], dataset, 0
+    while ds is not None and seen < 50:
+        rec = S.made.get(id(ds))
+        if rec is not None:
+            out.append(rec)
+        ds = getattr(ds, "_input_dataset", None)
+        seen += 1
+    return out
+
+
+def _after_distribute(R, S, tf, strategy, dataset) -> None:
+    import sys
+
+    recs = _chain(S, dataset)
+    if not recs:
+        return
+    line = R.direct_caller_line(3)
+    replicas = int(strategy.num_replicas_in_sync)
+    shard = next((r for r in recs if r["kind"] == "shard"), None)
+    if shard is not None and R.worker_mode and len(S.coverage) < 5:
+        from tensorflow.python.distribute import input_ops
+
+        resolver = getattr(strategy, "cluster_resolver", None)
+        workers = len(resolver.cluster_spec().as_dict().get("worker", [])) if resolver is not None else 1
+        total = _rows(shard["src"])
+        mine = _rows(input_ops.auto_shard_dataset(dataset, workers, R.worker_index or 0, replicas))
+        S.coverage.append({"line": shard["line"], "num_shards": shard["num_shards"], "index": shard["index"],
+                           "workers": workers, "total": total, "rows": mine, "distribute_line": line})
+    batch = next((r for r in recs if r["kind"] == "batch"), None)
+    if batch is not None and len(S.split) < 5:
+        names_b, names_g = [], []
+        f = sys._getframe(0)
+        while f is not None and f.f_code.co_filename != R.script:
+            f = f.f_back
+        if f is not None:
+            for k, v in list(f.f_globals.items()):
+                if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_"):
+                    if v == batch["batch_size"]:
+                        names_b.append(k)
+                    elif v == batch["batch_size"] * replicas:
+                        names_g.append(k)
+        S.split.append({"line": batch["line"], "batch_size": batch["batch_size"], "replicas": replicas,
+                        "per_replica": batch["batch_size"] / max(1, replicas), "names": names_b[:5],
+                        "global_names": names_g[:5], "distribute_line": line})
 
 
 def _install_list_files(R, S, tf, patch) -> None:
@@ -336,7 +440,8 @@ def collect(R) -> dict[str, Any]:
         d["used"] = sorted(d["used"])
         dfs.append(d)
     return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs,
-            "reads": list(S.reads.values()), "list_files": S.list_files}
+            "reads": list(S.reads.values()), "list_files": S.list_files, "coverage": S.coverage,
+            "split": S.split}
 
 
 # ================================================================== parent
@@ -519,13 +624,61 @@ def _dff_ok(d) -> str:
     return "dataset_fn shards by input pipeline and batches per replica (its output changes with the InputContext)"
 
 
-KNOWN = ("TFP201", "TFP202", "TFP203", "TFP204", "TFP206", "TFP207")
+KNOWN = ("TFP201", "TFP202", "TFP203", "TFP204", "TFP205", "TFP206", "TFP207", "TFP208")
+
+
+def _double_shard(c: dict) -> bool:
+    w = c.get("workers") or 1
+    return bool(w >= 2 and c.get("total") and c.get("rows") is not None
+                and c["rows"] * w * w <= c["total"] * 1.25)
+
+
+def _coverage_text(run, cs: list[dict]) -> str:
+    c = cs[0]
+    w = c["workers"]
+    each = "; ".join(f"worker {i}: {x['rows']} of {x['total']}" for i, x in enumerate(cs))
+    return (f"the dataset sharded by hand at line {c['line']} (shard({c['num_shards']}, i)) was auto-sharded again by "
+            f"experimental_distribute_dataset over {w} workers: each worker reads 1/{w * w} of the data ({each} rows); "
+            f"{c['total'] - sum(x['rows'] for x in cs)} rows are read by no worker")
+
+
+def _per_replica_named(s: dict) -> bool:
+    return any("REPLICA" in n.upper() for n in s.get("names", [])) and s["replicas"] >= 2
+
+
+def _split_text(s: dict) -> str:
+    names = f", the value of {', '.join(s['names'])}" if s["names"] else ""
+    glob = f" ({s['global_names'][0]} {s['batch_size'] * s['replicas']} / {s['replicas']}\u00b2)" if s[
+        "global_names"] else ""
+    return (f"dataset batched with {s['batch_size']} at line {s['line']}{names}; experimental_distribute_dataset split "
+            f"each batch over {s['replicas']} replicas: per-replica batches of {s['per_replica']:g}{glob}")
+
+
+def _judge_205_208(finding, run):
+    code, line = finding.code, finding.line
+    if code == "TFP205":
+        cs = [c for o in run.probe("input") for c in (o or {}).get("coverage", []) if c["line"] == line]
+        if not cs:
+            return None
+        if all(_double_shard(c) for c in cs):
+            return CONFIRMED, _coverage_text(run, cs)
+        return NOT_REPRODUCED, "; ".join(f"worker {i} reads {c['rows']} of {c['total']} rows" for i, c in enumerate(cs))
+    ss = [x for o in run.probe("input") for x in (o or {}).get("split", []) if x["line"] == line]
+    if not ss:
+        return None
+    s = ss[0]
+    if _per_replica_named(s):
+        return CONFIRMED, _split_text(s)
+    return NOT_REPRODUCED, (f"batch({s['batch_size']}) at line {line} gives {s['replicas']} replicas "
+                            f"{s['per_replica']:g} rows each; {s['batch_size']} is not a per-replica size the script names")
 
 
 def judge(finding, run) -> Optional[tuple[str, str]]:
     code, line = finding.code, finding.line
     if code not in KNOWN:
         return INCONCLUSIVE, f"the input probe has no observation for {code} yet"
+    if code in ("TFP205", "TFP208"):
+        return _judge_205_208(finding, run)
     if code == "TFP207":
         lfs = [r for o in run.probe("input") for r in (o or {}).get("list_files", []) if r["line"] == line]
         ov = _read_overlap(run) or _worker_overlap(run)
@@ -642,6 +795,17 @@ def _site_line(s) -> str:
 
 
 def observe(run) -> tuple[str, str]:
+    cs = [c for o in run.probe("input") for c in (o or {}).get("coverage", [])]
+    if cs and all(_double_shard(c) for c in cs):
+        return CONFIRMED, _coverage_text(run, cs)
+    for o in run.probe("input"):
+        for s in (o or {}).get("split", []):
+            if _per_replica_named(s):
+                return CONFIRMED, _split_text(s)
+    return _observe_streams(run)
+
+
+def _observe_streams(run) -> tuple[str, str]:
     obs = run.probe("input")
     if not any(obs):
         return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
