@@ -1506,6 +1506,18 @@ class Module:
             if q in wanted:
                 yield cs, q
 
+    def strategies(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
+        """The strategy values ``expr`` holds at ``site``; [] unless every possibility is a strategy."""
+        vals = self.infer_at(expr, site)
+        return vals if vals and all(v.kind == api.STRATEGY for v in vals) else []
+
+    def strategy_method_calls(self, names: Iterable[str]) -> Iterator[tuple[CallSite, cst.BaseExpression, str, list[Value]]]:
+        """``strategy.<name>(...)`` calls whose receiver is certainly a strategy, with its values."""
+        for cs, recv, meth in self.method_calls(names):
+            strat = self.strategies(recv, cs)
+            if strat:
+                yield cs, recv, meth, strat
+
     def method_calls(self, names: Iterable[str]) -> Iterator[tuple[CallSite, cst.BaseExpression, str]]:
         wanted = frozenset(names)
         for cs in self.calls:

@@ -154,8 +154,8 @@ def consumers(m: Module) -> Iterator[Consumer]:
                         strat = strat + k
             data = arg(cs.node, 0, "x")
         else:
-            strat = m.infer_at(recv, cs)
-            if not strat or not all(v.kind == api.STRATEGY for v in strat):
+            strat = m.strategies(recv, cs)
+            if not strat:
                 continue
             data = arg(cs.node, 0, "dataset")
         if not strat or data is None:

@@ -315,7 +315,6 @@ def reduction_of(m: Module, v: Value) -> Optional[str]:
     assert isinstance(call, cst.Call)
     if any(a.star for a in call.args):
         return None
-    site = v.site or m.site_of_call.get(id(call))
     red = keyword(call, "reduction")
     if red is None:
         for a in call.args:

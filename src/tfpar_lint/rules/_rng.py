@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, Module, arg, keyword
+from tfpar_lint.semantic import CallSite, Module, arg
 
 
 def rng_calls_in_replica_fns(m: Module) -> Iterator[tuple[CallSite, str]]:

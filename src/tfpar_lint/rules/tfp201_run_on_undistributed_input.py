@@ -22,9 +22,8 @@ class RunOnUndistributedInput(Rule):
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        for cs, recv, meth in m.method_calls(api.RUN_METHODS):
-            strat = m.infer_at(recv, cs)
-            if not strat or not all(v.kind == api.STRATEGY for v in strat) or not replicated(strat):
+        for cs, recv, meth, strat in m.strategy_method_calls(api.RUN_METHODS):
+            if not replicated(strat):
                 continue  # one replica (OneDeviceStrategy, one device) cannot duplicate data
             args = arg(cs.node, 1, "args")
             exprs: list[cst.BaseExpression] = []

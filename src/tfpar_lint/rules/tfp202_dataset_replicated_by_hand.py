@@ -86,10 +86,7 @@ class DatasetReplicatedByHand(Rule):
                                   f"same dataset once per device: every device reads the same batches; distribute it "
                                   f"with the strategy instead")
         # experimental_distribute_values_from_function(lambda ctx: batch)
-        for cs, recv, meth in m.method_calls(api.DISTRIBUTE_VALUES_METHODS):
-            strat = m.infer_at(recv, cs)
-            if not strat or not all(v.kind == api.STRATEGY for v in strat):
-                continue
+        for cs, recv, meth, strat in m.strategy_method_calls(api.DISTRIBUTE_VALUES_METHODS):
             fns = m.resolve_function(arg(cs.node, 0, "value_fn"), cs.scope, cs.order)
             if fns and all(m.param_used(fn, 0) is False and not self._returns_constant(fn) for fn in fns):
                 yield Report(cs.node, f"the function passed to `{meth}` ignores its context argument: every "

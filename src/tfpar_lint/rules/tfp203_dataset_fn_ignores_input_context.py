@@ -26,10 +26,7 @@ class DatasetFnIgnoresInputContext(Rule):
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        for cs, recv, meth in m.method_calls(api.DISTRIBUTE_FN_METHODS):
-            strat = m.infer_at(recv, cs)
-            if not strat or not all(v.kind == api.STRATEGY for v in strat):
-                continue
+        for cs, recv, meth, strat in m.strategy_method_calls(api.DISTRIBUTE_FN_METHODS):
             if any(v.qname in api.PARAMETER_SERVER_STRATEGIES for v in strat):
                 continue
             fns = m.resolve_function(arg(cs.node, 0, "dataset_fn"), cs.scope, cs.order)

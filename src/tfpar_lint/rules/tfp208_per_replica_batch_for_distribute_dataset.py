@@ -35,10 +35,7 @@ class PerReplicaBatchForDistributeDataset(Rule):
     def check(self) -> Iterator[Report]:
         m = self.module
         done: set[int] = set()
-        for cs, recv, meth in m.method_calls(api.DISTRIBUTE_DATASET_METHODS):
-            strat = m.infer_at(recv, cs)
-            if not strat or not all(v.kind == api.STRATEGY for v in strat):
-                continue
+        for cs, recv, meth, strat in m.strategy_method_calls(api.DISTRIBUTE_DATASET_METHODS):
             for dv in m.infer_at(arg(cs.node, 0, "dataset"), cs):
                 if dv.kind != api.DATASET or batches_after_rebatch(dv):
                     continue

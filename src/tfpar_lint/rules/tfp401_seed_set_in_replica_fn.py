@@ -12,8 +12,7 @@ def runs_strategy(m: Module, fn: FunctionInfo) -> bool:
     for cs in fn.calls:
         cm = call_method(cs.node)
         if cm and cm[1] in api.RUN_METHODS:
-            vals = m.infer_at(cm[0], cs)
-            if vals and all(v.kind == api.STRATEGY for v in vals):
+            if m.strategies(cm[0], cs):
                 return True
     return False
 

@@ -22,9 +22,8 @@ class MeanReduceOfScaledLoss(Rule):
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        for cs, recv, meth in m.method_calls(("reduce",)):
-            strat = m.infer_at(recv, cs)
-            if not strat or not all(v.kind == api.STRATEGY for v in strat) or not replicated(strat):
+        for cs, recv, meth, strat in m.strategy_method_calls(("reduce",)):
+            if not replicated(strat):
                 continue
             if not self._is_mean(cs) or not self._axis_none(cs):
                 continue

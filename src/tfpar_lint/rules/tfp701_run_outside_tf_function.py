@@ -89,7 +89,7 @@ class RunOutsideTfFunction(Rule):
             if loop is None or not _eager_python_fn(m, cs) or not _trains(m, cs):
                 continue
             name = vals[0].qname.rsplit(".", 1)[-1]
-            where = "in a Python loop" if loop is cs else f"from a Python loop (line {{line}})"
+            where = "in a Python loop" if loop is cs else "from a Python loop (line {line})"
             yield Report(
                 cs.node,
                 f"`{m.code(recv)}.{meth}(...)` runs eagerly {where}, outside any `tf.function`: TensorFlow warns "

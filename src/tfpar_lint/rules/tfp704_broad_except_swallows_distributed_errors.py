@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import CallSite, FunctionInfo, Module, attr_name, call_method
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, call_method
 
 BROAD = ("Exception", "BaseException", "RuntimeError")
 _EXITS = frozenset({"sys.exit", "os._exit", "os.abort", "absl.logging.fatal", "absl.app.UsageError"})
@@ -80,8 +80,7 @@ def training_calls(m: Module) -> Iterator[tuple[CallSite, str]]:
             continue
         recv, meth = cm
         if meth in api.RUN_METHODS:
-            vals = m.infer_at(recv, cs)
-            if vals and all(v.kind == api.STRATEGY for v in vals):
+            if m.strategies(recv, cs):
                 yield cs, f"{m.code(recv)}.{meth}"
         elif meth == "fit":
             vals = m.infer_at(recv, cs)
