@@ -50,6 +50,7 @@ class MwmsCreatedLate(Rule):
     SUMMARY = "`MultiWorkerMirroredStrategy` created after TensorFlow already ran an op (collectives cannot be configured any more)"
     FIX_HINT = ("Create the MultiWorkerMirroredStrategy at program start, right after TF_CONFIG is known and "
                 "before any tensor, variable, dataset, model or other strategy.")
+    DEFAULT_ENABLED = True
     SEVERITY = "error"
     PROBE = "lifecycle"
     MARKERS = (("MultiWorkerMirroredStrategy",),)

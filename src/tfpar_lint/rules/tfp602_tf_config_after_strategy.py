@@ -19,6 +19,7 @@ class TfConfigAfterStrategy(Rule):
     NAME = "tf-config-after-strategy"
     SUMMARY = "`TF_CONFIG` set after the `MultiWorkerMirroredStrategy` was created (silent single-worker training)"
     FIX_HINT = "Set `os.environ['TF_CONFIG']` before creating the MultiWorkerMirroredStrategy (it reads TF_CONFIG once, in its constructor)."
+    DEFAULT_ENABLED = True
     SEVERITY = "warning"
     PROBE = "lifecycle"
     MARKERS = (("MultiWorkerMirroredStrategy",), ("TF_CONFIG",))

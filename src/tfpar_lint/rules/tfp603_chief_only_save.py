@@ -12,6 +12,7 @@ class ChiefOnlySave(Rule):
     SUMMARY = "model or checkpoint of a MultiWorkerMirroredStrategy saved only on the chief (collective deadlock)"
     FIX_HINT = ("Let every worker save: the chief to the real path, the others to a temporary directory of their "
                 "own that they delete afterwards (the `write_filepath` pattern of the multi-worker tutorials).")
+    DEFAULT_ENABLED = True
     SEVERITY = "error"
     PROBE = "lifecycle"
     MARKERS = (("MultiWorkerMirroredStrategy",), ("save", "write", "export"))

@@ -12,6 +12,7 @@ class SharedSavePath(Rule):
     SUMMARY = "every MultiWorkerMirroredStrategy worker saves to the same fixed path"
     FIX_HINT = ("Give each non-chief worker its own temporary path (e.g. `<dir>/workertemp_<task_id>`) and delete "
                 "it after saving; only the chief writes the real path.")
+    DEFAULT_ENABLED = True
     SEVERITY = "warning"
     PROBE = "lifecycle"
     MARKERS = (("MultiWorkerMirroredStrategy",), ("save", "write", "export"))

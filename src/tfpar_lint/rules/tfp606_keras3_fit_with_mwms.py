@@ -13,6 +13,7 @@ class Keras3FitWithMwms(Rule):
     SUMMARY = "Keras 3 `model.fit` under MultiWorkerMirroredStrategy (fails with PerReplica ValueError)"
     FIX_HINT = ("Use Keras 2 (`import tf_keras`, or `TF_USE_LEGACY_KERAS=1` before importing TensorFlow) for "
                 "`fit` with MultiWorkerMirroredStrategy, or train with a custom loop (`strategy.run`).")
+    DEFAULT_ENABLED = True
     SEVERITY = "error"
     PROBE = "lifecycle"
     MARKERS = (("MultiWorkerMirroredStrategy",), ("fit",))

@@ -75,6 +75,7 @@ class RunOutsideTfFunction(Rule):
     NAME = "run-outside-tf-function"
     SUMMARY = "training step run eagerly with `strategy.run`, step after step, from a Python loop (no `tf.function`)"
     FIX_HINT = "Wrap the step that calls `strategy.run` in `@tf.function` (and loop over that step)."
+    DEFAULT_ENABLED = True
     SEVERITY = "warning"
     PROBE = "execution"
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"))

@@ -46,6 +46,7 @@ class NonPersistentTapeReused(Rule):
     SUMMARY = "a non-persistent `tf.GradientTape` asked for gradients twice (second call raises RuntimeError)"
     FIX_HINT = ("Ask once for all targets (`tape.gradient(loss, [vars_a, vars_b])`), record a second tape, or "
                 "create the tape with `persistent=True` (and `del` it afterwards).")
+    DEFAULT_ENABLED = True
     SEVERITY = "error"
     PROBE = "execution"
     MARKERS = (("GradientTape",), ("gradient", "jacobian"))

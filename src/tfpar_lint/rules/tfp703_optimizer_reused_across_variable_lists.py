@@ -93,6 +93,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
     SUMMARY = "one Keras optimizer applied to the variables of two different models (second use raises)"
     FIX_HINT = ("Create one optimizer per model (e.g. `generator_optimizer` and `discriminator_optimizer`), or "
                 "build it once for all variables with `optimizer.build(a.trainable_variables + b.trainable_variables)`.")
+    DEFAULT_ENABLED = True
     SEVERITY = "error"
     PROBE = "execution"
     MARKERS = (("optimizers",), ("apply_gradients", "apply(", "minimize", "compile"))

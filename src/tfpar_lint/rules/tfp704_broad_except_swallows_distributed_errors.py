@@ -114,6 +114,7 @@ class BroadExceptSwallowsDistributedErrors(Rule):
     SUMMARY = "broad `except` around distributed training that neither re-raises nor exits"
     FIX_HINT = ("Catch only what you handle (e.g. `tf.errors.UnavailableError` to restore and retry), or log and "
                 "`raise` so that the worker fails and the job can be restarted.")
+    DEFAULT_ENABLED = True
     SEVERITY = "warning"
     PROBE = "execution"
     MARKERS = (STRATEGY_MARKERS, ("except",), (".run(", "fit(", "experimental_run_v2"))
