@@ -63,3 +63,37 @@ def test_off_by_default_expectations_hold_with_every_rule(path: Path):
     expected = {(line, c) for line, c in expected_in_source(path.read_text()) if c in off}
     found = {(f.line, f.code) for f in lint_file(str(path), enabled=ALL).findings if f.code in off}
     assert expected <= found
+
+
+def _reported(stdout: str) -> set[tuple[str, int, str]]:
+    import re
+
+    out = set()
+    for line in stdout.splitlines():
+        m = re.match(r"^(.*?):(\d+):(\d+): (TFP\d{3}) ", line)
+        if m:
+            out.add((Path(m.group(1)).resolve().relative_to(ROOT).as_posix(), int(m.group(2)), m.group(4)))
+    return out
+
+
+def _all_expected(codes) -> set[tuple[str, int, str]]:
+    return {(p.relative_to(ROOT).as_posix(), line, c)
+            for p in FILES for line, c in expected_in_source(p.read_text()) if c in codes}
+
+
+def test_cli_and_flake8_report_exactly_the_expected_findings_on_fixtures():
+    """The issue's done-when: `tfpar-lint fixtures/` (default rules) and `flake8 --select TFP fixtures/`
+    (flake8's explicit select turns the opt-in rules on too) report exactly the '# expect:' lines."""
+    import shutil
+    import subprocess
+    import sys
+
+    cli = subprocess.run([sys.executable, "-m", "tfpar_lint", "fixtures/"], cwd=ROOT, capture_output=True, text=True)
+    assert cli.returncode == 1, cli.stderr
+    assert _reported(cli.stdout) == _all_expected(default_codes())
+    if shutil.which("flake8") is None and not (Path(sys.executable).parent / "flake8").exists():
+        pytest.skip("flake8 is not installed")
+    fl = subprocess.run([sys.executable, "-m", "flake8", "--select", "TFP", "fixtures/"], cwd=ROOT,
+                        capture_output=True, text=True)
+    assert fl.returncode == 1, fl.stderr
+    assert _reported(fl.stdout) == _all_expected(set(ALL))
