@@ -15,7 +15,7 @@ Keys
     (replaces the default excludes), ``extend-exclude`` (adds to them),
     ``strategy-factories``, ``dataset-distributors`` (qualified names),
     ``markers`` (extra pre-filter substrings), ``jobs`` (int >= 1),
-    ``cache-dir`` (reserved), ``format`` (text|json|sarif|github).
+    ``cache-dir`` (the result cache folder), ``format`` (text|json|sarif|github).
 
 Selectors
     A code (``TFP101``), a prefix (``TFP1``, ``TFP``), ``ALL``, or a rule's
