@@ -5,6 +5,7 @@
     python benchmarks/floors.py ast       FILELIST   # ast.parse of every file
     python benchmarks/floors.py cst       FILELIST   # libcst.parse_module of every file
     python benchmarks/floors.py semantic  FILELIST   # libcst parse + tfpar_lint.semantic.Module
+                                                     # (with tfpar-lint's GC thresholds, as it runs)
     python benchmarks/floors.py plugin    FILELIST   # flake8 plugin cost on files the pre-filter rejects
     python benchmarks/floors.py subset    FILELIST   # print the files the pre-filter passes
 
@@ -50,6 +51,16 @@ def floor_cst(files: list[str], semantic: bool) -> dict:
 
     if semantic:
         from tfpar_lint.semantic import Module
+
+        # like for like: tfpar-lint lints with these GC thresholds (engine.lint_paths)
+        try:
+            from tfpar_lint.engine import GC_THRESHOLD
+        except ImportError:
+            GC_THRESHOLD = None
+        if GC_THRESHOLD:
+            import gc
+
+            gc.set_threshold(*GC_THRESHOLD)
     parse = build = 0.0
     errors = 0
     for f in files:

@@ -353,7 +353,8 @@ def make_cases(files: list[str], subset: list[str], tmp: Path, jobs: int, env: d
     cases.append(Case("floor_cst", "floor: `libcst.parse_module`, every file", "floor", 1, n, fl + ["cst", lst],
                       stdout_json=True))
     cases.append(Case("floor_sem_sub", "floor: libcst parse + `semantic.Module` (the one traversal), "
-                      "the files tfpar-lint parses", "floor", 1, len(subset), fl + ["semantic", sub],
+                      "the files tfpar-lint parses, tfpar-lint's GC settings", "floor", 1, len(subset),
+                      fl + ["semantic", sub],
                       stdout_json=True))
     cases.append(Case("plugin", "flake8 plugin on files the pre-filter rejects (in-process)", "floor", 1, n,
                       fl + ["plugin", lst], stdout_json=True))
@@ -606,8 +607,10 @@ def render(cases: list[Case], meta: dict[str, Any], findings: dict[str, Any]) ->
              "pool uses every core). TorchFix runs its CLI on the same files (`-jN`).")
     L.append("- Floors (`benchmarks/floors.py`, one process, -j1): `ast.parse` and `libcst.parse_module` of "
              "every file; libcst parse + `tfpar_lint.semantic.Module` (the one traversal all rules share) of "
-             "exactly the files tfpar-lint's pre-filter lets through, which is the floor for \"per parsed "
-             "file\" (its note splits the in-process time into parse and traversal). The plugin row times `Plugin(tree, lines, filename).run()` "
+             "exactly the files tfpar-lint's pre-filter lets through, with the same cyclic-GC thresholds as "
+             "tfpar-lint uses (`engine.GC_THRESHOLD`), which is the like-for-like floor for \"per parsed "
+             "file\" (its note splits the in-process time into parse and traversal; the every-file floors run "
+             "with Python's default GC settings, as any tool would). The plugin row times `Plugin(tree, lines, filename).run()` "
              "in-process on every corpus file the pre-filter rejects, with every rule enabled as in flake8 "
              "(best of 5 per file), split by the stage that rejects it: the substring test, or the second test "
              "on the text without comments and docstrings.")
