@@ -148,6 +148,15 @@ def error_at_line(run: RunData, line: int, patterns: list[str]) -> Optional[tupl
     return None
 
 
+def first_family_error(run: RunData, errors: dict[str, list[str]]) -> Optional[dict[str, Any]]:
+    """The first error matching any code's patterns in ``errors`` (a probe family's ERRORS table)."""
+    for pats in errors.values():
+        err = error_elsewhere(run, pats)
+        if err:
+            return err
+    return None
+
+
 def error_elsewhere(run: RunData, patterns: list[str]) -> Optional[dict[str, Any]]:
     """The first error matching ``patterns`` (whatever its lines)."""
     from tfpar_lint.verify.probes.scope import error_matches

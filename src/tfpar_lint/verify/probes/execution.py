@@ -124,12 +124,11 @@ def _judge_704(finding, run, line):
 
 
 def observe(run) -> tuple[str, str]:
-    from tfpar_lint.verify.probes import error_elsewhere
+    from tfpar_lint.verify.probes import first_family_error
 
-    for code, pats in ERRORS.items():
-        err = error_elsewhere(run, pats)
-        if err:
-            return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
+    err = first_family_error(run, ERRORS)
+    if err:
+        return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
     if not any((w or {}).get("probes", {}).get("execution") is not None for w in run.workers):
         return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
     sites = _sites(run)

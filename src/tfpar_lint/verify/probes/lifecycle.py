@@ -193,12 +193,11 @@ def _judge_602(run, line):
 
 
 def observe(run) -> tuple[str, str]:
-    from tfpar_lint.verify.probes import error_elsewhere
+    from tfpar_lint.verify.probes import first_family_error
 
-    for code, pats in ERRORS.items():
-        err = error_elsewhere(run, pats)
-        if err:
-            return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
+    err = first_family_error(run, ERRORS)
+    if err:
+        return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
     obs = [((w or {}).get("probes") or {}).get("lifecycle") for w in run.workers]
     if not any(o is not None for o in obs):
         return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
