@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding, Verification
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding, Verification
 from tfpar_lint.verify import probes as probes_pkg
 from tfpar_lint.verify.devices import DeviceRequest, host_has_gpu, parse_devices
 from tfpar_lint.verify.probes import RunData
@@ -698,7 +698,66 @@ def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_r
             status, evidence = _judge(f, data)
         f.verification = Verification(status=status, evidence=evidence, replicas=data.replicas,
                                       devices=list(data.devices), seconds=round(data.seconds, 2))
+    run.runtime_findings = [g.to_dict() for g in _runtime_findings(job, data, display)]
     return run
+
+
+def _seen(data: RunData) -> list:
+    """What every probe saw at a place of the script (``probes.Seen``), one per code and line."""
+    out, keys = [], set()
+    for name in FAMILIES.values():
+        mod = probes_pkg.load(name)
+        locate = getattr(mod, "locate", None)
+        if locate is None:
+            continue
+        try:
+            seen = locate(data)
+        except Exception:  # pragma: no cover - a probe bug must not lose the run
+            continue
+        for s in seen:
+            if (s.code, s.line) not in keys:
+                keys.add((s.code, s.line))
+                out.append(s)
+    return out
+
+
+def _runtime_findings(job: _Job, data: RunData, display: str) -> list[Finding]:
+    """Mistakes the run showed that no static finding covers, as findings of their own
+    (verdict RUNTIME).  A static finding of the same family on the line where the mistake
+    was seen (or one of its other lines) is the same mistake: it gets the verdict CONFIRMED
+    and the evidence instead; a CONFIRMED static finding of the same code covers it too."""
+    from tfpar_lint import registry
+
+    rules = registry.rules_by_code()
+    back = {v: k for k, v in job.cell_map.items()} if job.cell_map else {}
+    out: list[Finding] = []
+    for s in _seen(data):
+        fam = s.code[:4]
+        near = set(range(s.line - 1, s.line + 2)) | set(s.lines)
+        covered = False
+        for f in job.findings:
+            if not f.code.startswith(fam) or f.verification is None:
+                continue
+            line = _script_line(f, job.cell_map)
+            if line in near:
+                if f.verification.status != CONFIRMED:
+                    f.verification.status = CONFIRMED
+                    f.verification.evidence = s.evidence
+                covered = True
+            elif f.code == s.code and f.verification.status == CONFIRMED:
+                covered = True
+        if covered:
+            continue
+        rule = rules.get(s.code)
+        cell, line = back.get(s.line, (None, s.line))
+        g = Finding(code=s.code, name=rule.NAME if rule else "", path=display, line=line, col=1, end_line=line,
+                    end_col=1, cell=cell, severity=rule.SEVERITY if rule else "warning",
+                    message=(rule.SUMMARY if rule else s.code) + " (seen at runtime; the linter did not report it)",
+                    fix_hint=(rule.FIX_HINT or "") if rule else "")
+        g.verification = Verification(status=RUNTIME, evidence=s.evidence, replicas=data.replicas,
+                                      devices=list(data.devices), seconds=round(data.seconds, 2))
+        out.append(g)
+    return out
 
 
 def _unique_strategies(data: RunData) -> list[dict]:

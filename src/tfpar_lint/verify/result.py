@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding
 
 # Rule families and the probe module that observes each one.
 FAMILIES: dict[str, str] = {
@@ -66,6 +66,8 @@ class ScriptRun:
     observations: list[FamilyObservation] = field(default_factory=list)
     startup_seconds: float = 0.0  # TensorFlow import + device set-up in the child
     workdir: str = ""
+    # Mistakes the run showed that no static finding covers (Finding.to_dict(), verdict RUNTIME).
+    runtime_findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -77,6 +79,10 @@ class ScriptRun:
         if any(o.status == INCONCLUSIVE for o in self.observations):
             return INCONCLUSIVE
         return NOT_REPRODUCED
+
+    def new_findings(self) -> list[Finding]:
+        """The runtime findings as :class:`Finding` objects (for the report and the exit code)."""
+        return [Finding.from_dict(d) for d in self.runtime_findings]
 
     def observation(self, family: str) -> Optional[FamilyObservation]:
         for o in self.observations:

@@ -938,3 +938,39 @@ def observe(run) -> tuple[str, str]:
     what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in sorted(kinds.items())) or "no Keras objects"
     return NOT_REPRODUCED, (f"{n} variables created, {d} distributed; {what}; no plain variable used by replicas, "
                             f"no scope error")
+
+
+# The rule an error text points to when it is seen without a finding (a pattern several
+# rules share falls back to the kind of the object created outside the scope, else TFP101).
+_ERROR_CODE = {_MIXING: "TFP109", _NEED_SCOPE: "TFP106", _SLOT: "TFP106", _METRIC: "TFP103"}
+_KIND_CODE = {"model": "TFP101", "optimizer": "TFP102", "metric": "TFP103", "variable": "TFP105"}
+
+
+def locate(run) -> list:
+    from tfpar_lint.verify.probes import Seen, error_line
+
+    o = _merged(run)
+    out = []
+    mis = _misuses(run, o) if o else []
+    for err in run.errors():
+        p = error_matches(err, ALL_SYMPTOMS)
+        line = error_line(err)
+        if p and line:
+            code = _ERROR_CODE.get(p) or (_KIND_CODE.get(mis[0][0]["kind"], "TFP101") if mis else "TFP101")
+            caught = " (the script caught it)" if err.get("caught") else ""
+            out.append(Seen(code, line, f"TensorFlow raised {run.error_text(err)}{caught}",
+                            tuple(err.get("script_lines") or ())))
+            break
+    for ob, use in mis:
+        if ob.get("lines") and ob["kind"] in _KIND_CODE:
+            out.append(Seen(_KIND_CODE[ob["kind"]], int(ob["lines"][-1]),
+                            f"{ob['cls']} created outside any scope (line {_l(ob)}) then {use}",
+                            tuple(ob["lines"])))
+    for f in (o or {}).get("foreign", [])[:1]:
+        if f.get("lines"):
+            out.append(Seen("TFP109", int(f["lines"][-1]), f"variable {f['name']} of {_strategy_name(run, f['own'])} "
+                                                          f"used under {_strategy_name(run, f['current'])} (line {_l(f)})"))
+    plain = _plain_uses_at(o, None) if o else []
+    if plain and plain[0].get("lines"):
+        out.append(Seen("TFP105", int(plain[0]["lines"][-1]), _describe_plain(run, plain), tuple(plain[0]["lines"])))
+    return out

@@ -212,3 +212,22 @@ def observe(run) -> tuple[str, str]:
     if vs:
         return NOT_REPRODUCED, f"{len(vs)} variable(s) updated from several threads; no lost update"
     return NOT_REPRODUCED, "no variable updated from more than one Python thread"
+
+
+def locate(run) -> list:
+    """Variables that lost updates, at the write (``assign``) the threads raced on."""
+    from tfpar_lint.verify.probes import Seen
+
+    out = []
+    for o in run.probe("threads"):
+        for v in (o or {}).get("variables", []):
+            if v["threads"] < 2:
+                continue
+            _missing, n = _lost(v)
+            if not (n > 0 or v["stale"] > 0) or not v["sites"]:
+                continue
+            # Sites are script lines on the writer's stack, innermost first: the write itself.
+            most = max(s["writes"] for s in v["sites"].values())
+            line = next(int(k) for k, s in v["sites"].items() if s["writes"] == most)
+            out.append(Seen("TFP301", line, _describe(v, n), tuple(int(k) for k in v["sites"])))
+    return out
