@@ -40,13 +40,17 @@ case "${1:-}" in
     setup ;;
   demo)
     setup
-    echo "== tfpar-lint fixtures/   (every '# expect:' line should be reported)"
-    rc=0; .venv/bin/tfpar-lint fixtures/ --statistics || rc=$?
+    echo "== tfpar-lint fixtures/TFP201/   (lint: each '# expect:' line of the bad scripts is reported)"
+    rc=0; .venv/bin/tfpar-lint fixtures/TFP201/ || rc=$?
     [ "$rc" -le 1 ] || exit "$rc"
     echo
-    echo "== tfpar-lint --verify fixtures/TFP201/bad.py   (runs it on 2 logical CPU replicas)"
-    rc=0; .venv/bin/tfpar-lint --verify fixtures/TFP201/bad.py || rc=$?
+    echo "== tfpar-lint --verify fixtures/TFP201/bad.py fixtures/TFP201/good.py   (runs both on 2 logical CPU replicas)"
+    rc=0; .venv/bin/tfpar-lint --verify fixtures/TFP201/bad.py fixtures/TFP201/good.py || rc=$?
     [ "$rc" -le 1 ] || exit "$rc"
+    echo
+    echo "Next: lint your code with '.venv/bin/tfpar-lint src/', verify a training script with"
+    echo "'.venv/bin/tfpar-lint --verify train.py -- ARGS' (-v for the full evidence), and read a rule with"
+    echo "'.venv/bin/tfpar-lint rule TFP201'. All fixtures: '.venv/bin/tfpar-lint fixtures/ --statistics'."
     ;;
   test)
     setup

@@ -8,10 +8,11 @@
     tfpar-lint --list-rules               code, name, default on/off, summary
     tfpar-lint --verify train.py [--devices cpu:2] [-- script args...]
 
-Exit codes: 0 nothing found, 1 findings (with ``--verify``: a finding was
-confirmed or could not be decided), 2 usage, configuration or file error (a
-file that cannot be read or parsed is reported and the others are still
-linted).  Bad input never prints a traceback.
+Exit codes: 0 nothing found, 1 findings, 2 usage, configuration or file error
+(a file that cannot be read or parsed is reported and the others are still
+linted).  With ``--verify``: 0 when no finding is CONFIRMED and nothing was found
+at runtime (RUNTIME), 1 otherwise, 2 when a script could not be run at all.
+Bad input never prints a traceback.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
 
 from tfpar_lint import __version__
 from tfpar_lint.config import FORMATS, ConfigError, Settings, load_settings, split_csv
-from tfpar_lint.finding import NOT_REPRODUCED, FileError, Finding
+from tfpar_lint.finding import CONFIRMED, RUNTIME, VERDICTS, FileError, Finding
 
 PROG = "tfpar-lint"
 PROGRESS_MIN_FILES = 20
@@ -83,7 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Find tf.distribute mistakes in Python files and notebooks.",
         epilog=f"`{PROG} rule CODE` prints a rule's page. Everything after `--` is passed to the "
-               "scripts run by --verify. Exit codes: 0 clean, 1 findings, 2 usage/config/file error.",
+               "scripts run by --verify. Exit codes: 0 clean, 1 findings, 2 usage/config/file error. "
+               "--verify gives each finding a verdict: "
+               + "; ".join(f"{k}: {v}" for k, v in VERDICTS.items())
+               + ". Exit codes under --verify: 0 when nothing is CONFIRMED or RUNTIME, 1 otherwise, "
+               "2 when a script could not be run at all.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); - for stdin")
     sel = p.add_argument_group("rule selection")
@@ -103,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--statistics", action="store_true", help="count the findings per code (text format)")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    out.add_argument("-v", "--verbose", action="store_true",
+                     help="--verify: print each finding's message and full evidence, the run's notes and "
+                          "what each probe checked")
     info = p.add_argument_group("information")
     info.add_argument("--explain", metavar="CODE", help="print a rule's page and exit")
     info.add_argument("--list-rules", action="store_true", help="list the rules and exit")
@@ -120,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                           ".tfpar_lint_cache in the project root)")
     ver = p.add_argument_group("runtime verification (needs tfpar-lint[verify])")
     ver.add_argument("--verify", action="store_true",
-                     help="run the PATHs as scripts on real devices to confirm or refute each finding")
+                     help="run the PATHs as scripts on several devices; each finding gets CONFIRMED, "
+                          "NOT_REPRODUCED or INCONCLUSIVE with its evidence, and a mistake the run shows "
+                          "where the linter was silent is a finding of its own, RUNTIME")
     ver.add_argument("--devices", type=_devices, default="auto", help="auto, cpu:N or gpu[:N] (default: auto)")
     ver.add_argument("--max-steps", type=_positive_int("--max-steps"), default=None,
                      help="stop each script after N training steps")
@@ -451,18 +461,26 @@ def _main(argv: list[str]) -> int:
     runs: list[Any] = []
     if args.verify:
         scripts = [f for f in found.files]
-        if scripts:  # clean scripts run too: their per-family observations show "not reproduced"
+        if scripts:  # clean scripts run too: a mistake the linter missed is reported as RUNTIME
             runs = _verify(scripts, findings, args, script_args, settings.jobs)
+        for run in runs:
+            findings.extend(run.new_findings() if hasattr(run, "new_findings") else [])
 
     from tfpar_lint.output import Report, write
 
     report = Report(findings=findings, errors=errors, runs=runs if fmt == "text" else [],
-                    verified=args.verify, root=settings.root if settings.config_path else os.getcwd())
+                    verified=args.verify, root=settings.root if settings.config_path else os.getcwd(),
+                    verbose=args.verbose)
     if fmt == "sarif":
         report.runs = runs
-    if runs and fmt in ("json", "github"):
-        for run in runs:
-            sys.stderr.write((run.summary() if hasattr(run, "summary") else str(run)).rstrip("\n") + "\n")
+    if runs and fmt in ("json", "github", "sarif"):
+        from tfpar_lint.output.text import script_header
+
+        for run in runs:  # stdout stays machine-readable: one line per script on stderr
+            fs = [f.verification.status for f in findings
+                  if f.verification is not None and os.path.realpath(f.path) == os.path.realpath(run.path)]
+            line = script_header(run, fs) if hasattr(run, "outcome") else str(run.summary())
+            sys.stderr.write(line.rstrip("\n") + "\n")
 
     if args.output_file:
         try:
@@ -474,21 +492,23 @@ def _main(argv: list[str]) -> int:
         write(fmt, report, sys.stdout, statistics=args.statistics)
         sys.stdout.flush()
 
-    return exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero)
+    not_run = [r for r in runs if getattr(r, "outcome", "") == "failed"]
+    return exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero, not_run=len(not_run))
 
 
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,
-              exit_zero: bool) -> int:
-    if errors:
+              exit_zero: bool, not_run: int = 0) -> int:
+    """0 clean, 1 findings, 2 errors.  Under --verify: 1 only when a finding is CONFIRMED
+    or was found at runtime (RUNTIME); 2 when a script could not be run at all."""
+    if errors or (verified and not_run):
         return 2
     findings = list(findings)
     if exit_zero or not findings:
         return 0
     if not verified:
         return 1
-    for f in findings:
-        if f.verification is None or f.verification.status != NOT_REPRODUCED:
-            return 1  # confirmed, inconclusive, or not run
+    if any(f.verification is not None and f.verification.status in (CONFIRMED, RUNTIME) for f in findings):
+        return 1
     return 0
 
 

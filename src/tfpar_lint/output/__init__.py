@@ -28,6 +28,7 @@ class Report:
     runs: list[Any] = field(default_factory=list)  # verify.ScriptRun objects
     verified: bool = False
     root: str = "."  # paths in SARIF are made relative to this
+    verbose: bool = False  # --verify text report: full findings, evidence, notes and probe observations
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=lambda f: f.sort_key())
@@ -52,7 +53,32 @@ def error_name(code: str) -> str:
 
 
 def status_label(status: str) -> str:
-    return status.replace("_", " ").upper()
+    """The verdict as printed everywhere: CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE, RUNTIME."""
+    return status.upper()
+
+
+def first_sentence(text: str, limit: int = 110) -> str:
+    """The evidence's first clause (up to ``; `` or ``. `` outside brackets and quotes),
+    at most ``limit`` characters, for the one-line report."""
+    depth, quote, end = 0, "", len(text)
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "`":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch in ";." and text[i + 1:i + 2] == " ":
+            end = i
+            break
+    s = " ".join(text[:end].split())
+    if len(s) > limit:
+        cut = s.rfind(" ", 0, limit - 1)
+        s = s[:cut if cut > limit // 2 else limit - 1].rstrip(" ,;:(") + "..."
+    return s
 
 
 _DEVICE = re.compile(r"device:([A-Za-z_]+):(\d+)$")

@@ -681,31 +681,38 @@ def _misuses(run, o: dict[str, Any]) -> list[tuple[dict, str]]:
         if ob["kind"] == "model":
             for c in o.get("compiles", []):
                 if c["model"] == i and c["strategy"] is not None:
-                    uses.append(f"compiled under {_strategy_name(run, c['strategy'])} (line {_l(c)})")
+                    uses.append(f"compiled under {_strategy_name(run, c['strategy'])} (line {_u(c)})")
             for f in o.get("fits", []):
                 if f["model"] == i and f["strategy"] is not None:
-                    uses.append(f"{f['kind']} under {_strategy_name(run, f['strategy'])} (line {_l(f)})")
+                    uses.append(f"{f['kind']} under {_strategy_name(run, f['strategy'])} (line {_u(f)})")
         if ob["kind"] == "optimizer":
             for c in o.get("compiles", []):
                 if c["optimizer"] == i and (c["strategy"] is not None or c["model_strategy"] is not None):
                     uses.append(f"passed to compile of a model under "
                                 f"{_strategy_name(run, c['strategy'] if c['strategy'] is not None else c['model_strategy'])}"
-                                f" (line {_l(c)})")
+                                f" (line {_u(c)})")
             for a in o.get("applies", []):
                 if a["optimizer"] == i and (a["strategy"] is not None or a["replica"]):
                     uses.append(f"apply_gradients in {'a replica function' if a['replica'] else 'the scope'}"
-                                f" (line {_l(a)})")
+                                f" (line {_u(a)})")
         if ob["kind"] == "metric":
             for c in o.get("compiles", []):
                 if i in c["metrics"] and c["strategy"] is not None:
-                    uses.append(f"passed to compile under {_strategy_name(run, c['strategy'])} (line {_l(c)})")
+                    uses.append(f"passed to compile under {_strategy_name(run, c['strategy'])} (line {_u(c)})")
         if uses:
             out.append((ob, "; ".join(dict.fromkeys(uses))))
     return out
 
 
 def _l(rec) -> str:
+    """Where an object was created: the outermost script line (the call of a helper that builds it)."""
     return str(rec["lines"][-1]) if rec.get("lines") else "?"
+
+
+def _u(rec) -> str:
+    """Where an object was used (compile, fit, apply_gradients): the innermost script line,
+    the call itself, not the call of the function that contains it."""
+    return str(rec["lines"][0]) if rec.get("lines") else "?"
 
 
 def _plain_uses_at(o, line: Optional[int]) -> list[dict]:
