@@ -102,6 +102,8 @@ def _setup(spec: dict, result: dict) -> Recorder:
     R.devices = devs
     R.worker_mode = worker is not None
     R.worker_index = worker
+    R.num_workers = int(spec.get("num_workers", 1) or 1)
+    R.sync_dir = spec.get("sync_dir") or None  # local cluster: where the workers agree on when to stop
     for n in notes:
         R.note(n)
     R.text = marked_text
@@ -142,6 +144,7 @@ def _setup(spec: dict, result: dict) -> Recorder:
             R.note(f"worker {worker} left after {R.preempt_after} steps (preemption simulated by the verifier)")
             result["outcome"] = "ok"
             result["preempted"] = True
+            R.leave()
             faulthandler.cancel_dump_traceback_later()
             _finish(R, result, spec, time.time())
             os._exit(0)
@@ -246,6 +249,8 @@ def _inside(path, folder: str) -> bool:
 
 
 def _finish(R, result: dict, spec: dict, t_start: float) -> None:
+    if R is not None:
+        R.leave()
     try:
         if R is not None:
             from tfpar_lint.verify import probes

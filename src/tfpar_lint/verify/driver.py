@@ -385,6 +385,8 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "seed": seed,
         "np_seed": seed if job.one_replica else None,
         "preempt_after_steps": PREEMPT_STEPS if (job.preempt and worker == 1) else 0,
+        # the workers of a local cluster agree there on the step at which they all stop
+        "sync_dir": os.path.dirname(rundir) if worker is not None else None,
     }
     spec_path = os.path.join(rundir, "spec.json")
     with open(spec_path, "w") as f:
@@ -449,13 +451,13 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
     try:
         data = _execute_now(job, ctx, rerun)
         if job.multiworker and _step_bound_race(data):
-            # One worker left at the verifier's step bound while its peer was still in a collective:
-            # an artefact of bounding, not of the script. Run the cluster once more.
-            again = _execute_now(job, ctx, rerun)
-            notes = getattr(again, "driver_notes", None)
+            # The workers agree on the step at which they stop (Recorder.agree), so this should
+            # not happen; if it does, the run is reported as it was (never re-run, never turned
+            # into NOT_REPRODUCED: the outcome stays "error" and the findings INCONCLUSIVE).
+            notes = getattr(data, "driver_notes", None)
             if isinstance(notes, list):
-                notes.append("re-run once: the first run's workers stopped at different steps of the step bound")
-            return again
+                notes.append("a worker hit UnavailableError while its peer had stopped at the step bound "
+                             "(the run is reported as it was, not re-run)")
         return data
     except Exception as e:  # the driver itself failed (spawn, disk): report, never crash the CLI
         err = {"type": type(e).__name__, "message": f"the verifier could not run the script: {e}",

@@ -330,7 +330,7 @@ def _install_iterator_bounds(R: Recorder) -> None:
                     # a script that keeps looping (epochs of cut loops) is stopped after
                     # MAX_LOOP_CUTS of them, or at once when a flagged line is still to come later.
                     R.loop_cuts = getattr(R, "loop_cuts", 0) + 1
-                    if R.loop_cuts > MAX_LOOP_CUTS and not R.pending():
+                    if R.loop_cuts > MAX_LOOP_CUTS and R.agree(f"cut-{R.loop_cuts}", not R.pending()):
                         R.stop_reason = f"stopped after {MAX_LOOP_CUTS} dataset loops cut at {R.max_steps} elements"
                         raise VerifierStop(R.stop_reason)
                     R.note(f"dataset loops cut after {R.max_steps} elements")

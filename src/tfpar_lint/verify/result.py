@@ -120,8 +120,8 @@ class ScriptRun:
             parts.append(f"error: {self.error}")
         if self.hang_location:
             parts.append(f"hung at {self.hang_location}")
-        for o in self.observations:
-            parts.append(f"{o.codes} {o.status}: {o.summary}")
+        for o in self.observations:  # what each probe saw; verdicts belong to findings only
+            parts.append(f"{o.family} probe: {o.summary}")
         if self.notes:
             parts.append("notes: " + "; ".join(self.notes))
         return "; ".join(parts)
