@@ -36,13 +36,20 @@ HANG = os.path.join(DATA, "hang.py")
 OWN = sorted(p for p in glob.glob(os.path.join(DATA, "*.py")) if p != HANG)
 HANG_TIMEOUT = 30.0
 
-# Rules whose symptom TensorFlow 2.21 / Keras 3.15 does not show: the verifier
-# must say so (NOT_REPRODUCED with its observation), never guess.
-# (code, or (code, fixture file name)) -> what TF 2.21 showed; the fixture docstrings say the same.
-SILENT_ON_TF_2_21 = {
-    "TFP403": "unseeded RNG in a replica fn: replicas differ, two runs with the same seed agree",
-    ("TFP401", "bad_keras.py"): "set_seed in a tf.function replica fn runs at trace time: draws differ",
-    ("TFP401", "bad_train_step.py"): "set_seed in the traced step, outside strategy.run: draws differ",
+# Findings whose verdict on TensorFlow 2.21 / Keras 3.15 is not CONFIRMED, each with the verdict
+# the run must give and why (the fixture docstrings say the same).  Every other finding of a
+# REQUIRED rule must be CONFIRMED.  (code, fixture path under fixtures/) -> (verdict, what TF does)
+EXPECTED_VERDICTS = {
+    ("TFP403", "TFP403/bad.py"): (NOT_REPRODUCED, "unseeded RNG in a replica fn: replicas differ, two runs "
+                                                  "with the same seed agree"),
+    ("TFP401", "TFP401/bad_keras.py"): (NOT_REPRODUCED, "set_seed in a tf.function replica fn runs at trace "
+                                                        "time: draws differ"),
+    ("TFP403", "TFP401/bad_keras.py"): (NOT_REPRODUCED, "dropout after that set_seed: draws differ"),
+    ("TFP401", "TFP401/bad_train_step.py"): (NOT_REPRODUCED, "set_seed in the traced step, outside "
+                                                             "strategy.run: draws differ"),
+    ("TFP403", "TFP401/bad_train_step.py"): (NOT_REPRODUCED, "dropout in the replica fn: draws differ"),
+    # set_seed runs eagerly in the replica fn right before the dropout: both replicas draw the same mask.
+    ("TFP403", "TFP401/bad.py"): (CONFIRMED, "dropout right after set_seed in the replica fn: identical masks"),
 }
 
 
@@ -66,8 +73,8 @@ NOT_SHOWN_BY_VERIFIER = {
 NO_STRATEGY = {"TFP601"}
 
 
-def _silent(code: str, path: str) -> bool:
-    return code in SILENT_ON_TF_2_21 or (code, os.path.basename(path)) in SILENT_ON_TF_2_21
+def _expected(code: str, path: str) -> str:
+    return EXPECTED_VERDICTS.get((code, os.path.relpath(path, FIXTURES).replace(os.sep, "/")), (CONFIRMED,))[0]
 
 
 def _rel(p: str) -> str:
@@ -160,11 +167,9 @@ def test_bad_fixture_confirmed(verified, path):
             assert v.status in (NOT_REPRODUCED, INCONCLUSIVE) and "TF_CONFIG" in v.evidence, why
             continue
         assert f.code in REQUIRED, f"{why}\n{f.code} is neither REQUIRED nor NOT_SHOWN_BY_VERIFIER: say which"
-        if _silent(f.code, path):
-            # TensorFlow 2.21 does not show this symptom: the verifier must say so, never confirm.
-            assert v.status == NOT_REPRODUCED, why
-        else:
-            assert v.status == CONFIRMED, why
+        # Where TensorFlow 2.21 does not show the symptom the verifier must say so (NOT_REPRODUCED),
+        # never confirm; everywhere else it must confirm.
+        assert v.status == _expected(f.code, path), why
         assert v.evidence and v.seconds > 0, why
         assert len(v.devices) >= 2, why
         if not f.code.startswith("TFP3") and f.code != "TFP108" and f.code not in NO_STRATEGY:  # no strategy needed

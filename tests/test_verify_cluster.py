@@ -46,7 +46,8 @@ FLAGGED = 19  # the print only worker 1 runs
 def test_workers_stop_at_the_same_step(tmp_path):
     from tfpar_lint.verify import verify_findings
 
-    path = tmp_path / "chief_differs.py"
+    (tmp_path / "s").mkdir()
+    path = tmp_path / "s" / "chief_differs.py"  # the run folder must not be inside the script's folder
     path.write_text(SCRIPT)
     assert SCRIPT.splitlines()[FLAGGED - 1].strip().startswith("print(")
     f = Finding("TFP604", "", "", str(path), FLAGGED, 1, FLAGGED, 1)
