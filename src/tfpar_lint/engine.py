@@ -30,6 +30,7 @@ class AnalysisOptions:
     strategy_factories: tuple[str, ...] = ()
     dataset_distributors: tuple[str, ...] = ()
     extra_markers: tuple[str, ...] = ()
+    tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
 
 
 @dataclass
@@ -166,7 +167,8 @@ def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str
 def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[Finding]:
     """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError."""
     tree = cst.parse_module(source)
-    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors)
+    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
+                    tf_version=options.tf_version)
     reports = []
     for rule_cls in rules:
         for rep in rule_cls(module).check():

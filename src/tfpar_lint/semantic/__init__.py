@@ -79,8 +79,11 @@ class Module:
     """The semantic model of one parsed module (a facade over its parts)."""
 
     def __init__(self, tree: cst.Module, source: str = "", path: str = "<string>",
-                 strategy_factories: Sequence[str] = (), dataset_distributors: Sequence[str] = ()) -> None:
+                 strategy_factories: Sequence[str] = (), dataset_distributors: Sequence[str] = (),
+                 tf_version: str = "2.16") -> None:
         self.tree = tree
+        # the TensorFlow the code targets (``tf-version``): ``tf.keras`` is Keras 3 from 2.16 on
+        self.tf_version = tuple(int(x) for x in tf_version.split(".")[:2])
         self.source = source
         self.path = path
         self.strategy_factories = frozenset(strategy_factories)

@@ -424,8 +424,8 @@ class Inference:
     def keras_flavor(self, v: Value) -> str:
         """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
         "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
-        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` on
-        TF >= 2.16), or "" when it is not a Keras object or cannot be told."""
+        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
+        targeted ``tf-version`` is 2.16 or later), or "" when it is not a Keras object or cannot be told."""
         raw = v.raw_qname
         if not raw and isinstance(v.info, ClassInfo):
             raw = self._keras_base_raw(v.info)
@@ -433,6 +433,8 @@ class Inference:
             return ""
         flavor = api.keras_flavor(raw)
         if flavor == "tf.keras":
+            if self.m.tf_version < (2, 16):
+                return "tf_keras"  # tf.keras is Keras 2 before TF 2.16
             legacy = self.m.sets_env("TF_USE_LEGACY_KERAS")
             return "tf_keras" if legacy is not None and legacy.strip().lower() in ("1", "true") else "keras"
         return flavor
