@@ -30,8 +30,7 @@ from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
 from tfpar_lint.semantic import Module
 
-# Files larger than this are skipped (E902) unless --max-file-size / max-file-size says otherwise.
-DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,10 @@ def code_cells(text: str) -> list[tuple[int, str]]:
         nb = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"invalid notebook JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise ValueError("invalid notebook: its JSON is nested too deeply to read") from None
+    except MemoryError:
+        raise ValueError("invalid notebook: its JSON does not fit in memory") from None
     if not isinstance(nb, dict):
         raise ValueError("invalid notebook: the top level is not a JSON object")
     cells = nb.get("cells")

@@ -37,8 +37,11 @@ from typing import Any, Callable, Optional, Sequence
 
 DEPTH = 2
 STACK_SIZE = 512 << 20
-# Per-file wall-clock limit of the analysis (read, parse, rules), in seconds.
+# Per-file wall-clock limit of the analysis (read, parse, rules), in seconds
+# (file-timeout / --file-timeout).
 DEFAULT_TIMEOUT = 60.0
+# Files larger than this are skipped with E902 (max-file-size / --max-file-size).
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 
 
 def signal_name(code: int) -> str:

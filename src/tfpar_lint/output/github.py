@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tfpar_lint.output import Report, error_code, verification_line
+from tfpar_lint.output import Report, display_path, error_code, verification_line
 
 
 def _data(s: str) -> str:
@@ -19,7 +19,8 @@ def _data(s: str) -> str:
 
 
 def _prop(s: str) -> str:
-    return _data(s).replace(":", "%3A").replace(",", "%2C")
+    # %0A/%0D carry a newline in a file name exactly; only bytes that are not UTF-8 are escaped
+    return _data(display_path(s, controls=False)).replace(":", "%3A").replace(",", "%2C")
 
 
 def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tfpar_lint import __version__
-from tfpar_lint.output import Report, error_code, relative_uri
+from tfpar_lint.output import Report, display_path, error_code, relative_uri
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://github.com/tfpar-lint/tfpar-lint"
@@ -108,7 +108,7 @@ def build(report: Report) -> dict[str, Any]:
         code = error_code(err)
         notifications.append({
             "level": "error",
-            "message": {"text": f"{err.path}: {err.message}"},
+            "message": {"text": f"{display_path(err.path)}: {err.message}"},
             "descriptor": {"id": code},
             "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0)],
         })
