@@ -360,6 +360,7 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
         return FileResult(path, error=gave_up(path, f"internal error: {type(exc).__name__}: {exc}"))
     if apply_noqa:
         findings = _apply_noqa(findings, source)
+    positions: list = []
     for f in findings:
         f.cell, f.line = where(f.line)
         cell_end, f.end_line = where(f.end_line)
@@ -367,7 +368,21 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
             rcell, rline = where(f.data["related_line"])
             f.data["related_line"], f.data["related_cell"] = rline, rcell
             f.message = _name_related_line(f.message, f"cell {rcell}, line {rline}")
+        _add_ipynb_region(f, cell_end, text, positions)
     return FileResult(path, findings)
+
+
+def _add_ipynb_region(f: Finding, cell_end: int, text: str, positions: list) -> None:
+    """``f.data["ipynb_region"]``: the finding's place in the .ipynb JSON text (SARIF, github)."""
+    from tfpar_lint.notebook import NotebookPositions
+
+    if not positions:
+        positions.append(NotebookPositions(text))
+    npos = positions[0]
+    start = npos.position(f.cell, f.line, f.col)
+    end = npos.position(cell_end, f.end_line, f.end_col)
+    if start is not None and end is not None and end >= start:
+        f.data["ipynb_region"] = {"line": start[0], "col": start[1], "end_line": end[0], "end_col": end[1]}
 
 
 def read_source(path: str, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[Optional[str], Optional[FileError]]:

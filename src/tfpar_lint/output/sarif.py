@@ -9,7 +9,9 @@
   ``originalUriBaseIds``; files outside the root get an absolute ``file://``
   URI) and ``region`` ``startLine``/``startColumn``/``endLine``/``endColumn``
   (1-based, end column exclusive, as SARIF wants).  A notebook finding's region
-  is counted inside its cell, which ``properties.cell`` names.  The
+  is its place in the ``.ipynb`` file's JSON text (the characters of the
+  cell's ``source`` strings, from ``data.ipynb_region``); its cell and the
+  line inside the cell are in the message and ``properties.cell``.  The
   verifier's verdict goes into the result's ``properties.verification``.
 * Files that could not be linted: ``invocations[0].toolExecutionNotifications``
   (level ``error``, ``descriptor.id`` E999/E902, with the location), and
@@ -70,6 +72,15 @@ def _location(path: str, root: str, line: int, col: int, end_line: int, end_col:
     return {"physicalLocation": phys}
 
 
+def _finding_location(f: Any, root: str) -> dict[str, Any]:
+    if f.cell is None:
+        return _location(f.path, root, f.line, f.col, f.end_line, f.end_col)
+    region = f.data.get("ipynb_region") if isinstance(f.data, dict) else None
+    if isinstance(region, dict):  # the place in the .ipynb file's JSON text
+        return _location(f.path, root, region["line"], region["col"], region["end_line"], region["end_col"])
+    return _location(f.path, root, 0, 0, 0, 0)  # the notebook, no region: cell lines are not file lines
+
+
 def build(report: Report) -> dict[str, Any]:
     from tfpar_lint import registry
 
@@ -82,13 +93,13 @@ def build(report: Report) -> dict[str, Any]:
             index[f.code] = len(descriptors)
             descriptors.append({"id": f.code, "name": f.name, "shortDescription": {"text": f.message},
                                 "helpUri": help_uri(f.code)})
-        text = f.message if f.cell is None else f"{f.message} (cell {f.cell})"
+        text = f.message if f.cell is None else f"{f.message} (cell {f.cell}, line {f.line}, col {f.col})"
         res: dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": level(f.severity),
             "message": {"text": text},
-            "locations": [_location(f.path, report.root, f.line, f.col, f.end_line, f.end_col)],
+            "locations": [_finding_location(f, report.root)],
         }
         props: dict[str, Any] = {}
         if f.cell is not None:
