@@ -18,7 +18,7 @@ it, and its clock starts when the one before it was answered.
 
 Inside a worker the tasks run on a thread with a ``STACK_SIZE`` stack
 (libcst's parser recurses on the C stack: ``z = a and a and ...`` with 7,057
-terms overflows the 8 MB main-thread stack but parses on this one), SIGINT is
+terms overflows the main thread's stack but parses on this one), SIGINT is
 ignored (the parent handles Ctrl-C and kills the workers), the address space
 is capped at ``memory_limit`` bytes where the platform allows (an allocation
 past it is a MemoryError or an abort, which costs only that file), its
@@ -36,7 +36,12 @@ from collections import deque
 from typing import Any, Callable, Optional, Sequence
 
 DEPTH = 2
-STACK_SIZE = 512 << 20
+# 16 MB: twice the usual main-thread stack.  ``z = a and a and ...`` with 7,057
+# terms parses on it (it overflows the main thread's); far deeper nesting, such
+# as 10,000 nested parentheses (which Python itself rejects), still overflows,
+# within a second and a few dozen MB, where a 64 MB stack let libcst run 50 s
+# and take 10 GB before it failed.
+STACK_SIZE = 16 << 20
 # Per-file wall-clock limit of the analysis (read, parse, rules), in seconds
 # (file-timeout / --file-timeout).
 DEFAULT_TIMEOUT = 60.0
