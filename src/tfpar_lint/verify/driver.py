@@ -723,10 +723,11 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                 _kill_group(p, "interrupted", grace=0.5)
             continue
         if now >= next_mem:
-            next_mem = now + 0.25
+            next_mem = now + 0.5
             for p in alive:
                 rss = procs_mod.tree_rss([p.p.pid])
                 if rss > limit:
+                    p.memory_killed = True
                     _kill_group(p, f"memory limit: its processes used {rss >> 20} MB, the limit is {limit >> 20} MB")
                     notes.append(f"killed at the memory limit ({limit >> 20} MB; TFPAR_VERIFY_MEMORY_MB raises it)")
         try:
@@ -753,6 +754,10 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                 if loc:
                     locs.append((f"worker {p.worker}: " if p.worker is not None else "") + loc)
         hang_loc = "; ".join(locs)
+    for p, r in zip(procs, results):
+        if getattr(p, "memory_killed", False):
+            r.update({"outcome": "failed", "error": {"type": "MemoryLimit", "message": f"killed ({p.kill_reason})",
+                                                     "frames": [], "script_lines": [], "location": ""}})
     outcome = _outcome(procs, results, hung)
     # A child that died without a result (segfault, SIGKILL): keep its stderr tail.
     for p, r in zip(procs, results):
@@ -779,9 +784,11 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
             sb_notes.append(f"sandbox failed, Python-level guard used instead: {r['sandbox_error']}")
         elif r.get("sandbox_detail"):
             sb_notes.append(f"sandbox: {r['sandbox_detail']}")
-        elif r.get("sandbox") == "python":
+        elif r.get("sandbox") == "python" or (not r.get("sandbox") and ctx["sandbox"] == "python"):
             sb_notes.append(f"no sandbox: {ctx['sandbox_detail']}; Python-level guard (writes outside the run's "
                             f"scratch folder are refused)")
+        elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
+            sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
     data.sandbox_notes = sb_notes  # type: ignore[attr-defined]
     strategies = data.strategies()
     data.replicas = max((s.get("replicas", 0) for s in strategies), default=0)
@@ -812,6 +819,8 @@ def _outcome(procs, results, hung) -> str:
     if hung:
         return "hung"
     outs = [(r or {}).get("outcome", "failed") for r in results]
+    if any(getattr(p, "memory_killed", False) for p in procs):
+        return "failed"
     if any(p.killed for p in procs):
         # a worker killed after its peer failed
         return "error" if "error" in outs else "hung"

@@ -61,10 +61,28 @@ def descendants(roots: Iterable[int], tab: Optional[dict] = None) -> set[int]:
     return out
 
 
+def _pss(pid: int) -> Optional[int]:
+    """Proportional set size in bytes (pages shared after a fork count once in all), None if unknown."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def tree_rss(roots: Iterable[int]) -> int:
-    """Resident memory of the roots and their descendants, in bytes."""
+    """Memory of the roots and their descendants, in bytes: the sum of their proportional set
+    sizes (resident pages shared by forked processes count once), or of their RSS where /proc
+    has no smaps_rollup."""
     tab = table()
-    return sum(tab[p][1] for p in descendants(roots, tab) if p in tab) * PAGE
+    total = 0
+    for p in descendants(roots, tab):
+        pss = _pss(p)
+        total += pss if pss is not None else tab[p][1] * PAGE
+    return total
 
 
 def with_marker(value: str) -> set[int]:

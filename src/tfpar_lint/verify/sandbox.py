@@ -98,8 +98,19 @@ def prctl(option: int, arg: int) -> None:
     _check(_lib().prctl(option, ctypes.c_ulong(arg), 0, 0, 0), "prctl")
 
 
+def is_subreaper() -> bool:
+    try:
+        v = ctypes.c_int(0)
+        lib = _lib()
+        return lib.prctl(37, ctypes.byref(v), 0, 0, 0) == 0 and bool(v.value)  # PR_GET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
 def set_subreaper() -> bool:
-    """Orphans of this process's descendants are re-parented to it (Linux)."""
+    """Orphans of this process's descendants are re-parented to it (Linux). True when this call set it."""
+    if is_subreaper():
+        return False
     try:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         return True
