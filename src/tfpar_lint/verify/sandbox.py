@@ -571,6 +571,8 @@ def _guard_tensorflow(ok, refuse) -> None:
             v = None
         return v
 
+    replaced: dict = {}
+
     def op_guard(mod, name, argname, pos):
         orig = getattr(mod, name, None)
         if orig is None:
@@ -595,6 +597,7 @@ def _guard_tensorflow(ok, refuse) -> None:
             return orig(*a, **k)
 
         setattr(mod, name, guarded)
+        replaced[id(orig)] = guarded
 
     op_guard(gen_io_ops, "write_file", "filename", 0)
     op_guard(gen_io_ops, "save_v2", "prefix", 0)
@@ -602,6 +605,21 @@ def _guard_tensorflow(ok, refuse) -> None:
     op_guard(gen_io_ops, "save_slices", "filename", 0)
     op_guard(gen_io_ops, "merge_v2_checkpoints", "destination_prefix", 1)
     op_guard(gen_summary_ops, "create_summary_file_writer", "logdir", 1)
+    # The public API (tf.io.write_file, tf.compat.v1.write_file, ...) holds the original functions.
+    for modname, m in list(sys.modules.items()):
+        if not modname.startswith(("tensorflow", "keras", "tf_keras")) or m is None:
+            continue
+        try:
+            items = list(vars(m).items())
+        except TypeError:
+            continue
+        for k, v in items:
+            g = replaced.get(id(v))
+            if g is not None and g is not v:
+                try:
+                    setattr(m, k, g)
+                except (AttributeError, TypeError):
+                    pass
 
 
 if __name__ == "__main__":
