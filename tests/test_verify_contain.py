@@ -65,31 +65,42 @@ FAULTS = {
         ctypes.string_at(0)
     """,
     "forkbomb.py": """
-        import os, sys, time
+        import os, signal, time
         top = os.getpid()
         for _ in range(5):  # bounded: 2**5 = 32 processes
             os.fork()
         if os.getpid() != top:
-            os.execv(sys.executable, [sys.executable, "-c", {sleeper!r}, "{mark}-bomb"])
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            while True:
+                time.sleep(1)
         time.sleep(1.0)
         print("END", flush=True)
     """,
     "orphans.py": """
-        import multiprocessing as mp, os, subprocess, sys, time
+        import multiprocessing as mp, os, signal, subprocess, sys, time
         S = {sleeper!r}
-        subprocess.Popen([sys.executable, "-c", S, "{mark}-popen"])
-        subprocess.Popen([sys.executable, "-c", S, "{mark}-setsid"], start_new_session=True)
+
+        def sleep_forever(ignore_term=True):
+            if ignore_term:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            while True:
+                time.sleep(1)
+
+        try:  # other programs (refused by the Python-level guard when there is no sandbox)
+            subprocess.Popen([sys.executable, "-c", S, "{mark}-popen"])
+            subprocess.Popen([sys.executable, "-c", S, "{mark}-setsid"], start_new_session=True)
+        except PermissionError:
+            print("subprocess refused", flush=True)
         if os.fork() == 0:  # ignores SIGTERM
-            os.execv(sys.executable, [sys.executable, "-c", S, "{mark}-noterm"])
-
-        def child():
-            os.execv(sys.executable, [sys.executable, "-c", S, "{mark}-mp"])
-
-        mp.get_context("fork").Process(target=child).start()
+            sleep_forever()
+        if os.fork() == 0:  # leaves the process group
+            os.setsid()
+            sleep_forever()
+        mp.get_context("fork").Process(target=sleep_forever, args=(False,)).start()
         if os.fork() == 0:  # the classic daemon: setsid and fork again
             os.setsid()
             if os.fork() == 0:
-                os.execv(sys.executable, [sys.executable, "-c", S, "{mark}-daemon"])
+                sleep_forever()
             os._exit(0)
         time.sleep(1.5)
         print("END", flush=True)
@@ -270,8 +281,9 @@ def settled(check, seconds: float = 10.0):
         time.sleep(0.2)
 
 
-@pytest.fixture(scope="module")
-def faults(tmp_path_factory):
+@pytest.fixture(scope="module", params=["auto", "python"], ids=["sandbox", "no-sandbox"])
+def faults(request, tmp_path_factory):
+    """The fault scripts, once with the machine's sandbox and once with the Python-level fallback."""
     from tfpar_lint.verify import verify_findings
 
     top = str(tmp_path_factory.mktemp("contain"))
@@ -281,7 +293,8 @@ def faults(tmp_path_factory):
     was = sandbox.set_subreaper()  # every orphan comes back here, where the tests look for it
     before = {"top": tree_digest(top), "home": os.path.exists(HOME_FILE), "tmp": os.path.exists(TMP_FILE)}
     old = os.getcwd()
-    env = {"TFPAR_VERIFY_OUTPUT_MB": "1", "TFPAR_VERIFY_MEMORY_MB": "3000"}
+    env = {"TFPAR_VERIFY_OUTPUT_MB": "1", "TFPAR_VERIFY_MEMORY_MB": "3000",
+           "TFPAR_VERIFY_SANDBOX": request.param}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     os.chdir(project)
@@ -297,7 +310,7 @@ def faults(tmp_path_factory):
             else:
                 os.environ[k] = v
     after = {"top": tree_digest(top), "home": os.path.exists(HOME_FILE), "tmp": os.path.exists(TMP_FILE)}
-    yield {"runs": {r.path: r for r in runs}, "order": [r.path for r in runs], "names": names,
+    yield {"mode": request.param, "runs": {r.path: r for r in runs}, "order": [r.path for r in runs], "names": names,
            "before": before, "after": after, "project": project,
            "survivors": settled(marked_processes), "descendants": settled(live_descendants)}
     for p in (HOME_FILE, TMP_FILE):
@@ -329,6 +342,8 @@ def test_no_file_changed_outside_the_scratch_folder(faults):
 def test_sandbox_is_reported(faults):
     for run in faults["runs"].values():
         assert run.sandbox in ("namespaces", "python"), run.summary()
+        if faults["mode"] == "python":
+            assert run.sandbox == "python", run.summary()
         assert any(n.startswith(("sandbox:", "no sandbox:", "sandbox failed")) for n in run.notes), run.summary()
 
 
