@@ -161,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
                           ".tfpar_lint_cache in the project root)")
     ver = p.add_argument_group("runtime verification (needs tfpar-lint[verify])")
     ver.add_argument("--verify", action="store_true",
-                     help="run the PATHs as scripts on real devices to confirm or refute each finding")
+                     help="run scripts on real devices to confirm or refute each finding: the files named on the "
+                          "command line, and the files with findings found in the folders given (other files in "
+                          "those folders are linted, never run). Each run is sandboxed: see README, Security")
+    ver.add_argument("--show-output", action="store_true",
+                     help="print each verified script's stdout and stderr (always shown, last lines, when it fails)")
     ver.add_argument("--devices", type=_devices, default="auto", help="auto, cpu:N or gpu[:N] (default: auto)")
     ver.add_argument("--max-steps", type=_positive_int("--max-steps"), default=None,
                      help="stop each script after N training steps")
@@ -455,8 +459,8 @@ def _main(argv: list[str]) -> int:
         paths = ["-"] if args.stdin_filename else ["."]
     if args.verify and "-" in paths:
         raise UsageError("--verify runs scripts from files; it cannot read standard input")
-    if not args.verify and (script_args or args.max_steps or args.timeout):
-        raise UsageError("--max-steps/--timeout and script arguments need --verify")
+    if not args.verify and (script_args or args.max_steps or args.timeout or args.show_output):
+        raise UsageError("--max-steps/--timeout/--show-output and script arguments need --verify")
 
     from tfpar_lint.discovery import discover, is_excluded
 
@@ -494,10 +498,17 @@ def _main(argv: list[str]) -> int:
         _warn("no Python files or notebooks found under the given paths")
 
     runs: list[Any] = []
+    interrupted = 0
     if args.verify:
-        scripts = [f for f in found.files]
-        if scripts:  # clean scripts run too: their per-family observations show "not reproduced"
-            runs = _verify(scripts, findings, args, script_args, settings.jobs)
+        scripts = _scripts_to_run(found.files, paths, findings)
+        if scripts:  # a named clean script runs too: its per-family observations show "not reproduced"
+            try:
+                runs = _verify(scripts, findings, args, script_args, settings.jobs)
+            except KeyboardInterrupt as e:  # lose nothing: report the findings and the finished runs
+                runs = list(getattr(e, "runs", []) or [])
+                interrupted = getattr(e, "signum", 2) or 2
+                sys.stderr.write(f"{PROG}: interrupted: {len(runs)} of {len(scripts)} script(s) verified; "
+                                 f"the others were stopped or not started\n")
 
     from tfpar_lint.output import Report, write
 
@@ -526,7 +537,42 @@ def _main(argv: list[str]) -> int:
         except OSError as e:
             raise UsageError(f"cannot write the report to standard output: {e.strerror or e}") from None
 
+    if runs:
+        _show_outputs(runs, always=args.show_output)
+    if interrupted:
+        return 128 + interrupted
     return exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero)
+
+
+def _scripts_to_run(files: Sequence[str], paths: Sequence[str], findings: Sequence[Finding]) -> list[str]:
+    """What ``--verify`` runs: files named on the command line, and files with findings found in the
+    folders given (a folder's other files, ``setup.py`` included, are never executed)."""
+    named = {os.path.realpath(p) for p in paths if p != "-" and not os.path.isdir(p)}
+    flagged = {os.path.realpath(f.path) for f in findings}
+    return [f for f in files if os.path.realpath(f) in named or os.path.realpath(f) in flagged]
+
+
+OUTPUT_TAIL_LINES = 20
+
+
+def _show_outputs(runs: Sequence[Any], always: bool) -> None:
+    """The scripts' own stdout/stderr on stderr: all of it with --show-output, else the last lines of a
+    script that failed (an argparse error shows as its usage line, not as ``SystemExit: 2``)."""
+    for run in runs:
+        failed = getattr(run, "outcome", "") in ("error", "failed", "hung")
+        if not (always or failed):
+            continue
+        for name in ("stdout", "stderr"):
+            text = getattr(run, name, "") or ""
+            if not text.strip():
+                continue
+            lines = text.rstrip("\n").split("\n")
+            if not always and len(lines) > OUTPUT_TAIL_LINES:
+                head = f"---- {run.path}: last {OUTPUT_TAIL_LINES} lines of {name} (--show-output for all) ----"
+                lines = lines[-OUTPUT_TAIL_LINES:]
+            else:
+                head = f"---- {run.path}: {name} ----"
+            sys.stderr.write(head + "\n" + "\n".join(lines) + "\n")
 
 
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,
