@@ -160,3 +160,17 @@ def tfp101_notebook(notebook) -> str:
         ("code", "%%bash\necho this cell is not python (\n"),
         ("code", "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n"),
     ])
+
+
+@pytest.fixture(scope="session")
+def pypi_corpus(tmp_path_factory):
+    """The PyPI precision corpus (tests/pypi_wheels.py), extracted once per session.
+
+    Skips, with pip's reason, only when the package index cannot be reached and a wheel is not cached;
+    every other download problem fails."""
+    import pypi_wheels
+
+    try:
+        return pypi_wheels.build(tmp_path_factory.mktemp("pypi-corpus"))
+    except pypi_wheels.NetworkUnavailable as exc:
+        pytest.skip(f"network unavailable, PyPI corpus not downloaded: {exc}")
