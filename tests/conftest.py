@@ -107,10 +107,18 @@ def cli(capsys, monkeypatch) -> Callable[..., Result]:
     return run
 
 
+def _package_root() -> str:
+    """The folder holding the tfpar_lint this process imported (the worktree's src/ or site-packages)."""
+    import tfpar_lint
+
+    return str(Path(tfpar_lint.__file__).resolve().parents[1])
+
+
 def run_subprocess(args: Sequence[str], cwd: Path | str, stdin: Optional[bytes] = None,
                    env: Optional[dict] = None, timeout: int = 300) -> Result:
     e = dict(os.environ)
-    e.pop("PYTHONPATH", None)
+    # the subprocess (tfpar-lint, flake8 and its plugin) imports the same tfpar_lint as the tests
+    e["PYTHONPATH"] = _package_root()
     if env:
         e.update(env)
     p = subprocess.run(list(args), cwd=str(cwd), input=stdin, capture_output=True, env=e, timeout=timeout)
