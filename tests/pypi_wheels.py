@@ -16,9 +16,8 @@ proxy, time-out) :class:`NetworkUnavailable` is raised and the tests skip with t
 else (a pin that no longer resolves, a wheel whose SHA-256 differs, pip missing) is
 :class:`DownloadError`, and the tests fail.
 
-Run as a script to print the measurements the README quotes::
-
-    PYTHONPATH=src .venv/bin/python tests/pypi_wheels.py
+``benchmarks/pypi_corpus.py`` prints the measurements the README quotes (sizes, findings, precision,
+run times).
 """
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,46 +243,3 @@ def finding_key(corpus: Corpus, entry: dict) -> tuple[str, str, str, int, str]:
         if pkg.folder == folder:
             return (pkg.name, pkg.version, rel, int(entry["line"]), entry["code"])
     raise AssertionError(f"finding outside every package folder: {entry}")
-
-
-def main() -> int:
-    """Print the corpus measurements (packages, files, lines, findings, precision, run times)."""
-    from tfpar_lint.registry import default_codes
-
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        corpus = build(Path(tmp))
-        t_build = time.perf_counter() - t0
-        expected = {e.key: e for e in load_expected()}
-        print(f"cache: {cache_dir()}")
-        for pkg in corpus.packages:
-            files = [rel for (p, rel) in corpus.files if p == pkg]
-            lines = sum(n for (p, _), n in corpus.files.items() if p == pkg)
-            print(f"{pkg.name}=={pkg.version}: {len(files)} files, {lines} lines")
-        print(f"total: {len(corpus.packages)} packages, {len(corpus.files)} files, {corpus.lines} lines; "
-              f"download/extract {t_build:.2f} s")
-        for select_all in (False, True):
-            t = time.perf_counter()
-            rc, entries = lint(corpus, select_all)
-            dt = time.perf_counter() - t
-            keys = [finding_key(corpus, e) for e in entries if not e.get("error")]
-            errors = [e for e in entries if e.get("error")]
-            tp = sum(1 for k in keys if k in expected and expected[k].verdict == "TP")
-            fp_known = sum(1 for k in keys if k in expected and expected[k].verdict == "FP")
-            new = [k for k in keys if k not in expected]
-            want = {k for k, e in expected.items() if select_all or e.code in default_codes()}
-            gone = sorted(want - set(keys))
-            prec = f"{tp / len(keys):.0%}" if keys else "n/a (no finding)"
-            print(f"{'--select ALL' if select_all else 'default rules'}: exit {rc}, {len(keys)} findings, "
-                  f"{len(errors)} file errors, {tp} accepted true bugs, {fp_known} known false positives, "
-                  f"{len(new)} untriaged, {len(gone)} expected but not reported; precision {prec}; "
-                  f"lint {dt:.2f} s")
-            for k in new:
-                print("  untriaged:", "\t".join(map(str, k)))
-            for k in gone:
-                print("  not reported:", "\t".join(map(str, k)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
