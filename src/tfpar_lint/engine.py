@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import ast
+
 import os
 import re
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ class AnalysisOptions:
     strategy_factories: tuple[str, ...] = ()
     dataset_distributors: tuple[str, ...] = ()
     extra_markers: tuple[str, ...] = ()
+    tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
 
 
 @dataclass
@@ -164,7 +167,8 @@ def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str
 def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[Finding]:
     """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError."""
     tree = cst.parse_module(source)
-    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors)
+    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
+                    tf_version=options.tf_version)
     reports = []
     for rule_cls in rules:
         for rep in rule_cls(module).check():
@@ -272,13 +276,33 @@ def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
     return [f for f in findings if not nmap.is_suppressed(f.line, f.code, f.name)]
 
 
+# A file the pre-filter rejects is not parsed by libcst; if it mentions TensorFlow or Keras it is
+# still syntax-checked (CPython's parser, several times cheaper) so that a broken training script
+# gives E999 and exit 2 rather than silence.
+_TF_MENTIONS = re.compile(r"\b(?:tensorflow|keras|tf_keras)\b")
+
+
+def _syntax_check(source: str, path: str) -> Optional[FileError]:
+    if not _TF_MENTIONS.search(source):
+        return None
+    try:
+        compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return FileError(path, f"syntax error: {exc.msg}", line=exc.lineno or 0, col=exc.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        return None  # libcst was never asked; nothing we can say more precisely
+    return None
+
+
 def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection[str]] = None,
-                options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True) -> FileResult:
+                options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True,
+                check_syntax: bool = True) -> FileResult:
     if path.endswith(".ipynb"):
         return _lint_notebook(source, path, enabled, options, apply_noqa)
     rules = candidate_rules(source, _rules_for(enabled), options)
     if not rules:
-        return FileResult(path, skipped=True)
+        err = _syntax_check(source, path) if check_syntax else None
+        return FileResult(path, error=err) if err is not None else FileResult(path, skipped=True)
     try:
         findings = analyse(source, path, rules, options)
     except cst.ParserSyntaxError as exc:
