@@ -23,8 +23,11 @@ def expected_in_source(source: str) -> set[tuple[int, str]]:
     return out
 
 
-def fixture_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+def fixture_files(root: Path, exclude_dirs: Iterable[str] = ()) -> list[Path]:
+    """The ``*.py`` files under ``root``, skipping the top-level folders named in ``exclude_dirs``."""
+    skip = set(exclude_dirs)
+    return sorted(p for p in root.rglob("*.py")
+                  if "__pycache__" not in p.parts and p.relative_to(root).parts[0] not in skip)
 
 
 def score(pairs: Iterable[tuple[set, set]]) -> tuple[int, int, int]:
