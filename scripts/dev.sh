@@ -50,7 +50,7 @@ case "${1:-}" in
     echo
     echo "Next: lint your code with '.venv/bin/tfpar-lint src/', verify a training script with"
     echo "'.venv/bin/tfpar-lint --verify train.py -- ARGS' (-v for the full evidence), and read a rule with"
-    echo "'.venv/bin/tfpar-lint rule TFP201'. All fixtures: '.venv/bin/tfpar-lint fixtures/ --statistics'."
+    echo "'.venv/bin/tfpar-lint rule TFP201'. All fixtures: '.venv/bin/tfpar-lint fixtures/ --extend-exclude fixtures/zoo --statistics'."
     ;;
   test)
     setup

@@ -64,9 +64,19 @@ def test_family_of():
 
 def test_expected_findings(tmp_path):
     p = tmp_path / "s.py"
-    p.write_text("a = 1\nb = 2  # expect: TFP101, TFP105\nc = 3  # expect: tfp201\n")
+    p.write_text("a = 1\nb = 2  # expect: TFP101, TFP105\nc = 3  # Expect: TFP201\n")
     got = [(f.code, f.line) for f in expected_findings(str(p))]
     assert got == [("TFP101", 2), ("TFP105", 2), ("TFP201", 3)]
+
+
+@pytest.mark.parametrize("comment", ["# expect: tfp201", "# expect: TFP299", "# expect: TFP104"])
+def test_expected_findings_uses_the_one_strict_parser(tmp_path, comment):
+    from tfpar_lint.expectations import ExpectationError
+
+    p = tmp_path / "s.py"
+    p.write_text(f"a = 1\nb = 2  {comment}\n")
+    with pytest.raises(ExpectationError, match="s.py:2"):
+        expected_findings(str(p))
 
 
 def test_scriptrun_summary_and_dict():
@@ -187,7 +197,9 @@ def test_step_bound_race_is_reported_as_it_was(monkeypatch, tmp_path):
     f = Finding("TFP601", "", "", str(tmp_path / "t.py"), 9, 1, 9, 1)
     job = driver._Job(index=0, script=str(tmp_path / "t.py"), findings=[f], multiworker=True, uses_threads=False,
                       rerun=False, lines=[9])
-    ctx = {"slots": driver._Slots(2)}
+    import threading
+
+    ctx = {"slots": driver._Slots(2), "cancel": threading.Event()}
     data = driver._execute(job, ctx, False)
     assert calls == [False]  # run once, not re-run
     assert any("UnavailableError" in n and "not re-run" in n for n in data.driver_notes)

@@ -1,7 +1,9 @@
 """flake8-style text: ``path:line:col: CODE message`` (1-based line and column).
 
 Notebook findings read ``path:cell_N:line:col: CODE message`` (line inside the
-cell).  Files that could not be linted read ``path:line:col: E999 reason`` /
+cell).  Control characters and bytes that are not UTF-8 in a path are
+escaped (:func:`tfpar_lint.output.display_path`), so each finding stays on
+one line.  Files that could not be linted read ``path:line:col: E999 reason`` /
 ``path:0:0: E902 reason``, on standard output like flake8.  ``--statistics``
 appends flake8's ``count  CODE first-message`` lines.
 
@@ -20,13 +22,15 @@ from typing import TextIO
 import os
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding
-from tfpar_lint.output import Report, error_code, first_sentence, short_device, status_label, verification_line
+from tfpar_lint.output import (Report, display_path, error_code, first_sentence, short_device, status_label,
+                               verification_line)
 
 
 def location(f: Finding) -> str:
+    path = display_path(f.path)
     if f.cell is not None:
-        return f"{f.path}:cell_{f.cell}:{f.line}:{f.col}"
-    return f"{f.path}:{f.line}:{f.col}"
+        return f"{path}:cell_{f.cell}:{f.line}:{f.col}"
+    return f"{path}:{f.line}:{f.col}"
 
 
 def one_line(s: str) -> str:
@@ -48,7 +52,7 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
     for err in report.sorted_errors():
         code = error_code(err)
         rows.append(((err.path, 0, err.line, err.col, code),
-                     [f"{err.path}:{err.line}:{err.col}: {code} {one_line(err.message)}"]))
+                     [f"{display_path(err.path)}:{err.line}:{err.col}: {code} {one_line(err.message)}"]))
     for f in report.sorted_findings():
         lines = [format_finding(f)]
         v = verification_line(f)
@@ -115,7 +119,8 @@ def _ending(run) -> str:
 def script_header(run, verdicts: list[str]) -> str:
     counts = [f"{verdicts.count(v)} {v}" for v in ORDER if verdicts.count(v)]
     found = ", ".join(counts) if counts else "nothing found"
-    return f"{run.path}: {_ending(run)}; {_devices(run)}; {run.seconds:.1f} s; {found}"
+    sandbox = f"; sandbox: {run.sandbox}" if getattr(run, "sandbox", "") else ""
+    return f"{display_path(run.path)}: {_ending(run)}; {_devices(run)}; {run.seconds:.1f} s{sandbox}; {found}"
 
 
 def _key(path: str) -> str:
@@ -125,7 +130,7 @@ def _key(path: str) -> str:
 def write_verified(report: Report, stream: TextIO) -> None:
     """The ``--verify`` text report (see the module docstring)."""
     for err in report.sorted_errors():
-        stream.write(f"{err.path}:{err.line}:{err.col}: {error_code(err)} {one_line(err.message)}\n")
+        stream.write(f"{display_path(err.path)}:{err.line}:{err.col}: {error_code(err)} {one_line(err.message)}\n")
     by_script: dict[str, list[Finding]] = {}
     for f in report.sorted_findings():
         by_script.setdefault(_key(f.path), []).append(f)

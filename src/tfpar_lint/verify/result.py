@@ -66,6 +66,9 @@ class ScriptRun:
     observations: list[FamilyObservation] = field(default_factory=list)
     startup_seconds: float = 0.0  # TensorFlow import + device set-up in the child
     workdir: str = ""
+    sandbox: str = ""  # "namespaces" (user/mount/PID namespaces, overlays) or "python" (Python-level guard)
+    stdout: str = ""  # the script's output (capped; see TFPAR_VERIFY_OUTPUT_MB)
+    stderr: str = ""
     # Mistakes the run showed that no static finding covers (Finding.to_dict(), verdict RUNTIME).
     runtime_findings: list[dict[str, Any]] = field(default_factory=list)
 

@@ -74,6 +74,7 @@ class Recorder:
         self.on_preempt: Optional[Callable[[], None]] = None
         # Local cluster: a folder every worker shares, where they agree on when to stop.
         self.sync_dir: Optional[str] = None
+        self.sync_fd: Optional[int] = None  # that folder opened before the sandbox (its mounts hide the path)
         self.num_workers = 1
         self.sync_wait = SYNC_WAIT
 
@@ -249,29 +250,19 @@ class Recorder:
         if not self.sync_dir or self.num_workers < 2 or self.worker_index is None:
             return mine
         safe = re.sub(r"[^\w.-]", "_", tag)[:120]
-        try:
-            tmp = os.path.join(self.sync_dir, f".{safe}.w{self.worker_index}.tmp")
-            with open(tmp, "w") as f:
-                f.write("1" if mine else "0")
-            os.replace(tmp, os.path.join(self.sync_dir, f"{safe}.w{self.worker_index}"))
-        except OSError:
+        if not self._sync_write(f"{safe}.w{self.worker_index}", "1" if mine else "0"):
             return mine
         votes = [mine]
         end = time.time() + self.sync_wait
         for w in range(self.num_workers):
             if w == self.worker_index:
                 continue
-            vote = os.path.join(self.sync_dir, f"{safe}.w{w}")
-            left = os.path.join(self.sync_dir, f"left.w{w}")
             while True:
-                if os.path.exists(vote):
-                    try:
-                        with open(vote) as f:
-                            votes.append(f.read().strip() == "1")
-                    except OSError:
-                        votes.append(True)
+                vote = self._sync_read(f"{safe}.w{w}")
+                if vote is not None:
+                    votes.append(vote.strip() != "0")
                     break
-                if os.path.exists(left) or time.time() >= end:
+                if self._sync_read(f"left.w{w}") is not None or time.time() >= end:
                     votes.append(True)  # the peer is gone (or never came): nothing to wait for
                     break
                 time.sleep(0.01)
@@ -283,11 +274,45 @@ class Recorder:
     def leave(self) -> None:
         """Tell the other workers this one is gone (they stop waiting for its decisions)."""
         if self.sync_dir and self.worker_index is not None:
+            self._sync_write(f"left.w{self.worker_index}", "1")
+
+    def _sync_write(self, name: str, text: str) -> bool:
+        """Write ``name`` in the cluster's shared folder, atomically: through the folder's fd
+        (inside the sandbox), else by path (the Python-level guard allows that folder)."""
+        tmp = f".{name}.tmp"
+        if self.sync_fd is not None:
             try:
-                with open(os.path.join(self.sync_dir, f"left.w{self.worker_index}"), "w") as f:
-                    f.write("1")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=self.sync_fd)
+                try:
+                    os.write(fd, text.encode())
+                finally:
+                    os.close(fd)
+                os.replace(tmp, name, src_dir_fd=self.sync_fd, dst_dir_fd=self.sync_fd)
+                return True
             except OSError:
                 pass
+        if not self.sync_dir:
+            return False
+        try:
+            with open(os.path.join(self.sync_dir, tmp), "w") as f:
+                f.write(text)
+            os.replace(os.path.join(self.sync_dir, tmp), os.path.join(self.sync_dir, name))
+            return True
+        except OSError:
+            return False
+
+    def _sync_read(self, name: str) -> Optional[str]:
+        try:
+            if self.sync_fd is not None:
+                fd = os.open(name, os.O_RDONLY, dir_fd=self.sync_fd)
+                try:
+                    return os.read(fd, 64).decode(errors="replace")
+                finally:
+                    os.close(fd)
+            with open(os.path.join(self.sync_dir or "", name)) as f:
+                return f.read()
+        except OSError:
+            return None
 
     def after_step(self, key, name: str) -> None:
         if self.keras_loop_depth or not self.in_main_thread():
