@@ -247,3 +247,19 @@ def test_device_plan_gpu_without_gpu_is_an_error():
 
     with pytest.raises(RuntimeError, match="no GPU"):
         plan(parse_devices("gpu"), 0)
+
+
+def test_scope_evidence_names_the_compile_line_itself():
+    """A model built outside the scope and compiled inside a helper: the evidence names the
+    ``compile`` call (innermost script line), not the call of the helper."""
+    from tfpar_lint.verify.probes import RunData
+    from tfpar_lint.verify.probes.scope import _misuses
+
+    obs = {"objects": [{"kind": "model", "cls": "Sequential", "strategy": None, "lines": [5]}],
+           "compiles": [{"model": 0, "strategy": 0, "model_strategy": None, "optimizer": None, "metrics": [],
+                         "lines": [12, 30]}],  # compile at line 12, inside a function called at line 30
+           "fits": [], "applies": []}
+    run = RunData(path="t.py", workers=[{"strategies": [{"type": "MirroredStrategy", "replicas": 2}],
+                                         "probes": {"scope": obs}}], outcome="ok", seconds=1.0)
+    ((ob, use),) = _misuses(run, obs)
+    assert "compiled under MirroredStrategy (2 replicas) (line 12)" in use, use
