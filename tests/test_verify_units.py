@@ -263,3 +263,69 @@ def test_scope_evidence_names_the_compile_line_itself():
                                          "probes": {"scope": obs}}], outcome="ok", seconds=1.0)
     ((ob, use),) = _misuses(run, obs)
     assert "compiled under MirroredStrategy (2 replicas) (line 12)" in use, use
+
+
+# -- runtime findings: one per mistake, never beside a static finding of it ---------------------
+
+def _race_run(path):
+    from tfpar_lint.verify.probes import RunData
+
+    var = {"name": "v:0", "first": 0.0, "expected": 5.0, "final": 1.0, "writes": 5, "stale": 2, "threads": 5,
+           "sites": {"10": {"writes": 5, "stale": 2, "kind": "assign"}}, "kinds": ["assign"], "unit": 1.0,
+           "graph_writes": False}
+    return RunData(path=path, workers=[{"probes": {"threads": {"variables": [var]}}}], outcome="ok", seconds=1.0)
+
+
+def _job(path, findings, cell_map=None):
+    from tfpar_lint.verify import driver
+
+    return driver._Job(index=0, script=path, findings=findings, multiworker=False, uses_threads=True, rerun=False,
+                       cell_map=cell_map or {})
+
+
+def _static(path, code, line, status):
+    from tfpar_lint.finding import Finding, Verification
+
+    f = Finding(code, "", "", path, line, 1, line, 1)
+    f.verification = Verification(status=status, evidence="static verdict")
+    return f
+
+
+def test_runtime_finding_where_nothing_static_covers_it():
+    from tfpar_lint.finding import RUNTIME
+    from tfpar_lint.verify import driver
+
+    (g,) = driver._runtime_findings(_job("t.py", []), _race_run("t.py"), "t.py")
+    assert (g.code, g.line, g.verification.status, g.name) == ("TFP301", 10, RUNTIME,
+                                                               "thread-unlocked-read-modify-write")
+    assert "5 updates from 5 threads should give 5, the final value is 1" in g.verification.evidence
+    # a finding of another family elsewhere does not cover it
+    other = _static("t.py", "TFP201", 10, CONFIRMED)
+    assert [x.code for x in driver._runtime_findings(_job("t.py", [other]), _race_run("t.py"), "t.py")] == ["TFP301"]
+
+
+@pytest.mark.parametrize("line, status", [(10, NOT_REPRODUCED), (11, INCONCLUSIVE), (10, CONFIRMED)])
+def test_static_finding_at_the_place_gets_the_verdict(line, status):
+    from tfpar_lint.verify import driver
+
+    f = _static("t.py", "TFP301", line, status)
+    assert driver._runtime_findings(_job("t.py", [f]), _race_run("t.py"), "t.py") == []
+    assert f.verification.status == CONFIRMED
+    if status != CONFIRMED:
+        assert "threads should give 5" in f.verification.evidence
+
+
+def test_confirmed_static_finding_of_the_code_elsewhere_covers_it():
+    from tfpar_lint.verify import driver
+
+    f = _static("t.py", "TFP301", 40, CONFIRMED)
+    assert driver._runtime_findings(_job("t.py", [f]), _race_run("t.py"), "t.py") == []
+    g = _static("t.py", "TFP301", 40, NOT_REPRODUCED)  # not confirmed: a different place, a finding of its own
+    assert [x.line for x in driver._runtime_findings(_job("t.py", [g]), _race_run("t.py"), "t.py")] == [10]
+
+
+def test_runtime_finding_in_a_notebook_points_into_its_cell():
+    from tfpar_lint.verify import driver
+
+    (g,) = driver._runtime_findings(_job("n.ipynb", [], {(3, 2): 10, (3, 3): 11}), _race_run("n.ipynb"), "n.ipynb")
+    assert (g.cell, g.line) == (3, 2)
