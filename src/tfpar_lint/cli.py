@@ -176,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "own, RUNTIME. Each run is sandboxed: see README, Security")
     ver.add_argument("--show-output", action="store_true",
                      help="print each verified script's stdout and stderr (always shown, last lines, when it fails)")
-    ver.add_argument("--devices", type=_devices, default="auto", help="auto (every GPU when there are two or more, one GPU split into 2 logical GPUs, else 2 "
+    ver.add_argument("--devices", type=_devices, default="auto",
+                     help="auto (every GPU when there are two or more, one GPU split into 2 logical GPUs, else 2 "
                           "logical CPU devices), cpu:N or gpu[:N] (default: auto)")
     ver.add_argument("--max-steps", type=_positive_int("--max-steps"), default=None,
                      help="stop each script after N training steps")
