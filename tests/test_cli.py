@@ -508,6 +508,9 @@ def test_verify_runtime_finding_exits_1_in_every_format(project, cli, snippets, 
     r = cli("--verify", "--format", "sarif", "train.py")
     (res,) = json.loads(r.out)["runs"][0]["results"]
     assert res["ruleId"] == "TFP301" and res["properties"]["verification"]["status"] == RUNTIME
+    from tfpar_lint.finding import VERDICTS
+
+    assert json.loads(r.out)["runs"][0]["invocations"][0]["properties"]["verdicts"] == VERDICTS
 
 
 def test_verify_script_that_could_not_run_exits_2(project, cli, snippets, fake_verify):
