@@ -243,6 +243,13 @@ def _install_dataset_reads(R, S, tf, patch, fingerprint) -> None:
                 _after_distribute(R, S, tf, self, dataset)
             except Exception:
                 pass
+            try:  # the auto-shard policy the workers will apply (OFF: every worker reads everything)
+                line = R.direct_caller_line(2)
+                policy = dataset.options().experimental_distribute.auto_shard_policy
+                if line is not None and len(S.distributed_datasets) < 20:
+                    S.distributed_datasets.append({"line": line, "policy": getattr(policy, "name", str(policy))})
+            except Exception:
+                pass
             return out
 
         return experimental_distribute_dataset
@@ -540,7 +547,8 @@ def collect(R) -> dict[str, Any]:
         dfs.append(d)
     return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs,
             "reads": list(S.reads.values()), "list_files": S.list_files, "coverage": S.coverage,
-            "split": S.split, "plain_iters": list(S.plain_iters.values()), "hand": list(S.hand.values())}
+            "split": S.split, "plain_iters": list(S.plain_iters.values()), "hand": list(S.hand.values()),
+            "distributed": S.distributed_datasets}
 
 
 # ================================================================== parent
@@ -990,7 +998,11 @@ def locate(run) -> list:
     ``strategy.run`` call (TFP201), a plain iterator consumed inside the replica function
     (TFP201), a value function that gave every replica the same value, or one dataset
     replicated by hand in a list (TFP202), a dataset function that ignores its input
-    context across workers (TFP203), a hand-sharded dataset auto-sharded again (TFP205)."""
+    context across workers (TFP203), workers reading the same data from a dataset
+    distributed with AutoShardPolicy.OFF (TFP204), a hand-sharded dataset auto-sharded
+    again (TFP205).  Not located (no runtime finding; the input probe's observation
+    says it): workers reading the same data for another reason, and a batch size the
+    script names per replica (TFP208, judged only for a static finding)."""
     from tfpar_lint.verify.probes import Seen
 
     out = []
@@ -1027,4 +1039,9 @@ def locate(run) -> list:
     cs = [c for o in run.probe("input") for c in (o or {}).get("coverage", [])]
     if cs and all(_double_shard(c) for c in cs):
         out.append(Seen("TFP205", int(cs[0]["line"]), _coverage_text(run, cs)))
+    overlap = _worker_overlap(run) or _read_overlap(run)
+    off = [d for o in run.probe("input") for d in (o or {}).get("distributed", []) if d.get("policy") == "OFF"]
+    if overlap and off:
+        out.append(Seen("TFP204", int(off[0]["line"]), f"{overlap}; the dataset distributed at line {off[0]['line']} "
+                                                       f"has AutoShardPolicy.OFF"))
     return out
