@@ -60,3 +60,21 @@ def test_workers_stop_at_the_same_step(tmp_path):
     assert any(n.startswith("stopped after 20 steps") for n in run.notes), run.notes
     assert run.steps == 20, run.summary()
     assert "the workers of the local cluster agreed to stop at the same step" in run.notes, run.notes
+
+
+def test_unsharded_workers_are_a_runtime_finding_without_the_linter():
+    """fixtures/TFP204/bad.py run with no static finding: the workers read the same data from
+    a dataset distributed with AutoShardPolicy.OFF, reported on its own (RUNTIME) at the
+    experimental_distribute_dataset call; the corrected fixture gets nothing."""
+    import os
+
+    from tfpar_lint.finding import RUNTIME
+    from tfpar_lint.verify import verify_findings
+
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "TFP204")
+    bad, good = os.path.join(root, "bad.py"), os.path.join(root, "good.py")
+    runs = {os.path.basename(r.path): r for r in verify_findings([bad, good], [], devices="cpu:2", timeout=150.0)}
+    got = [(d["code"], d["line"], d["verification"]["status"]) for d in runs["bad.py"].runtime_findings]
+    assert ("TFP204", 15, RUNTIME) in got, runs["bad.py"].summary()
+    assert "read the same data" in runs["bad.py"].runtime_findings[0]["verification"]["evidence"]
+    assert runs["good.py"].runtime_findings == [], runs["good.py"].summary()
