@@ -212,6 +212,12 @@ class Inference:
             if target is not None:
                 return self.infer(target, scope, order)
             return [UNKNOWN]
+        if q == "functools.partial":
+            # builder = partial(make_model, 6): calling it runs make_model
+            fns = self.m.resolve_function(call, scope, order)
+            if fns:
+                return [Value(api.FUNCTION, info=fn, origin=fn.node) for fn in fns]
+            return [UNKNOWN]
         if q in api.STRATEGY_GETTERS and site is not None:
             # get_strategy() returns the strategy whose scope is open around the call
             known, maybe = self.m.scope_strategies(site)
@@ -248,7 +254,16 @@ class Inference:
         """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
         attr = expr.attr.value
         if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
-            return [UNKNOWN]
+            # an attribute of an instance of a local class: what its methods assign to self.<attr>
+            out = []
+            for v in self.infer(expr.value, scope, order):
+                cls = v.info if isinstance(v.info, ClassInfo) and v.kind != api.CLASS else None
+                bs = cls.attrs.get(attr) if cls is not None else None
+                if not bs:
+                    return [UNKNOWN]
+                for b in bs:
+                    out.extend(self.binding_values(b))
+            return out or [UNKNOWN]
         out = []
         for v in self.infer(expr.value, scope, order):
             if v.kind not in (api.MODEL, api.LAYER):
