@@ -4,7 +4,8 @@ The page layout is the catalogue's (ruff-style), the same for every rule::
 
     # TFP101 model-outside-scope
     <one-line summary>
-    ## What it does
+    ## What it does         <- ends with what it deliberately leaves alone ("Not flagged")
+    ## Shapes it follows    <- how values reach the rule (helpers, classes, closures, containers...)
     ## Why is this bad?
     ## Example              <- its python code block(s) must trigger the rule
     ## Use instead          <- its python code block(s) must not
@@ -34,6 +35,7 @@ RULES = all_rules()
 
 HEADINGS = (
     "What it does",
+    "Shapes it follows",
     "Why is this bad?",
     "Example",
     "Use instead",
@@ -142,6 +144,8 @@ def page_problems(code: str, name: str, text: str) -> list[str]:
     for heading, body in page.sections:
         if heading in HEADINGS and not body.strip():
             problems.append(f"section '## {heading}' is empty")
+    if "not flagged" not in page.body("What it does").lower():
+        problems.append("'## What it does' must say what the rule deliberately leaves alone ('Not flagged: ...')")
     bad = python_blocks(page.body("Example"))
     good = python_blocks(page.body("Use instead"))
     if not bad:
@@ -209,6 +213,8 @@ def _page(title="TFP101 model-outside-scope", headings=HEADINGS, bad=_BAD, good=
         else:
             parts += ["Text. A `## heading` in a code span is not one:", "", "```toml",
                       "## not a heading either", "```"]
+            if h == "What it does":
+                parts += ["", "Not flagged: anything else."]
         parts.append("")
     return "\n".join(parts)
 
@@ -261,6 +267,11 @@ def test_checker_rejects_missing_or_broken_code():
     assert any("'## Use instead' has no" in p for p in problems), problems
     broken = _problems(_page(good=_GOOD + "x = = 1\n"))
     assert any("does not lint cleanly" in p for p in broken), broken
+
+
+def test_checker_rejects_a_page_that_does_not_say_what_it_leaves_alone():
+    text = _page().replace("Not flagged: anything else.", "")
+    assert any("leaves alone" in p for p in _problems(text))
 
 
 def test_checker_rejects_an_empty_section():
