@@ -133,3 +133,116 @@ def _logical_line_mapping(source: str, lines: list[str]) -> dict[int, str]:
     except (tokenize.TokenError, SyntaxError, ValueError):
         pass
     return ret
+
+
+# -- unused-noqa (TFP900) and noqa-rule-name (TFP901) -------------------------------
+
+_KEBAB = re.compile(_NAME + r"\Z")
+
+
+class Directive:
+    """One ``# noqa: ...`` comment with a code list, on physical ``line`` (1-based)."""
+
+    def __init__(self, line: int, start: int, end: int, codes_start: int, codes: list[str],
+                 covers: range) -> None:
+        self.line = line
+        self.start = start  # column (0-based) of '#' in the physical line
+        self.end = end  # column just after the code list
+        self.codes_start = codes_start
+        self.codes = codes
+        self.covers = covers  # the lines of its logical line
+
+
+def directives(source: str) -> list[Directive]:
+    """Every ``# noqa: CODES`` comment (bare ``# noqa`` is left out: it may serve other tools)."""
+    if not re.search("noqa", source, re.IGNORECASE):
+        return []
+    lines = source.splitlines(keepends=True)
+    logical = _logical_line_mapping(source, lines)
+    groups: dict[int, range] = {}
+    for ln in sorted(logical):
+        if ln in groups:
+            continue
+        text = logical[ln]
+        n = text.count("\n") or 1
+        span = range(ln, ln + n)
+        for k in span:
+            groups[k] = span
+    out = []
+    for i, text in enumerate(lines, start=1):
+        if "noqa" not in text.lower():
+            continue
+        m = _comment_match(text)
+        if m is None or m.group("codes") is None:
+            continue
+        codes = [c for c in _SPLIT.split(m.group("codes").strip()) if c]
+        out.append(Directive(i, m.start(), m.end("codes"), m.start("codes"), codes,
+                             groups.get(i, range(i, i + 1))))
+    return out
+
+
+def _comment_match(text: str) -> Optional["re.Match[str]"]:
+    """The noqa match of a physical line, only where it sits in a comment (not in a string)."""
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        toks = []
+    for tok in toks:
+        if tok.type == tokenize.COMMENT:
+            m = NOQA_INLINE_WITH_NAMES.search(tok.string)
+            if m is None:
+                return None
+            off = tok.start[1]
+            return NOQA_INLINE_WITH_NAMES.search(text, off)
+    m = NOQA_INLINE_WITH_NAMES.search(text)  # untokenizable alone (inside a bracket): take the text
+    if m is not None and "#" in text[:m.start() + 1]:
+        return m
+    return None
+
+
+def unused_report(source: str, raw: list, kept_codes: frozenset[str], enabled: frozenset[str],
+                  rules_by_code: dict, rules_by_name: dict) -> list[tuple[Directive, dict[str, list[str]]]]:
+    """Directives with TFP codes/names that suppressed nothing.
+
+    ``raw`` are the findings before noqa filtering; a code is *used* when it
+    matched one of them on a line the directive covers.  Returns, per
+    directive, {"unused": [...], "non-enabled": [...], "unknown": [...]}.
+    Codes of other tools (``E501``, ``F401``) are never judged.
+    """
+    out = []
+    for d in directives(source):
+        judged: dict[str, list[str]] = {"unused": [], "non-enabled": [], "unknown": []}
+        for c in d.codes:
+            is_name = bool(_KEBAB.match(c))
+            if is_name:
+                if c not in rules_by_name:
+                    continue  # a name of another tool's rule
+                codes = {rules_by_name[c].CODE}
+            elif c.startswith("TFP"):
+                codes = {k for k in rules_by_code if k.startswith(c)}
+            else:
+                continue
+            if c in ("TFP900", "unused-noqa"):
+                continue
+            used = any(f.line in d.covers and (f.code == c or f.code.startswith(c) or f.name == c) for f in raw)
+            if used:
+                continue
+            if not codes:
+                judged["unknown"].append(c)
+            elif not (codes & enabled):
+                judged["non-enabled"].append(c)
+            else:
+                judged["unused"].append(c)
+        if any(judged.values()):
+            out.append((d, judged))
+    return out
+
+
+def name_directives(source: str, rules_by_name: dict) -> list[tuple[Directive, list[str]]]:
+    """Directives that name a tfpar-lint rule by its kebab-case name (a blanket noqa for flake8)."""
+    out = []
+    for d in directives(source):
+        names = [c for c in d.codes if _KEBAB.match(c) and c in rules_by_name]
+        if names:
+            out.append((d, names))
+    return out
