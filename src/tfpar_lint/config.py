@@ -15,7 +15,8 @@ Keys
     (replaces the default excludes), ``extend-exclude`` (adds to them),
     ``strategy-factories``, ``dataset-distributors`` (qualified names),
     ``markers`` (extra pre-filter substrings), ``jobs`` (int >= 1),
-    ``cache-dir`` (the result cache folder), ``format`` (text|json|sarif|github).
+    ``cache-dir`` (the result cache folder), ``output-format`` (or ``format``:
+    text|concise|full|json|sarif|github).
 
 Selectors
     A code (``TFP101``), a prefix (``TFP1``, ``TFP``), ``ALL``, or a rule's
@@ -49,7 +50,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 TABLE = "tfpar-lint"
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "full", "json", "sarif", "github")
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
@@ -61,7 +62,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 
 _KNOWN_KEYS = (
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
-    "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format",
+    "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "output-format",
 )
 
 
@@ -449,9 +450,10 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
         if not isinstance(cd, str) or not cd:
             raise ConfigError(f"{where}: 'cache-dir' must be a path string, got {cd!r}")
         kw["cache_dir"] = cd if os.path.isabs(cd) else os.path.join(root, cd)
-    if "format" in table:
-        fmt = table["format"]
-        if fmt not in FORMATS:
-            raise ConfigError(f"{where}: 'format' must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        kw["format"] = fmt
+    for key in ("format", "output-format"):  # output-format: ruff's name for it
+        if key in table:
+            fmt = table[key]
+            if fmt not in FORMATS:
+                raise ConfigError(f"{where}: '{key}' must be one of {', '.join(FORMATS)}, got {fmt!r}")
+            kw["format"] = fmt
     return Settings(**kw)

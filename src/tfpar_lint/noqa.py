@@ -246,3 +246,51 @@ def name_directives(source: str, rules_by_name: dict) -> list[tuple[Directive, l
         if names:
             out.append((d, names))
     return out
+
+
+def add_noqa(source: str, findings: list) -> tuple[str, int]:
+    """``source`` with ``# noqa: CODES`` added for ``findings`` (ruff's ``--add-noqa``).
+
+    The comment goes at the end of the finding's logical line (its last
+    physical line: after a bracket that closes there, never inside a
+    multi-line string), merged into a ``# noqa: ...`` already there.
+    Returns the new text and the number of comments added or extended.
+    """
+    lines = source.splitlines(keepends=True)
+    logical = _logical_line_mapping(source, lines) if findings else {}
+    wanted: dict[int, list[str]] = {}
+    for f in findings:
+        if getattr(f, "cell", None) is not None:
+            continue
+        text = logical.get(f.line)
+        last = f.line
+        if text is not None:  # the last physical line of the logical line
+            first = f.line
+            while first - 1 in logical and logical[first - 1] is text:
+                first -= 1
+            last = first + text.count("\n") - 1 if text.endswith("\n") else first + text.count("\n")
+            last = max(last, f.line)
+        codes = wanted.setdefault(last, [])
+        if f.code not in codes:
+            codes.append(f.code)
+    count = 0
+    for ln, codes in sorted(wanted.items()):
+        if not 0 < ln <= len(lines):
+            continue
+        raw = lines[ln - 1]
+        body = raw.rstrip("\r\n")
+        nl = raw[len(body):]
+        m = _comment_match(body)
+        if m is not None and m.group("codes") is not None:
+            have = [c for c in _SPLIT.split(m.group("codes").strip()) if c]
+            add = [c for c in codes if c not in have]
+            if not add:
+                continue
+            body = body[:m.start("codes")] + ", ".join(have + add) + body[m.end("codes"):]
+        elif m is not None:
+            continue  # a bare noqa already covers everything
+        else:
+            body = body.rstrip() + "  # noqa: " + ", ".join(codes)
+        lines[ln - 1] = body + nl
+        count += 1
+    return "".join(lines), count
