@@ -550,8 +550,9 @@ def _main(argv: list[str]) -> int:
         if args.diff and not args.silent:
             for d in diffs:
                 stream.write(d)
-        if not quiet:
-            stream.write(_fix_only_summary(findings, n_fixed, args) + "\n")
+        line = _fix_only_summary(findings, n_fixed, args)
+        if line and not quiet:
+            stream.write(line + "\n")
         if errors:
             return 2
         if args.diff:
@@ -711,7 +712,7 @@ def summary_lines(findings: Sequence[Finding], errors: Sequence[FileError], n_fi
     if total == 0:
         return ["All checks passed!"]
     out = []
-    if fix_mode:
+    if fix_mode and n_fixed:
         out.append(f"Found {_plural(total, 'error')} ({n_fixed} fixed, {remaining} remaining).")
     else:
         out.append(f"Found {_plural(total, 'error')}.")
@@ -732,10 +733,10 @@ def _fix_only_summary(findings: Sequence[Finding], n_fixed: int, args: argparse.
     if args.diff:
         if n_fixed:
             return f"Would fix {_plural(n_fixed, 'error')}" + (f" ({hidden} additional {extra[len(str(hidden)) + 1:]})." if hidden else ".")
-        return "No errors would be fixed" + (f" ({extra})." if hidden else ".")
+        return f"No errors would be fixed ({extra})." if hidden else ""
     if n_fixed:
         return f"Fixed {_plural(n_fixed, 'error')}" + (f" ({hidden} additional {extra[len(str(hidden)) + 1:]})." if hidden else ".")
-    return "No errors fixed" + (f" ({extra})." if hidden else ".")
+    return f"No errors fixed ({extra})." if hidden else ""
 
 
 def _show_fixes(fixed: dict[str, list[Finding]]) -> str:

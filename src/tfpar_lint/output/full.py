@@ -2,12 +2,13 @@
 
 ::
 
-    train.py:29:9: TFP101 [*] Keras model `model` is created outside ...
+    TFP101 [*] Keras model `model` is created outside ...
+      --> train.py:29:9
        |
     29 | model = build_model()
-       |         ^^^^^^^^^^^^^ TFP101
+       |         ^^^^^^^^^^^^^
        |
-       = help: Move the Keras model into the `with ...scope():` block below it
+    help: Move the Keras model into the `with ...scope():` block below it
 
 A finding spanning several lines underlines its first line to the end.  The
 help line names the fix when there is one.  Notebook findings show no source.
@@ -16,31 +17,33 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tfpar_lint.output import BLUE, BOLD, RED, Report, paint, verification_line
-from tfpar_lint.output.concise import error_lines, head, write_statistics
-from tfpar_lint.output.text import one_line
+from tfpar_lint.output import BLUE, BOLD, CYAN, RED, Report, paint, verification_line
+from tfpar_lint.output.concise import error_lines, write_statistics
+from tfpar_lint.output.text import location, one_line
 
 
 def block(report: Report, f) -> list[str]:
     c = report.color
-    out = [head(report, f)]
+    mark = f" [{paint('*', CYAN, on=c)}]" if report.fixable(f) else ""
+    out = [f"{paint(f.code, BOLD, RED, on=c)}{mark} {one_line(f.message)}"]
     src = report.source_line(f)
+    num = str(f.line)
+    gutter = " " * len(num)
+    bar = paint("|", BLUE, BOLD, on=c)
+    out.append(f"{gutter}{paint('-->', BLUE, BOLD, on=c)} {location(f)}")
     if src is not None:
-        num = str(f.line)
-        gutter = " " * len(num)
-        bar = paint("|", BLUE, BOLD, on=c)
         start = max(f.col - 1, 0)
         end = f.end_col - 1 if f.end_line == f.line else len(src)
         width = max(end - start, 1)
         pad = "".join(ch if ch == "\t" else " " for ch in src[:start])
         out += [f"{gutter} {bar}",
                 f"{paint(num, BLUE, BOLD, on=c)} {bar} {src}",
-                f"{gutter} {bar} {pad}{paint('^' * width + ' ' + f.code, BOLD, RED, on=c)}",
+                f"{gutter} {bar} {pad}{paint('^' * width, BOLD, RED, on=c)}",
                 f"{gutter} {bar}"]
-        if f.fix:
-            out.append(f"{gutter} = help: {f.fix['message']}" + ("" if report.fixable(f) else " (unsafe fix)"))
-        elif f.fix_hint:
-            out.append(f"{gutter} = help: {one_line(f.fix_hint)}")
+    if f.fix:
+        out.append(f"help: {f.fix['message']}" + ("" if report.fixable(f) else " (unsafe fix: --unsafe-fixes)"))
+    elif f.fix_hint:
+        out.append(f"help: {one_line(f.fix_hint)}")
     v = verification_line(f)
     if v is not None:
         out.append("    " + one_line(v))
