@@ -59,9 +59,13 @@ class Fix:
         self.edits.append(_NodeEdit("insert_before", node, text))
         return self
 
-    def delete_statement(self, stmt: cst.CSTNode) -> "Fix":
-        """Delete the whole lines a statement occupies (with its trailing comment)."""
-        self.edits.append(_NodeEdit("delete_lines", stmt))
+    def delete_statement(self, stmt: cst.CSTNode, keep_comment: bool = True) -> "Fix":
+        """Delete the whole lines a statement occupies; its end-of-line comment stays on a line of
+        its own (``keep_comment=False`` when the statement, comment included, moves elsewhere)."""
+        comment = ""
+        if keep_comment and isinstance(stmt, cst.SimpleStatementLine) and stmt.trailing_whitespace.comment:
+            comment = stmt.trailing_whitespace.comment.value
+        self.edits.append(_NodeEdit("delete_lines", stmt, comment))
         return self
 
     def insert_lines_before(self, stmt: cst.CSTNode, text: str) -> "Fix":
@@ -121,7 +125,14 @@ def resolve(fix: Fix, positions: Any, table: LineTable) -> Optional[dict[str, An
         elif e.kind == "insert_before":
             edits.append((start, start, e.text))
         elif e.kind == "delete_lines":
-            edits.append((table.offset(rng.start.line, 0), table.line_end(rng.end.line), ""))
+            line_start = table.offset(rng.start.line, 0)
+            kept = ""
+            if e.text:  # the comment stays, at the statement's indentation
+                indent = table.source[line_start:start]
+                seg = table.source[line_start:table.line_end(rng.end.line)]
+                nl = seg[len(seg.rstrip("\r\n")):] or "\n"
+                kept = (indent if not indent.strip() else "") + e.text + nl
+            edits.append((line_start, table.line_end(rng.end.line), kept))
         elif e.kind == "insert_lines":
             at = table.offset(rng.start.line, 0)
             edits.append((at, at, e.text))
@@ -305,7 +316,7 @@ def move_into_with(module: Any, stmt: cst.SimpleStatementLine, with_node: cst.Wi
     moved = reindent(statement_text(module, stmt), indent)
     if moved is None:
         return None
-    return fix.delete_statement(stmt).insert_lines_before(first, moved)
+    return fix.delete_statement(stmt, keep_comment=False).insert_lines_before(first, moved)
 
 
 def names_in(node: cst.CSTNode) -> set[str]:

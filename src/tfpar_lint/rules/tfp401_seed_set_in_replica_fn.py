@@ -74,4 +74,4 @@ class SeedSetInReplicaFn(Rule):
             return None
         anchor = top.decorators[0] if top.decorators else top
         return (Fix("Seed once at module level, before the function", UNSAFE)
-                .delete_statement(stmt).insert_lines_before(anchor, (text if text.endswith("\n") else text + "\n") + "\n\n"))
+                .delete_statement(stmt, keep_comment=False).insert_lines_before(anchor, (text if text.endswith("\n") else text + "\n") + "\n\n"))
