@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import ast
+
 import os
 import re
 from dataclasses import dataclass, field
@@ -307,13 +309,35 @@ def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
     return [f for f in findings if not nmap.is_suppressed(f.line, f.code, f.name)]
 
 
+# A file the pre-filter rejects is not parsed by libcst; if it mentions TensorFlow or Keras it is
+# still syntax-checked (CPython's parser, several times cheaper) so that a broken training script
+# gives E999 and exit 2 rather than silence.
+_TF_MENTIONS = re.compile(r"\b(?:tensorflow|keras|tf_keras)\b")
+
+
+def _syntax_check(source: str, path: str) -> Optional[FileError]:
+    if not _TF_MENTIONS.search(source):
+        return None
+    try:
+        compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return FileError(path, f"syntax error: {exc.msg}", line=exc.lineno or 0, col=exc.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        return None  # libcst was never asked; nothing we can say more precisely
+    return None
+
+
 def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection[str]] = None,
-                options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True) -> FileResult:
+                options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True,
+                check_syntax: bool = True) -> FileResult:
     if path.endswith(".ipynb"):
         return _lint_notebook(source, path, enabled, options, apply_noqa)
     enabled_rules = _rules_for(enabled)
     rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options)
     if not rules:
+        err = _syntax_check(source, path) if check_syntax else None
+        if err is not None:
+            return FileResult(path, error=err)
         extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
         return FileResult(path, findings=extra, skipped=not extra)
     try:

@@ -97,7 +97,7 @@ class Plugin:
         from tfpar_lint.engine import lint_source
 
         result = lint_source("".join(self.lines), self.filename, enabled=self._codes(),
-                             options=self._analysis_options(), apply_noqa=False)
+                             options=self._analysis_options(), apply_noqa=False, check_syntax=False)
         if result.error is not None:
             return  # flake8 reports E902/E999 itself
         for f in result.findings:

@@ -8,6 +8,7 @@ call sites with their ``with``/``if``/``try`` context, stores and name reference
 * :mod:`.values` - what an expression holds (value inference);
 * :mod:`.callgraph` - local callees and callers, callbacks, run-order traces;
 * :mod:`.contexts` - strategy scopes, replica functions, thread targets, ``tf.function``;
+* :mod:`.flow` - which right-hand sides feed an expression through local names;
 * :mod:`.environment` - environment variables the module writes;
 * :mod:`tfpar_lint.tfapi` - what TensorFlow and Keras APIs create and do.
 
@@ -29,6 +30,7 @@ from tfpar_lint.semantic.builder import Builder
 from tfpar_lint.semantic.callgraph import CallGraph
 from tfpar_lint.semantic.contexts import Contexts
 from tfpar_lint.semantic.environment import Environment
+from tfpar_lint.semantic.flow import Flow, names_read  # noqa: F401  (names_read re-exported)
 from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
     UNKNOWN, Binding, CallSite, ClassInfo, FunctionInfo, NameRef, Scope, StoreSite, TraceEvent, Value,
 )
@@ -69,6 +71,7 @@ _DELEGATES = {
                  "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced", "strategies",
                  "strategy_method_calls"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
+    "flow": ("feeding_exprs",),
 }
 
 
@@ -107,6 +110,7 @@ class Module:
         self.callgraph = CallGraph(self)
         self.contexts = Contexts(self)
         self.environment = Environment(self)
+        self.flow = Flow(self)
 
     @property
     def replica_fn_infos(self) -> dict[int, FunctionInfo]:
