@@ -35,8 +35,15 @@ def _rel(p: str) -> str:
 
 
 def _comments(src: str) -> collections.Counter:
-    return collections.Counter(t.string for t in tokenize.generate_tokens(io.StringIO(src).readline)
-                               if t.type == tokenize.COMMENT)
+    """The comments' text, without the `# noqa` directives (the TFP9xx fixes edit those by design)."""
+    from tfpar_lint.noqa import NOQA_INLINE_WITH_NAMES
+
+    out: collections.Counter = collections.Counter()
+    for t in tokenize.generate_tokens(io.StringIO(src).readline):
+        if t.type == tokenize.COMMENT:
+            rest = NOQA_INLINE_WITH_NAMES.sub("", t.string)
+            out.update(p.strip() for p in rest.split("#") if p.strip())
+    return out
 
 
 def _fixable_cases():
