@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     cfg = p.add_argument_group("configuration")
     cfg.add_argument("--config", metavar="PATH", help="read settings from this TOML file")
     cfg.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
+    cfg.add_argument("--tf-version", metavar="X.Y", default=None,
+                     help="the TensorFlow version the code targets, like ruff's --target-version "
+                          "(default: tf-version in [tool.tfpar-lint], else 2.16: tf.keras is Keras 3)")
     cfg.add_argument("-j", "--jobs", type=_positive_int("--jobs"), default=None,
                      help="worker processes (default: all cores)")
     cfg.add_argument("--no-cache", action="store_true",
@@ -432,6 +435,7 @@ def _main(argv: list[str]) -> int:
         extend_exclude=_csv(args.extend_exclude),
         jobs=args.jobs,
         format=args.format,
+        tf_version=args.tf_version,
     )
     fmt = settings.format
 

@@ -63,7 +63,23 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 _KNOWN_KEYS = (
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "output-format",
+    "tf-version",
 )
+
+# The TensorFlow version the linted code targets (like ruff's target-version): rules whose truth
+# depends on it read it (``tf.keras`` is Keras 3 from TF 2.16 on, Keras 2 before).  The default
+# is the first Keras 3 release, so code for any current TensorFlow is judged right; projects on
+# TF <= 2.15 set ``tf-version = "2.15"``.
+DEFAULT_TF_VERSION = "2.16"
+_TF_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
+
+
+def parse_tf_version(value: object, where: str) -> str:
+    """``"2.15"`` / ``"2.15.1"`` -> ``"2.15"``; anything else is a ConfigError naming ``where``."""
+    m = _TF_VERSION.fullmatch(value.strip()) if isinstance(value, str) else None
+    if m is None or not (1 <= int(m.group(1)) <= 9):
+        raise ConfigError(f"{where}: 'tf-version' must be a TensorFlow version like \"2.15\", got {value!r}")
+    return f"{int(m.group(1))}.{int(m.group(2))}"
 
 
 class ConfigError(Exception):
@@ -95,6 +111,7 @@ class Settings:
     jobs: Optional[int] = None
     cache_dir: str = ".tfpar_lint_cache"
     format: str = "text"
+    tf_version: str = DEFAULT_TF_VERSION
 
     # -- derived -------------------------------------------------------------
     @property
@@ -108,12 +125,14 @@ class Settings:
             strategy_factories=tuple(self.strategy_factories),
             dataset_distributors=tuple(self.dataset_distributors),
             extra_markers=tuple(self.markers),
+            tf_version=self.tf_version,
         )
 
     def with_cli(self, *, select: Optional[Sequence[str]] = None,
                  extend_select: Sequence[str] = (), ignore: Sequence[str] = (),
                  exclude: Optional[Sequence[str]] = None, extend_exclude: Sequence[str] = (),
-                 jobs: Optional[int] = None, format: Optional[str] = None) -> "Settings":
+                 jobs: Optional[int] = None, format: Optional[str] = None,
+                 tf_version: Optional[str] = None) -> "Settings":
         """These settings with the command line's flags on top (validates the selectors)."""
         where = "command line"
         sel = Selection(
@@ -131,6 +150,8 @@ class Settings:
             changes["jobs"] = jobs
         if format is not None:
             changes["format"] = format
+        if tf_version is not None:
+            changes["tf_version"] = parse_tf_version(tf_version, "--tf-version")
         return replace(self, **changes)
 
     # -- rule selection ----------------------------------------------------------
@@ -450,6 +471,8 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
         if not isinstance(cd, str) or not cd:
             raise ConfigError(f"{where}: 'cache-dir' must be a path string, got {cd!r}")
         kw["cache_dir"] = cd if os.path.isabs(cd) else os.path.join(root, cd)
+    if "tf-version" in table:
+        kw["tf_version"] = parse_tf_version(table["tf-version"], where)
     for key in ("format", "output-format"):  # output-format: ruff's name for it
         if key in table:
             fmt = table[key]

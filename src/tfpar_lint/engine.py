@@ -30,6 +30,7 @@ class AnalysisOptions:
     strategy_factories: tuple[str, ...] = ()
     dataset_distributors: tuple[str, ...] = ()
     extra_markers: tuple[str, ...] = ()
+    tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
 
 
 @dataclass
@@ -168,7 +169,8 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
             with_fixes: bool = True) -> list[Finding]:
     """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError."""
     tree = cst.parse_module(source)
-    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors)
+    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
+                    tf_version=options.tf_version)
     reports = []
     instances = []
     for rule_cls in rules:

@@ -37,6 +37,7 @@ class Plugin:
     strategy_factories: ClassVar[tuple[str, ...]] = ()
     dataset_distributors: ClassVar[tuple[str, ...]] = ()
     markers: ClassVar[tuple[str, ...]] = ()
+    tf_version: ClassVar[Optional[str]] = None
     _all_codes: ClassVar[Optional[frozenset[str]]] = None
     _options: ClassVar[Any] = None
 
@@ -61,6 +62,10 @@ class Plugin:
         ):
             option_manager.add_option(
                 flag, default="", parse_from_config=True, comma_separated_list=True, help=help_text)
+        option_manager.add_option(
+            "--tfp-tf-version", default="", parse_from_config=True,
+            help="The TensorFlow version the code targets, e.g. 2.15 (default: tf-version from "
+                 "[tool.tfpar-lint] in pyproject.toml, else 2.16).")
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
@@ -73,17 +78,27 @@ class Plugin:
         cls.strategy_factories = get("tfp_strategy_factories")
         cls.dataset_distributors = get("tfp_dataset_distributors")
         cls.markers = get("tfp_markers")
+        cls.tf_version = (getattr(options, "tfp_tf_version", "") or "").strip() or None
         cls._options = None
 
     @classmethod
     def _analysis_options(cls) -> Any:
         if cls._options is None:
+            from tfpar_lint import config
             from tfpar_lint.engine import AnalysisOptions
 
+            if cls.tf_version is not None:
+                tf_version = config.parse_tf_version(cls.tf_version, "--tfp-tf-version")
+            else:
+                try:  # the project's own setting, as the CLI reads it
+                    tf_version = config.load_settings(None).tf_version
+                except config.ConfigError:
+                    tf_version = config.DEFAULT_TF_VERSION  # flake8 is not the place to report it
             cls._options = AnalysisOptions(
                 strategy_factories=cls.strategy_factories,
                 dataset_distributors=cls.dataset_distributors,
                 extra_markers=cls.markers,
+                tf_version=tf_version,
             )
         return cls._options
 

@@ -18,11 +18,12 @@ class RunOnUndistributedInput(Rule):
     FIX_HINT = ("Iterate `strategy.experimental_distribute_dataset(ds)` (or "
                 "`distribute_datasets_from_function`) and pass its elements to `strategy.run`.")
     PROBE = "input"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"))
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        for cs, recv, meth, strat in m.strategy_method_calls(api.RUN_METHODS):
+        for cs, recv, _meth, _strat in m.replica_runs():
+            strat = m.strategies(recv, cs)  # every possible receiver is a strategy
             if not replicated(strat):
                 continue  # one replica (OneDeviceStrategy, one device) cannot duplicate data
             args = arg(cs.node, 1, "args")

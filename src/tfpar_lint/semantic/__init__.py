@@ -64,12 +64,13 @@ def replicated(strategies: list[Value]) -> bool:
 _DELEGATES = {
     "bindings": ("lookup", "qualified_name"),
     "values": ("infer_at", "infer", "infer_one", "kinds", "created_within", "class_kind", "binding_values",
-               "keras_flavor"),
-    "callgraph": ("resolve_function", "callers", "callees", "function_refs", "is_passed_around", "enclosing_functions",
-                  "calls_within", "calls_to", "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
-    "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_functions", "replica_strategies",
-                 "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced", "strategies",
-                 "strategy_method_calls"),
+               "container_items", "keras_flavor"),
+    "callgraph": ("resolve_function", "callers", "callees", "function_refs", "function_attr_refs",
+                  "is_passed_around", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
+                  "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
+    "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
+                 "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
+                 "strategies", "strategy_method_calls"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs",),
 }
@@ -79,8 +80,11 @@ class Module:
     """The semantic model of one parsed module (a facade over its parts)."""
 
     def __init__(self, tree: cst.Module, source: str = "", path: str = "<string>",
-                 strategy_factories: Sequence[str] = (), dataset_distributors: Sequence[str] = ()) -> None:
+                 strategy_factories: Sequence[str] = (), dataset_distributors: Sequence[str] = (),
+                 tf_version: str = "2.16") -> None:
         self.tree = tree
+        # the TensorFlow the code targets (``tf-version``): ``tf.keras`` is Keras 3 from 2.16 on
+        self.tf_version = tuple(int(x) for x in tf_version.split(".")[:2])
         self.source = source
         self.path = path
         self.strategy_factories = frozenset(strategy_factories)
@@ -91,6 +95,7 @@ class Module:
         self.classes: list[ClassInfo] = []
         self.calls: list[CallSite] = []
         self.refs: list[NameRef] = []
+        self.attr_refs: list[NameRef] = []  # name.attr (``self.model``): node is the Attribute
         self.site_of_call: dict[int, CallSite] = {}
         self.function_of_node: dict[int, FunctionInfo] = {}
         self.module_bindings_in_order: list[Binding] = []

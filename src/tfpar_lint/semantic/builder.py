@@ -65,13 +65,22 @@ class Builder(TaskVisitor):
                     work.append((t, path + (i,)))
             elif isinstance(target, cst.StarredElement):
                 work.append((target.value, path + (-1,)))
-            elif isinstance(target, cst.Attribute) and self.cls is not None and self.func is not None:
-                # self.attr = value inside a method
-                base = target.value
-                if isinstance(base, cst.Name) and self.func.params and base.value == self.func.params[0].name.value:
+            elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+                # self.attr = value inside a method (or a function nested in one)
+                method = self._method()
+                if method is not None and method.params and target.value.value == method.params[0].name.value:
                     b = Binding(name=target.attr.value, kind=kind, scope=self.scope, order=self._order(),
-                                node=node, value=value, path=path, cls=self.cls)
-                    self.cls.attrs.setdefault(target.attr.value, []).append(b)
+                                node=node, value=value, path=path, cls=method.cls)
+                    method.cls.attrs.setdefault(target.attr.value, []).append(b)
+
+    def _method(self) -> Optional[FunctionInfo]:
+        """The innermost enclosing method (a function defined in a class body)."""
+        s: Optional[Scope] = self.scope
+        while s is not None:
+            if s.func is not None and s.func.cls is not None:
+                return s.func
+            s = s.parent
+        return None
 
     def _push_function(self, node, name: str, params: cst.Parameters, decorators) -> FunctionInfo:
         parent = self.scope
@@ -306,6 +315,8 @@ class Builder(TaskVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.skip_names.add(id(node.attr))
+        if isinstance(node.value, cst.Name):
+            self.m.attr_refs.append(NameRef(node, self.scope, self._order(), self.func))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Multiply) and (

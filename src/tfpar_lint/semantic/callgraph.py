@@ -20,6 +20,7 @@ class CallGraph:
         self.m = m
         self._callers: Optional[dict[int, list[CallSite]]] = None
         self._fn_refs: Optional[dict[int, list[NameRef]]] = None
+        self._fn_attr_refs: Optional[dict[int, list[NameRef]]] = None
         self._traces: Optional[list[list[TraceEvent]]] = None
         self._names: Optional[frozenset[str]] = None
         self._refs_by_name: Optional[dict[str, list[NameRef]]] = None
@@ -46,7 +47,7 @@ class CallGraph:
             table: dict[int, list[CallSite]] = {}
             for cs in self.m.calls:
                 f = cs.node.func
-                if isinstance(f, cst.Name) or (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)):
+                if isinstance(f, (cst.Name, cst.Attribute)):
                     for target in self.callees(cs):
                         table.setdefault(id(target), []).append(cs)
             self._callers = table
@@ -54,11 +55,12 @@ class CallGraph:
 
     def _function_names(self) -> frozenset[str]:
         if self._names is None:
-            self._names = frozenset(fi.name for fi in self.m.functions)
+            self._names = frozenset([fi.name for fi in self.m.functions] + [c.name for c in self.m.classes])
         return self._names
 
     def callees(self, cs: CallSite) -> list[FunctionInfo]:
-        """Local functions the call site ``cs`` may call."""
+        """Local functions the call site ``cs`` may call (``C(...)`` of a local class calls
+        ``C.__init__``)."""
         f = cs.node.func
         names = self._function_names()
         if isinstance(f, cst.Name):
@@ -71,20 +73,32 @@ class CallGraph:
         for v in self.m.infer(f, cs.scope, cs.order):
             if v.kind == api.FUNCTION and v.info is not None:
                 out.append(v.info)
+            elif v.kind == api.CLASS and v.info is not None and "__init__" in v.info.methods:
+                out.append(v.info.methods["__init__"])
         return out
 
     def function_refs(self, fn: FunctionInfo) -> list[NameRef]:
         """Name references inside ``fn`` (including nested functions and lambdas)."""
         if self._fn_refs is None:
-            table: dict[int, list[NameRef]] = {}
-            for r in self.m.refs:
-                s: Optional[Scope] = r.scope
-                while s is not None:
-                    if s.func is not None:
-                        table.setdefault(id(s.func), []).append(r)
-                    s = s.parent
-            self._fn_refs = table
+            self._fn_refs = self._by_function(self.m.refs)
         return self._fn_refs.get(id(fn), [])
+
+    def function_attr_refs(self, fn: FunctionInfo) -> list[NameRef]:
+        """``name.attr`` references inside ``fn`` (``self.model``), nested functions included."""
+        if self._fn_attr_refs is None:
+            self._fn_attr_refs = self._by_function(self.m.attr_refs)
+        return self._fn_attr_refs.get(id(fn), [])
+
+    @staticmethod
+    def _by_function(refs: list[NameRef]) -> dict[int, list[NameRef]]:
+        table: dict[int, list[NameRef]] = {}
+        for r in refs:
+            s: Optional[Scope] = r.scope
+            while s is not None:
+                if s.func is not None:
+                    table.setdefault(id(s.func), []).append(r)
+                s = s.parent
+        return table
 
     def is_passed_around(self, fn: FunctionInfo) -> bool:
         """True when ``fn`` is referenced other than by a direct call (a callback)."""
@@ -105,6 +119,13 @@ class CallGraph:
                     if v.info is fn:
                         return True
         return fn.cls is not None and name in self._attr_args
+
+    def enclosing_method(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
+        """``fn`` itself if it is a method, else the innermost method it is nested in."""
+        for f in self.enclosing_functions(fn.scope):
+            if f.cls is not None:
+                return f
+        return None
 
     def enclosing_functions(self, scope: Scope) -> Iterator[FunctionInfo]:
         s: Optional[Scope] = scope
@@ -151,9 +172,10 @@ class CallGraph:
         return any(r.node.value == pname for r in self.function_refs(fn))
 
     def refs_to(self, value_origin: cst.CSTNode, within: FunctionInfo) -> list[NameRef]:
-        """References inside ``within`` whose every possible value was created at ``value_origin``."""
+        """References inside ``within`` (names, and ``self.attr``-style attributes) whose every
+        possible value was created at ``value_origin``."""
         out = []
-        for r in self.function_refs(within):
+        for r in itertools.chain(self.function_refs(within), self.function_attr_refs(within)):
             vals = self.m.infer(r.node, r.scope, r.order)
             if vals and all(v.origin is value_origin for v in vals):
                 out.append(r)

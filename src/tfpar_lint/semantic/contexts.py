@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Union
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import CallSite, FunctionInfo, Scope, Value
-from tfpar_lint.semantic.nodes import arg, call_method, keyword
+from tfpar_lint.semantic.model import CallSite, ClassInfo, FunctionInfo, Scope, Value
+from tfpar_lint.semantic.nodes import arg, attr_name, call_method, keyword
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -23,6 +23,7 @@ class Contexts:
     def __init__(self, m: "Module") -> None:
         self.m = m
         self._replica: Optional[dict[int, list[Value]]] = None
+        self._runs: Optional[list[tuple[CallSite, cst.BaseExpression, str, list[Value]]]] = None
         self._threads: Optional[dict[int, list[CallSite]]] = None
         self._traced_memo: dict[int, Optional[bool]] = {}
         self._fn_scope_memo: dict[int, tuple[list[Value], bool]] = {}
@@ -69,8 +70,13 @@ class Contexts:
             res: tuple[list[Value], bool] = ([], True)
         else:
             callers = self.m.callers(fn)
-            if not callers:
-                # defined but never called here: judge the body as written
+            if not callers and self.m.enclosing_method(fn) is not None:
+                # a method (or a function in one) that no code here calls: its object is built and
+                # driven from elsewhere, maybe under a scope (a trainer built in `with strategy.scope()`)
+                res = ([], True)
+            elif not callers:
+                # a function defined but never called here (main() handed to app.run): judge the
+                # body as written
                 res = ([], False)
             else:
                 per_caller = []
@@ -90,6 +96,27 @@ class Contexts:
         self._fn_scope_memo[key] = res
         return res
 
+    def replica_runs(self) -> list[tuple[CallSite, cst.BaseExpression, str, list[Value]]]:
+        """Calls that run a function on every replica: ``strategy.run(fn, args=...)`` (and
+        ``experimental_run_v2``), ``strategy.extended.call_for_each_replica(fn, args=...)``; as
+        (call site, strategy expression, method, the strategies it may be)."""
+        if self._runs is None:
+            self._runs = []
+            for cs in self.m.calls:
+                cm = call_method(cs.node)
+                if cm is None:
+                    continue
+                recv, meth = cm
+                if meth == "call_for_each_replica" and isinstance(recv, cst.Attribute) \
+                        and recv.attr.value == "extended":
+                    recv = recv.value
+                elif meth not in api.RUN_METHODS:
+                    continue
+                strat = [v for v in self.m.infer(recv, cs.scope, cs.order) if v.kind == api.STRATEGY]
+                if strat:
+                    self._runs.append((cs, recv, meth, strat))
+        return self._runs
+
     def replica_functions(self) -> dict[int, list[Value]]:
         """id(FunctionInfo) -> strategies whose ``run`` executes it (transitively
         including local functions called from a replica function)."""
@@ -98,23 +125,8 @@ class Contexts:
         table: dict[int, list[Value]] = {}
         self.replica_fn_infos: dict[int, FunctionInfo] = {}
         work: list[FunctionInfo] = []
-        for cs in self.m.calls:
-            cm = call_method(cs.node)
-            if cm is None:
-                continue
-            recv, meth = cm
-            fn_expr = None
-            if meth in api.RUN_METHODS:
-                fn_expr = arg(cs.node, 0, "fn")
-            elif meth == "call_for_each_replica":
-                fn_expr = arg(cs.node, 0, "fn")
-                if isinstance(recv, cst.Attribute) and recv.attr.value == "extended":
-                    recv = recv.value
-            else:
-                continue
-            strat = [v for v in self.m.infer(recv, cs.scope, cs.order) if v.kind == api.STRATEGY]
-            if not strat:
-                continue
+        for cs, _recv, _meth, strat in self.replica_runs():
+            fn_expr = arg(cs.node, 0, "fn")
             for fn in self.m.resolve_function(fn_expr, cs.scope, cs.order):
                 table.setdefault(id(fn), []).extend(strat)
                 self.replica_fn_infos[id(fn)] = fn
@@ -170,8 +182,32 @@ class Contexts:
             for fn in self.m.resolve_function(target, cs.scope, cs.order):
                 table.setdefault(id(fn), []).append(cs)
                 self.thread_fn_infos[id(fn)] = fn
+        # class Worker(threading.Thread): def run(self): ...  -- started by Worker(...).start()
+        for cls in self.m.classes:
+            run = cls.methods.get("run")
+            if run is None or not self._thread_class(cls):
+                continue
+            for cs in self.m.calls:
+                if attr_name(cs.node.func) == cls.name and any(
+                        v.kind == api.CLASS and v.info is cls for v in self.m.infer(cs.node.func, cs.scope, cs.order)):
+                    table.setdefault(id(run), []).append(cs)
+                    self.thread_fn_infos[id(run)] = run
         self._threads = table
         return table
+
+    def _thread_class(self, cls: ClassInfo, _depth: int = 0) -> bool:
+        """``cls`` derives from ``threading.Thread`` (directly or through local classes)."""
+        if _depth > 8:
+            return False
+        scope = cls.scope.parent or self.m.scope
+        for base in cls.bases:
+            if self.m.qualified_name(base, scope, 10**9)[0] in api.THREAD_CLASSES:
+                return True
+            for v in self.m.infer(base, scope, 10**9):
+                if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls \
+                        and self._thread_class(v.info, _depth + 1):
+                    return True
+        return False
 
     def in_tf_function(self, scope: Scope) -> bool:
         for f in self.m.enclosing_functions(scope):

@@ -112,7 +112,7 @@ class TraceEvent:
 
 @dataclass(eq=False)
 class NameRef:
-    node: cst.Name
+    node: Union[cst.Name, cst.Attribute]  # an Attribute only in Module.attr_refs (``self.model``)
     scope: Scope
     order: int
     func: Optional[FunctionInfo]

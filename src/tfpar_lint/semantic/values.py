@@ -13,7 +13,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import Binding, CallSite, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
-from tfpar_lint.semantic.nodes import arg, dotted_name
+from tfpar_lint.semantic.nodes import arg, dotted_name, literal_str
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -100,6 +100,12 @@ class Inference:
             info = self.m.function_of_node.get(id(expr))
             return [Value(api.FUNCTION, info=info, origin=expr)] if info else [UNKNOWN]
         if isinstance(expr, cst.Subscript):
+            items = self.container_items(expr.value, scope, order, _subscript_key(expr))
+            if items is not None:
+                out = []
+                for e, s, o in items:
+                    out.extend(self.infer(e, s, o))
+                return out
             base = self.infer(expr.value, scope, order)
             if all(v.kind in (api.ELEMENT, api.DIST_VALUES) for v in base):
                 return list(base)
@@ -205,6 +211,11 @@ class Inference:
             if target is not None:
                 return self.infer(target, scope, order)
             return [UNKNOWN]
+        if q in api.STRATEGY_GETTERS and site is not None:
+            # get_strategy() returns the strategy whose scope is open around the call
+            known, maybe = self.m.scope_strategies(site)
+            if known and not maybe:
+                return list(known)
         kind = api.kind_of_constructor(q)
         if kind is not None:
             return [Value(kind, q, origin=call, site=site, raw_qname=raw)]
@@ -275,6 +286,57 @@ class Inference:
             return Value(api.UNKNOWN)
         return UNKNOWN
 
+    def container_items(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
+                        key: object = None, _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """The item expressions of a container literal that ``expr`` holds, as (expr, scope,
+        order): ``[a, b]``, ``(a, b)``, ``{"k": a}`` (its values; only the matching one for a
+        literal ``key``), ``[a] * n``, ``[a for _ in ...]``, ``d.values()``; through local names.
+        None when ``expr`` is not known to hold one."""
+        if expr is None or _depth > 20:
+            return None
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value == "values" and not expr.args and key is None:
+            return self.container_items(expr.func.value, scope, order, None, _depth + 1)
+        if isinstance(expr, cst.Name):
+            reaching = self.m.reaching_exprs(expr, scope, order)
+            if not reaching:
+                return None
+            out: list = []
+            for e, s, o in reaching:
+                if isinstance(e, cst.Name) and e.value == expr.value:
+                    return None
+                items = self.container_items(e, s, o, key, _depth + 1)
+                if items is None:
+                    return None
+                out.extend(items)
+            return out
+        if isinstance(expr, cst.Dict):
+            out = []
+            for el in expr.elements:
+                if not isinstance(el, cst.DictElement):
+                    return None  # **other
+                k = _literal_key(el.key)
+                if key is None or k is _NOT_LITERAL or k == key:
+                    out.append((el.value, scope, order))
+            return out
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            els = expr.elements
+            if any(isinstance(el, cst.StarredElement) for el in els):
+                return None
+            if isinstance(key, int) and not isinstance(expr, cst.Set) and -len(els) <= key < len(els):
+                return [(els[key].value, scope, order)]
+            return [(el.value, scope, order) for el in els]
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            seq = expr.left if isinstance(expr.left, (cst.List, cst.Tuple)) else expr.right
+            if isinstance(seq, (cst.List, cst.Tuple)):
+                return self.container_items(seq, scope, order, None, _depth + 1)
+            return None
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return [(expr.elt, scope, order)]
+        if isinstance(expr, cst.DictComp):
+            return [(expr.value, scope, order)]
+        return None
+
     def binding_values(self, b: Binding) -> list[Value]:
         key = id(b)
         memo = self._binding_memo.get(key)
@@ -320,6 +382,12 @@ class Inference:
                     src = self.infer(arg(it, 0), b.scope, b.order)
                     return [self._element_of(v, b.node, None) for v in src]
                 return [UNKNOWN]
+            items = self.container_items(it, b.scope, b.order) if not b.path else None
+            if items is not None:  # for ds in [train_ds, eval_ds] / datasets.values()
+                out = []
+                for e, s, o in items:
+                    out.extend(self.infer(e, s, o))
+                return out
             src = self.infer(it, b.scope, b.order)
             return [self._element_of(v, b.node, None) for v in src]
         if k == "with":
@@ -424,8 +492,8 @@ class Inference:
     def keras_flavor(self, v: Value) -> str:
         """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
         "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
-        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` on
-        TF >= 2.16), or "" when it is not a Keras object or cannot be told."""
+        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
+        targeted ``tf-version`` is 2.16 or later), or "" when it is not a Keras object or cannot be told."""
         raw = v.raw_qname
         if not raw and isinstance(v.info, ClassInfo):
             raw = self._keras_base_raw(v.info)
@@ -433,6 +501,8 @@ class Inference:
             return ""
         flavor = api.keras_flavor(raw)
         if flavor == "tf.keras":
+            if self.m.tf_version < (2, 16):
+                return "tf_keras"  # tf.keras is Keras 2 before TF 2.16
             legacy = self.m.sets_env("TF_USE_LEGACY_KERAS")
             return "tf_keras" if legacy is not None and legacy.strip().lower() in ("1", "true") else "keras"
         return flavor
@@ -452,3 +522,27 @@ class Inference:
                         if r:
                             return r
         return ""
+
+
+_NOT_LITERAL = object()
+
+
+def _literal_key(expr: Optional[cst.BaseExpression]) -> object:
+    """The value of a literal dict key or index (str or int), else ``_NOT_LITERAL``."""
+    if isinstance(expr, cst.SimpleString):
+        v = literal_str(expr)
+        return v if v is not None else _NOT_LITERAL
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) \
+            and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.value, 0)
+    return _NOT_LITERAL
+
+
+def _subscript_key(expr: cst.Subscript) -> object:
+    """``x["train"]`` -> "train"; ``x[0]`` -> 0; anything else (slices, names) -> None."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    k = _literal_key(expr.slice[0].slice.value)
+    return None if k is _NOT_LITERAL else k
