@@ -252,3 +252,20 @@ def test_verify_after_fix(tmp_path):
     for code in cases:
         assert status[(f"{code}_bad.py", code)] == CONFIRMED, status
         assert status[(f"{code}_fixed.py", code)] != CONFIRMED, status
+
+
+def test_tf_function_fix_decorates_the_step_called_from_a_loop():
+    src = Path(FIXTURES / "TFP701" / "bad.py").read_text()
+    looped = src.replace(
+        "for step in range(50):\n    per_replica_loss = strategy.run(step_fn, args=(next(iterator),))  # expect: TFP701\n",
+        "def train_step(batch):\n    return strategy.run(step_fn, args=(batch,))  # expect: TFP701\n\n\n"
+        "for step in range(50):\n    per_replica_loss = train_step(next(iterator))\n")
+    assert looped != src
+    res = engine.lint_source(looped, "x.py", enabled=ALL)
+    (f,) = [f for f in res.findings if f.code == "TFP701"]
+    assert f.fix["applicability"] == UNSAFE
+    out = engine.fix_source(looped, "x.py", enabled=ALL, unsafe=True)
+    assert "@tf.function\ndef train_step(batch):\n" in out.source
+    assert not [g for g in out.result.findings if g.code == "TFP701"]
+    # the run written directly in the loop gets no fix (its body would have to become a function)
+    assert [g.fix for g in engine.lint_source(src, "x.py", enabled=ALL).findings if g.code == "TFP701"] == [None]
