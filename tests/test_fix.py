@@ -236,7 +236,8 @@ def test_verify_after_fix(tmp_path):
     from tfpar_lint.verify import verify_findings
     from tfpar_lint.verify.testing import expected_findings
 
-    cases = {"TFP301": FIXTURES / "TFP301" / "bad.py", "TFP505": FIXTURES / "TFP505" / "bad.py"}
+    cases = {"TFP101": FIXTURES / "TFP101" / "bad.py", "TFP301": FIXTURES / "TFP301" / "bad.py",
+             "TFP505": FIXTURES / "TFP505" / "bad.py"}
     scripts, findings = [], []
     for code, src_path in cases.items():
         src = src_path.read_text()
