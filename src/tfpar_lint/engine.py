@@ -414,11 +414,11 @@ def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], 
             if silenced(d, rule.CODE, rule.NAME):
                 continue
             first = d.codes[0] in names
-            how = ("reads this comment as a bare `# noqa` that hides every code on the line" if first
+            how = ("takes this comment as a bare `# noqa` that hides every code on the line" if first
                    else "ignores the name")
             listed = ", ".join(f"`{n}`" for n in names)
             codes = [by_name[c].CODE if c in names else c for c in d.codes]
-            out.append(finding(rule, d, f"`# noqa` names {listed}: flake8 reads only codes after `noqa:` and "
+            out.append(finding(rule, d, f"`# noqa` names {listed}: flake8 reads only codes after `noqa:`, so it "
                                         f"{how}; write {', '.join(f'`{by_name[n].CODE}`' for n in names)}",
                                codes))
     return out
