@@ -82,7 +82,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
-        description="Find tf.distribute mistakes in Python files and notebooks.",
+        usage=f"{PROG} [check] [OPTIONS] [PATH ...]\n       {PROG} rule CODE",
+        description="Find tf.distribute mistakes in Python files and notebooks (`check` is optional, as in "
+                    "`ruff check`).",
         epilog=f"`{PROG} rule CODE` prints a rule's page. Everything after `--` is passed to the "
                "scripts run by --verify. Exit codes: 0 clean, 1 findings, 2 usage/config/file error.",
     )
