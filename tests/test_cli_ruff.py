@@ -231,3 +231,16 @@ def test_demo_text_is_true():
         for f in expected_findings(str(p)):
             want.add((str(p.relative_to(ROOT)), str(f.line), f.code))
     assert got == want
+
+
+def test_fix_keeps_crlf_and_bom(project, cli):
+    crlf = (ROOT / "fixtures" / "TFP101" / "bad.py").read_text().replace("\n", "\r\n").encode()
+    bom = b"\xef\xbb\xbf" + TFP301.encode()
+    a = project.write("crlf.py", crlf)
+    b = project.write("bom.py", bom)
+    r = cli("check", "--fix", "crlf.py", "bom.py")
+    assert r.lines == ["Found 2 errors (2 fixed, 0 remaining)."]
+    data = a.read_bytes()
+    assert data.count(b"\r\n") == crlf.count(b"\r\n") and b"\n" not in data.replace(b"\r\n", b"")
+    assert b"\r\n    model = build_model()  # expect: TFP101\r\n" in data
+    assert b.read_bytes() == bom.replace(b"counter.assign(counter + 1.0)", b"counter.assign_add(1.0)")
