@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import libcst as cst
 
@@ -330,11 +330,6 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return out
 
 
-__all__ = ["Fix", "SAFE", "UNSAFE", "MAX_PASSES", "apply_fixes", "applicable", "resolve"]
-
-
-def iter_fixes(findings: Iterable[Any], unsafe: bool) -> list[Any]:
-    return [f for f in findings if applicable(getattr(f, "fix", None), unsafe)]
 
 
 def add_keyword(call: cst.Call, name: str, value_code: str) -> cst.Call:
@@ -346,3 +341,6 @@ def add_keyword(call: cst.Call, name: str, value_code: str) -> cst.Call:
                         equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                               whitespace_after=cst.SimpleWhitespace(""))))
     return call.with_changes(args=args)
+
+
+__all__ = ["Fix", "SAFE", "UNSAFE", "MAX_PASSES", "apply_fixes", "applicable", "resolve", "add_keyword"]

@@ -66,8 +66,6 @@ class TfConfigAfterStrategy(Rule):
     FIXABLE = "unsafe"
 
     def fix(self, report: Report):
-        import libcst as cst
-
         from tfpar_lint.fix import UNSAFE, Fix, block_of, line_indent, names_in, statement_of, statement_text
 
         m = self.module
