@@ -233,18 +233,20 @@ def test_sarif_carries_the_fix_and_validates(project, cli):
 
 # -- runnable fixtures: --verify no longer confirms the mistake ------------------------------
 
+@pytest.mark.verify
 @pytest.mark.skipif(__import__("importlib").util.find_spec("tensorflow") is None, reason="needs tensorflow")
 def test_verify_after_fix(tmp_path):
+    """The bad fixture is CONFIRMED and, run in the same call, its fixed version is not."""
     from tfpar_lint.finding import CONFIRMED
     from tfpar_lint.verify import verify_findings
     from tfpar_lint.verify.testing import expected_findings
 
-    cases = {"TFP101": FIXTURES / "TFP101" / "bad.py", "TFP301": FIXTURES / "TFP301" / "bad.py",
-             "TFP505": FIXTURES / "TFP505" / "bad.py"}
+    cases = {code: FIXTURES / code / "bad.py"
+             for code in ("TFP101", "TFP301", "TFP201", "TFP401", "TFP501", "TFP502")}  # the issue's examples
     scripts, findings = [], []
     for code, src_path in cases.items():
         src = src_path.read_text()
-        out = engine.fix_source(src, str(src_path), enabled=ALL)
+        out = engine.fix_source(src, str(src_path), enabled=ALL, unsafe=True)
         assert any(f.code == code for f in out.fixed)
         for tag, text in (("bad", src), ("fixed", out.source)):
             p = tmp_path / f"{code}_{tag}.py"
@@ -254,8 +256,8 @@ def test_verify_after_fix(tmp_path):
     verify_findings(scripts, findings, devices="cpu:2", max_steps=3, timeout=120.0)
     status = {(os.path.basename(f.path), f.code): f.verification.status for f in findings}
     for code in cases:
-        assert status[(f"{code}_bad.py", code)] == CONFIRMED, status
-        assert status[(f"{code}_fixed.py", code)] != CONFIRMED, status
+        assert status[(f"{code}_bad.py", code)] == CONFIRMED, (code, status)
+        assert status[(f"{code}_fixed.py", code)] != CONFIRMED, (code, status)
 
 
 def test_tf_function_fix_decorates_the_step_called_from_a_loop():
