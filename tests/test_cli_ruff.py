@@ -244,3 +244,18 @@ def test_fix_keeps_crlf_and_bom(project, cli):
     assert data.count(b"\r\n") == crlf.count(b"\r\n") and b"\n" not in data.replace(b"\r\n", b"")
     assert b"\r\n    model = build_model()  # expect: TFP101\r\n" in data
     assert b.read_bytes() == bom.replace(b"counter.assign(counter + 1.0)", b"counter.assign_add(1.0)")
+
+
+def test_fix_settings_in_pyproject(project, cli):
+    p = project.write("t.py", TFP301)
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nfix = true\nshow-fixes = true\n")
+    r = cli("check", "--no-fix", "t.py")
+    assert r.rc == 1 and p.read_text() == TFP301  # the command line wins
+    r = cli("check", "t.py")
+    assert r.rc == 0 and "counter.assign_add(1.0)" in p.read_text() and "Fixed 1 error:" in r.out
+    d = project.write("d.py", TFP201)
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nfix = true\nunsafe-fixes = true\n")
+    assert cli("check", "d.py").rc == 0 and "experimental_distribute_dataset(tf.data" in d.read_text()
+    project.write("pyproject.toml", "[tool.tfpar-lint]\nfix = 'yes'\n")
+    r = cli("check", "t.py")
+    assert r.rc == 2 and "'fix' must be true or false" in r.err

@@ -123,11 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     log.add_argument("-s", "--silent", action="store_true",
                      help="print nothing (the exit code still says whether there are findings)")
     fix = p.add_argument_group("fixes (ruff's flags)")
-    fix.add_argument("--fix", action=argparse.BooleanOptionalAction, default=False,
+    fix.add_argument("--fix", action=argparse.BooleanOptionalAction, default=None,
                      help="apply the safe fixes and report what is left")
-    fix.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=False,
+    fix.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=None,
                      help="include the unsafe fixes (they may change behaviour beyond the mistake)")
-    fix.add_argument("--show-fixes", action=argparse.BooleanOptionalAction, default=False,
+    fix.add_argument("--show-fixes", action=argparse.BooleanOptionalAction, default=None,
                      help="list the findings that were fixed")
     fix.add_argument("--diff", action="store_true",
                      help="write nothing; print the diff of each file the fixes would change, and exit 0 if "
@@ -448,6 +448,12 @@ def _main(argv: list[str]) -> int:
         sys.stdout.write(settings.describe() + "\n")
         return 0
 
+    # the settings' fix / unsafe-fixes / show-fixes, unless the command line says otherwise (ruff)
+    for name in ("fix", "unsafe_fixes", "show_fixes"):
+        if getattr(args, name) is None:
+            setattr(args, name, bool(getattr(settings, name)))
+    if args.verify and args.fix and "--fix" not in argv:
+        args.fix = False  # `fix = true` in the settings does not apply to --verify runs
     fix_mode = bool(args.fix or args.fix_only or args.diff)
     quiet = args.quiet or args.silent
     if not paths:

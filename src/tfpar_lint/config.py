@@ -16,7 +16,8 @@ Keys
     ``strategy-factories``, ``dataset-distributors`` (qualified names),
     ``markers`` (extra pre-filter substrings), ``jobs`` (int >= 1),
     ``cache-dir`` (the result cache folder), ``output-format`` (or ``format``:
-    text|concise|full|json|sarif|github).
+    text|concise|full|json|sarif|github), ``fix``, ``unsafe-fixes``, ``show-fixes``
+    (booleans, as in ruff; ``--fix``/``--no-fix`` and the like override them).
 
 Selectors
     A code (``TFP101``), a prefix (``TFP1``, ``TFP``), ``ALL``, or a rule's
@@ -63,7 +64,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 _KNOWN_KEYS = (
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "output-format",
-    "tf-version",
+    "tf-version", "fix", "unsafe-fixes", "show-fixes",
 )
 
 # The TensorFlow version the linted code targets (like ruff's target-version): rules whose truth
@@ -112,6 +113,9 @@ class Settings:
     cache_dir: str = ".tfpar_lint_cache"
     format: str = "text"
     tf_version: str = DEFAULT_TF_VERSION
+    fix: bool = False  # ruff's settings of the same names (the command line's flags win)
+    unsafe_fixes: bool = False
+    show_fixes: bool = False
 
     # -- derived -------------------------------------------------------------
     @property
@@ -471,6 +475,11 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
         if not isinstance(cd, str) or not cd:
             raise ConfigError(f"{where}: 'cache-dir' must be a path string, got {cd!r}")
         kw["cache_dir"] = cd if os.path.isabs(cd) else os.path.join(root, cd)
+    for key in ("fix", "unsafe-fixes", "show-fixes"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}: '{key}' must be true or false, got {table[key]!r}")
+            kw[key.replace("-", "_")] = table[key]
     if "tf-version" in table:
         kw["tf_version"] = parse_tf_version(table["tf-version"], where)
     for key in ("format", "output-format"):  # output-format: ruff's name for it
