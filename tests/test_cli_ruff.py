@@ -227,7 +227,10 @@ def test_demo_text_is_true():
                          capture_output=True, text=True, timeout=600).stdout
     got = {tuple(re.match(r"(.+?):(\d+):\d+: (\S+)", ln).groups()) for ln in out.splitlines()}
     want = set()
+    skipped = tuple(args[i + 1].rstrip("/") + "/" for i, a in enumerate(args[:-1]) if a == "--extend-exclude")
     for p in sorted(ROOT.glob("fixtures/**/*.py")):
+        if str(p.relative_to(ROOT)).startswith(skipped):
+            continue  # the demo leaves these out (the bug zoo has its own report)
         for f in expected_findings(str(p)):
             want.add((str(p.relative_to(ROOT)), str(f.line), f.code))
     assert got == want

@@ -1,7 +1,9 @@
 """flake8-style text: ``path:line:col: CODE message`` (1-based line and column).
 
 Notebook findings read ``path:cell_N:line:col: CODE message`` (line inside the
-cell).  Files that could not be linted read ``path:line:col: E999 reason`` /
+cell).  Control characters and bytes that are not UTF-8 in a path are
+escaped (:func:`tfpar_lint.output.display_path`), so each finding stays on
+one line.  Files that could not be linted read ``path:line:col: E999 reason`` /
 ``path:0:0: E902 reason``, on standard output like flake8.  With ``--verify``
 an indented ``-> CONFIRMED: ...`` line follows each finding and each script's
 run summary follows the findings.  ``--statistics`` appends flake8's
@@ -13,12 +15,12 @@ from collections import Counter
 from typing import TextIO
 
 from tfpar_lint.finding import Finding
-from tfpar_lint.output import BOLD, CYAN, RED, Report, error_code, paint, verification_line
+from tfpar_lint.output import BOLD, CYAN, RED, Report, display_path, error_code, paint, verification_line
 
 
 def location(f: Finding, color: bool = False) -> str:
     sep = paint(":", CYAN, on=color)
-    path = paint(f.path, BOLD, on=color)
+    path = paint(display_path(f.path), BOLD, on=color)
     if f.cell is not None:
         return f"{path}{sep}cell_{f.cell}{sep}{f.line}{sep}{f.col}"
     return f"{path}{sep}{f.line}{sep}{f.col}"
@@ -45,7 +47,7 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
     for err in report.sorted_errors():
         code = error_code(err)
         rows.append(((err.path, 0, err.line, err.col, code),
-                     [f"{err.path}:{err.line}:{err.col}: {code} {one_line(err.message)}"]))
+                     [f"{display_path(err.path)}:{err.line}:{err.col}: {code} {one_line(err.message)}"]))
     for f in report.sorted_findings():
         lines = [format_finding(f, report.color)]
         if report.show_source:
