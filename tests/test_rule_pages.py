@@ -9,6 +9,7 @@ The page layout is the catalogue's (ruff-style), the same for every rule::
     ## Why is this bad?
     ## Example              <- its python code block(s) must trigger the rule
     ## Use instead          <- its python code block(s) must not
+    ## Fix                  <- "**Safe fix**", "**Unsafe fix**" or "No automatic fix", as the rule's FIXABLE
     ## How --verify confirms it
     ## Options / default
     ## References
@@ -39,6 +40,7 @@ HEADINGS = (
     "Why is this bad?",
     "Example",
     "Use instead",
+    "Fix",
     "How --verify confirms it",
     "Options / default",
     "References",
@@ -119,7 +121,10 @@ def python_blocks(body: str) -> list[str]:
 
 def _lint(code: str, source: str, where: str) -> tuple[list[str], list[str]]:
     """(lines of `code`'s findings, problems) for one block."""
-    result = lint_source(source, path=f"rules/{code}.md ({where})", enabled=[code], apply_noqa=False)
+    rule = rules_by_code().get(code)
+    # the noqa rules (TFP9xx) judge the `# noqa` comments: they need noqa handling on
+    text_only = bool(getattr(rule, "TEXT_ONLY", False))
+    result = lint_source(source, path=f"rules/{code}.md ({where})", enabled=[code], apply_noqa=text_only)
     if result.error is not None:
         return [], [f"{where} block does not lint cleanly: {result.error.message}"]
     return [f"line {f.line}: {f.message}" for f in result.findings if f.code == code], []
@@ -166,6 +171,30 @@ def page_problems(code: str, name: str, text: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ the pages
+
+
+FIX_LEADS = {"safe": "**Safe fix** (`--fix`)", "unsafe": "**Unsafe fix** (`--fix --unsafe-fixes`)",
+             "": "No automatic fix"}
+
+
+def fix_section_problems(fixable: str, text: str) -> list[str]:
+    """The '## Fix' section must open with the words that match the rule's FIXABLE."""
+    body = parse_page(text).body("Fix").strip()
+    want = FIX_LEADS[fixable]
+    if not body.startswith(want):
+        return [f"'## Fix' must start with {want!r} (the rule's FIXABLE is {fixable!r}), found {body[:40]!r}"]
+    return []
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.CODE for r in RULES])
+def test_rule_page_fix_section_matches_the_rule(rule):
+    path = PAGES / f"{rule.CODE}.md"
+    assert not fix_section_problems(rule.FIXABLE, path.read_text(encoding="utf-8")), path
+
+
+def test_fix_section_checker_can_fail():
+    assert fix_section_problems("safe", _page().replace("## Fix\n\nText.", "## Fix\n\nNo automatic fix."))
+    assert fix_section_problems("", _page())
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.CODE for r in RULES])
