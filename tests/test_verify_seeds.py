@@ -181,3 +181,19 @@ def test_corrected_versions_get_nothing(scripts, cli):
             for p, fs in by_path.items()}
     assert not any(hits.values()), json.dumps(hits, indent=1) + r.err
     assert r.rc == 0, r.out + r.err
+
+
+@pytest.mark.parametrize("line", [8, 10, 15, 17])
+def test_static_finding_anywhere_on_the_race_gets_the_verdict(scripts, line):
+    """The thread race as the linter may report it: on the read (8), the write (10), the
+    thread's creation (15) or start (17). The finding is CONFIRMED and no second, RUNTIME
+    finding of the same race is added."""
+    from tfpar_lint.finding import Finding
+    from tfpar_lint.verify import verify_findings
+
+    _folder, bad, _good = scripts
+    path = next(p for p in bad if p.endswith("seed001_block1.py"))
+    f = Finding("TFP301", "", "", path, line, 1, line, 1)
+    (run,) = verify_findings([path], [f], devices="cpu:2", timeout=180.0)
+    assert f.verification.status == CONFIRMED, (f.verification, run.summary())
+    assert run.runtime_findings == [], run.runtime_findings
