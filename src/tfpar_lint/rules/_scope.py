@@ -58,7 +58,8 @@ def strategy_text(m: Module, site: CallSite) -> str:
 
 
 def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
-    """Each distinct object of ``kind`` created by a call in this module."""
+    """Each distinct object of ``kind`` created by a call in this module: bound to a name, or
+    created inline as an argument of ``compile`` (``compile(optimizer=keras.optimizers.SGD())``)."""
     seen: set[int] = set()
     for b_list in _all_binding_lists(m):
         for b in b_list:
@@ -66,6 +67,48 @@ def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
                 if v.kind == kind and v.origin is not None and id(v.origin) not in seen:
                     seen.add(id(v.origin))
                     yield v
+    if kind not in (api.OPTIMIZER, api.METRIC):
+        return
+    for cs in m.calls:
+        f = cs.node.func
+        if not (isinstance(f, cst.Attribute) and f.attr.value == "compile"):
+            continue
+        for e in _compile_args(cs.node, kind):
+            if isinstance(e, cst.Call) and id(e) not in seen:
+                for v in m.infer_at(e, cs):
+                    if v.kind == kind and v.origin is e:
+                        seen.add(id(e))
+                        yield v
+
+
+def _compile_args(call: cst.Call, kind: str) -> list[cst.BaseExpression]:
+    """The expressions a ``compile`` call passes as its optimizer, or as its metrics."""
+    if kind == api.OPTIMIZER:
+        e = keyword(call, "optimizer") or arg(call, 0)
+        return [e] if e is not None else []
+    out: list[cst.BaseExpression] = []
+    for kw in ("metrics", "weighted_metrics"):
+        lst = keyword(call, kw)
+        if isinstance(lst, (cst.List, cst.Tuple)):
+            out.extend(el.value for el in lst.elements if not isinstance(el, cst.StarredElement))
+        elif lst is not None:
+            out.append(lst)
+    return out
+
+
+def _model_scope(m: Module, recv: cst.BaseExpression, cs: CallSite) -> Optional[str]:
+    """The strategy text of the scope the model ``recv`` was certainly created in (every value a
+    Keras model made under a known strategy scope), else None."""
+    vals = m.infer_at(recv, cs)
+    if not vals or not all(v.kind == api.MODEL and v.site is not None for v in vals):
+        return None
+    texts = set()
+    for v in vals:
+        known, maybe = m.scope_strategies(v.site)
+        if not known or maybe:
+            return None
+        texts.add(strategy_text(m, v.site))
+    return texts.pop() if len(texts) == 1 else None
 
 
 def _all_binding_lists(m: Module):
@@ -98,23 +141,21 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                 yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
                                    f"({{line}})", strategy_text(m, cs), m.code(f.value))
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
-            known, _ = m.scope_items(cs)
-            if not known:
+            hit = next((e for e in _compile_args(cs.node, v.kind) if all_from(m, e, cs, origin)), None)
+            if hit is None:
                 continue
-            hit = None
-            if v.kind == api.OPTIMIZER:
-                e = keyword(cs.node, "optimizer") or arg(cs.node, 0)
-                hit = e if all_from(m, e, cs, origin) else None
-            else:
-                for kw in ("metrics", "weighted_metrics"):
-                    lst = keyword(cs.node, kw)
-                    items = [el.value for el in lst.elements] if isinstance(lst, (cst.List, cst.Tuple)) else [lst]
-                    for e in items:
-                        if hit is None and all_from(m, e, cs, origin):
-                            hit = e
-            if hit is not None:
+            known, _ = m.scope_items(cs)
+            if known:
                 yield Use(cs.node, f"it is passed to `compile` under `{strategy_text(m, cs)}.scope()` "
                                    f"({{line}})", strategy_text(m, cs), m.code(hit))
+                continue
+            # compile outside the scope, of a model built in a scope: the model's variables are the
+            # strategy's, the optimizer's / metric's are not (Keras 3 fit raises "Mixing different
+            # tf.distribute.Strategy objects"; tf_keras compile rejects such a metric)
+            text = _model_scope(m, f.value, cs)
+            if text is not None:
+                yield Use(cs.node, f"it is passed to `compile` of `{m.code(f.value)}`, a model built under "
+                                   f"`{text}.scope()` ({{line}})", text, m.code(hit))
     # used inside a replica function
     table = m.replica_functions()
     for fid, strategies in table.items():
