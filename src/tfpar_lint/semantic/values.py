@@ -157,6 +157,13 @@ class Inference:
                 out.append(self._instance_of(cv.info, call, site))
             elif cv.kind == api.API:
                 out.extend(self._infer_api_call(cv.qname, cv.raw_qname, call, scope, order, site))
+            elif cv.qname == "functools.partial" and isinstance(cv.origin, cst.Call) and cv.site is not None:
+                # builder = functools.partial(build_model, ...); builder(...) returns what build_model does
+                fns = self.m.resolve_function(cv.origin, cv.site.scope, cv.site.order)
+                if not fns:
+                    out.append(UNKNOWN)
+                for fn in fns:
+                    out.extend(self._returns_of(fn, call, site))
             else:
                 out.append(UNKNOWN)
         return out
