@@ -40,13 +40,22 @@ class Bindings:
             first = False
         return []
 
-    def qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int) -> tuple[str, str]:
-        """(canonical, raw) qualified name of an imported API reference, or ("", "")."""
+    def qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int,
+                       _depth: int = 0) -> tuple[str, str]:
+        """(canonical, raw) qualified name of an imported API reference, or ("", "").  A module
+        alias made by assignment counts as an import: ``tf1 = tf.compat.v1`` then ``tf1.get_variable``."""
         d = dotted_name(expr)
         if not d:
             return "", ""
         head, _, rest = d.partition(".")
         bs = self.lookup(head, scope, order)
+        if len(bs) == 1 and bs[0].kind == "assign" and not bs[0].path and _depth < 4 \
+                and isinstance(bs[0].value, (cst.Name, cst.Attribute)):
+            q, raw_head = self.qualified_name(bs[0].value, bs[0].scope, bs[0].order, _depth + 1)
+            if not q:
+                return "", ""
+            raw = f"{raw_head}.{rest}" if rest else raw_head
+            return api.canonical(raw), raw
         if not bs or any(b.kind != "import" or not b.qname for b in bs):
             return "", ""
         q = bs[0].qname
