@@ -52,7 +52,7 @@ class DatasetReplicatedByHand(Rule):
                                        f"{'iterator' if vals[0].kind == api.ITERATOR else 'dataset'}: each "
                                        f"replica reads the same data; distribute it with the strategy instead")
                     break
-        # [iter(ds) for _ in range(n)]
+        # [iter(ds) for _ in range(n)], {device: ds for device in devices}
         for node, scope, order in m.comprehensions:
             if id(node) in data_api_args:
                 continue
@@ -61,7 +61,7 @@ class DatasetReplicatedByHand(Rule):
             while for_in is not None:
                 targets |= _names(for_in.target)
                 for_in = for_in.inner_for_in
-            elt = node.elt
+            elt = node.value if isinstance(node, cst.DictComp) else node.elt
             if targets & _names(elt):
                 continue
             vals = m.infer(elt, scope, order)
