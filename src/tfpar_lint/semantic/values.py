@@ -254,10 +254,19 @@ class Inference:
     def _attribute_of(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
         """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
         attr = expr.attr.value
+        base = self.infer(expr.value, scope, order)
+        # obj.attr where obj is an instance of a local class whose methods set self.attr
+        if all(isinstance(v.info, ClassInfo) and v.kind != api.CLASS and isinstance(v.origin, cst.Call)
+               and attr in v.info.attrs for v in base):
+            out = []
+            for v in base:
+                for b in v.info.attrs[attr]:
+                    out.extend(self.binding_values(b))
+            return out
         if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
             return [UNKNOWN]
         out = []
-        for v in self.infer(expr.value, scope, order):
+        for v in base:
             if v.kind not in (api.MODEL, api.LAYER):
                 return [UNKNOWN]
             kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
