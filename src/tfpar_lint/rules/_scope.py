@@ -58,8 +58,8 @@ def strategy_text(m: Module, site: CallSite) -> str:
 
 
 def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
-    """Each distinct object of ``kind`` created by a call in this module: bound to a name, or
-    created inline as an argument of ``compile`` (``compile(optimizer=keras.optimizers.SGD())``)."""
+    """Each distinct object of ``kind`` created by a call in this module: bound to a name or an
+    attribute, or created inline as an argument (``compile(optimizer=SGD())``)."""
     seen: set[int] = set()
     for b_list in _all_binding_lists(m):
         for b in b_list:
@@ -67,48 +67,13 @@ def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
                 if v.kind == kind and v.origin is not None and id(v.origin) not in seen:
                     seen.add(id(v.origin))
                     yield v
-    if kind not in (api.OPTIMIZER, api.METRIC):
-        return
     for cs in m.calls:
-        f = cs.node.func
-        if not (isinstance(f, cst.Attribute) and f.attr.value == "compile"):
+        if id(cs.node) in seen or api.kind_of_constructor(m.qualified_name(cs.node.func, cs.scope, cs.order)[0]) != kind:
             continue
-        for e in _compile_args(cs.node, kind):
-            if isinstance(e, cst.Call) and id(e) not in seen:
-                for v in m.infer_at(e, cs):
-                    if v.kind == kind and v.origin is e:
-                        seen.add(id(e))
-                        yield v
-
-
-def _compile_args(call: cst.Call, kind: str) -> list[cst.BaseExpression]:
-    """The expressions a ``compile`` call passes as its optimizer, or as its metrics."""
-    if kind == api.OPTIMIZER:
-        e = keyword(call, "optimizer") or arg(call, 0)
-        return [e] if e is not None else []
-    out: list[cst.BaseExpression] = []
-    for kw in ("metrics", "weighted_metrics"):
-        lst = keyword(call, kw)
-        if isinstance(lst, (cst.List, cst.Tuple)):
-            out.extend(el.value for el in lst.elements if not isinstance(el, cst.StarredElement))
-        elif lst is not None:
-            out.append(lst)
-    return out
-
-
-def _model_scope(m: Module, recv: cst.BaseExpression, cs: CallSite) -> Optional[str]:
-    """The strategy text of the scope the model ``recv`` was certainly created in (every value a
-    Keras model made under a known strategy scope), else None."""
-    vals = m.infer_at(recv, cs)
-    if not vals or not all(v.kind == api.MODEL and v.site is not None for v in vals):
-        return None
-    texts = set()
-    for v in vals:
-        known, maybe = m.scope_strategies(v.site)
-        if not known or maybe:
-            return None
-        texts.add(strategy_text(m, v.site))
-    return texts.pop() if len(texts) == 1 else None
+        for v in m.infer_at(cs.node, cs):
+            if v.kind == kind and v.origin is cs.node:
+                seen.add(id(cs.node))
+                yield v
 
 
 def _all_binding_lists(m: Module):
@@ -141,21 +106,35 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                 yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
                                    f"({{line}})", strategy_text(m, cs), m.code(f.value))
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
-            hit = next((e for e in _compile_args(cs.node, v.kind) if all_from(m, e, cs, origin)), None)
-            if hit is None:
-                continue
             known, _ = m.scope_items(cs)
-            if known:
-                yield Use(cs.node, f"it is passed to `compile` under `{strategy_text(m, cs)}.scope()` "
-                                   f"({{line}})", strategy_text(m, cs), m.code(hit))
-                continue
-            # compile outside the scope, of a model built in a scope: the model's variables are the
-            # strategy's, the optimizer's / metric's are not (Keras 3 fit raises "Mixing different
-            # tf.distribute.Strategy objects"; tf_keras compile rejects such a metric)
-            text = _model_scope(m, f.value, cs)
-            if text is not None:
-                yield Use(cs.node, f"it is passed to `compile` of `{m.code(f.value)}`, a model built under "
-                                   f"`{text}.scope()` ({{line}})", text, m.code(hit))
+            where = f"under `{strategy_text(m, cs)}.scope()` ({{line}})"
+            if not known:
+                # compile outside the scope, of a model built in one: the model's strategy owns it
+                model = _scoped_model(m, f.value, cs)
+                if model is None:
+                    continue
+                where = f"to `compile` of `{m.code(f.value)}`, a model built under a strategy's scope ({{line}})"
+            hit = None
+            if v.kind == api.OPTIMIZER:
+                e = keyword(cs.node, "optimizer") or arg(cs.node, 0)
+                hit = e if all_from(m, e, cs, origin) else None
+            else:
+                for kw in ("metrics", "weighted_metrics"):
+                    lst = keyword(cs.node, kw)
+                    items = [el.value for el in lst.elements] if isinstance(lst, (cst.List, cst.Tuple)) else [lst]
+                    for e in items:
+                        if hit is None and all_from(m, e, cs, origin):
+                            hit = e
+            if hit is not None:
+                how = (f"it is passed to `compile` {where}" if known else f"it is passed {where}")
+                yield Use(cs.node, how, strategy_text(m, cs), m.code(hit))
+        elif v.kind in (api.MODEL, api.LAYER) and meth in ("Sequential", "Model", "Functional"):
+            known, _ = m.scope_items(cs)
+            if known and api.kind_of_constructor(m.qualified_name(f, cs.scope, cs.order)[0]) == api.MODEL \
+                    and any(all_from(m, e, cs, origin) for e in _arg_items(cs.node)):
+                yield Use(cs.node, f"it is built into `{meth}(...)` under `{strategy_text(m, cs)}.scope()` "
+                                   f"({{line}}): its variables stay outside the strategy",
+                          strategy_text(m, cs), "")
     # used inside a replica function
     table = m.replica_functions()
     for fid, strategies in table.items():
@@ -166,6 +145,23 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
         if refs:
             yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
                                     f"`strategy.run` ({{line}})", "strategy", m.code(refs[0].node))
+
+
+def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite) -> Optional[Value]:
+    """The model ``expr`` holds when it certainly was created under a strategy's scope."""
+    vals = m.infer_at(expr, cs)
+    if len(vals) == 1 and vals[0].kind == api.MODEL and created_in_scope(m, vals[0]):
+        return vals[0]
+    return None
+
+
+def _arg_items(call: cst.Call) -> Iterator[cst.BaseExpression]:
+    """A call's arguments, and the items of list/tuple arguments (``Sequential([a, b])``)."""
+    for a in call.args:
+        if isinstance(a.value, (cst.List, cst.Tuple)):
+            yield from (el.value for el in a.value.elements)
+        else:
+            yield a.value
 
 
 TRAINABLE = ("trainable_variables", "trainable_weights")

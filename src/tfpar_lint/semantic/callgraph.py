@@ -40,9 +40,6 @@ class CallGraph:
         for v in self.m.infer(expr, scope, order):
             if v.kind == api.FUNCTION and v.info is not None:
                 out.append(v.info)
-            elif v.qname == "functools.partial" and _keywords_only_partial(v.origin) and v.site is not None:
-                # fn = functools.partial(f, key=...) bound to a name: f, its positional parameters unshifted
-                out.extend(self.resolve_function(v.origin, v.site.scope, v.site.order))
         return out
 
     def callers(self, fn: FunctionInfo) -> list[CallSite]:
@@ -376,10 +373,3 @@ def _mapping(expr: Optional[cst.BaseExpression]) -> Optional[dict]:
             out[key] = el.value
         return out
     return None
-
-
-def _keywords_only_partial(node: Optional[cst.CSTNode]) -> bool:
-    """``functools.partial(f, key=value, ...)``: binds keywords only, so f's positional parameters
-    keep their positions for the callers of the partial object."""
-    return isinstance(node, cst.Call) and bool(node.args) and node.args[0].keyword is None \
-        and not node.args[0].star and all(a.keyword is not None and not a.star for a in node.args[1:])
