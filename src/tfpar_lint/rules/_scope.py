@@ -31,6 +31,12 @@ def created_outside_scope(m: Module, v: Value) -> bool:
         return False
     if m.in_replica_fn(site.scope):
         return False
+    if isinstance(v.origin, cst.Call):
+        # made by a local function whose body runs in a scope whatever the call site (a decorator
+        # that opens strategy.scope() around it)
+        fns = m.resolve_function(v.origin.func, site.scope, site.order)
+        if fns and all(m.function_scope(fn)[0] for fn in fns):
+            return False
     return True
 
 
@@ -105,6 +111,13 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
             if known:
                 yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
                                    f"({{line}})", strategy_text(m, cs), m.code(f.value))
+            elif cs.func is not None:
+                # in a function whose whole body runs under a scope (every caller is in one, or a
+                # local decorator runs it in one)
+                fk, fmaybe = m.function_scope(cs.func)
+                if fk and not fmaybe:
+                    yield Use(cs.node, f"`{meth}` is called in `{cs.func.name}`, which runs under a strategy's "
+                                       f"scope ({{line}})", "strategy", m.code(f.value))
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
             known, _ = m.scope_items(cs)
             where = f"under `{strategy_text(m, cs)}.scope()` ({{line}})"
