@@ -227,6 +227,10 @@ class Inference:
             if fns:
                 return [Value(api.FUNCTION, info=fn, origin=fn.node) for fn in fns]
             return [UNKNOWN]
+        if q in api.V1_ITERATOR_FACTORIES:
+            # tf.compat.v1.data.make_one_shot_iterator(ds): an iterator of ds
+            return [Value(api.ITERATOR, origin=call, site=site, source=v) if v.kind == api.DATASET else UNKNOWN
+                    for v in self.infer(arg(call, 0, "dataset"), scope, order)]
         if q in api.STRATEGY_GETTERS and site is not None:
             # get_strategy() returns the strategy whose scope is open around the call
             known, maybe = self.m.scope_strategies(site)
@@ -331,7 +335,7 @@ class Inference:
         if k == api.DATASET:
             if meth in api.DATASET_METHODS:
                 return Value(api.DATASET, origin=call, site=site, source=rv)
-            if meth in ("__iter__",):
+            if meth in ("__iter__",) or meth in api.V1_ITERATOR_METHODS:
                 return Value(api.ITERATOR, origin=call, site=site, source=rv)
             if meth in ("as_numpy_iterator",):
                 return Value(api.ITERATOR, origin=call, site=site, source=rv)
