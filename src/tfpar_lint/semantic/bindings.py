@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class Bindings:
     def __init__(self, m: "Module") -> None:
         self.m = m
+        self._qn_memo: dict[tuple[int, int, int], tuple[str, str]] = {}
 
     def lookup(self, name: str, scope: Scope, order: int) -> list[Binding]:
         s: Optional[Scope] = scope
@@ -40,10 +41,18 @@ class Bindings:
             first = False
         return []
 
-    def qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int,
-                       _depth: int = 0) -> tuple[str, str]:
-        """(canonical, raw) qualified name of an imported API reference, or ("", "").  A module
-        alias made by assignment counts as an import: ``tf1 = tf.compat.v1`` then ``tf1.get_variable``."""
+    def qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int) -> tuple[str, str]:
+        """(canonical, raw) qualified name of an imported API reference, or ("", "")."""
+        key = (id(expr), id(scope), order)
+        got = self._qn_memo.get(key)
+        if got is None:
+            got = self._qn_memo[key] = self._qualified_name(expr, scope, order)
+        return got
+
+    def _qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int,
+                        _depth: int = 0) -> tuple[str, str]:
+        """A module alias made by assignment counts as an import: ``tf1 = tf.compat.v1`` then
+        ``tf1.get_variable``."""
         d = dotted_name(expr)
         if not d:
             return "", ""
@@ -51,7 +60,7 @@ class Bindings:
         bs = self.lookup(head, scope, order)
         if len(bs) == 1 and bs[0].kind == "assign" and not bs[0].path and _depth < 4 \
                 and isinstance(bs[0].value, (cst.Name, cst.Attribute)):
-            q, raw_head = self.qualified_name(bs[0].value, bs[0].scope, bs[0].order, _depth + 1)
+            q, raw_head = self._qualified_name(bs[0].value, bs[0].scope, bs[0].order, _depth + 1)
             if not q:
                 return "", ""
             raw = f"{raw_head}.{rest}" if rest else raw_head
