@@ -103,14 +103,13 @@ class DatasetReplicatedByHand(Rule):
         """``for _ in range(strategy.num_replicas_in_sync): its += [iter(ds)]`` (or ``.append``): a
         list filled with the same dataset once per replica or device."""
         m = self.module
-        loops: list[cst.For] = []
-
-        class V(cst.CSTVisitor):
-            def visit_For(self, node: cst.For) -> None:
-                loops.append(node)
-
-        m.tree.visit(V())
-        for loop in loops:
+        loops: dict[int, cst.For] = {}  # the for statements (from their target bindings: no tree walk)
+        for scope in [m.scope] + [f.scope for f in m.functions] + [c.scope for c in m.classes]:
+            for bs in scope.bindings.values():
+                for b in bs:
+                    if b.kind == "for" and isinstance(b.node, cst.For):
+                        loops[id(b.node)] = b.node
+        for loop in loops.values():
             if not any(a in m.code(loop.iter) for a in PER_REPLICA_APIS):
                 continue
             targets = _names(loop.target)
