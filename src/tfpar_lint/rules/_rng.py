@@ -33,6 +33,8 @@ SEED_POSITION = {
     "tensorflow.image.stateless_random_hue": 2, "tensorflow.image.stateless_random_saturation": 3,
     "tensorflow.image.stateless_random_crop": 2, "tensorflow.image.stateless_random_jpeg_quality": 3,
     "tensorflow.nn.experimental.stateless_dropout": 2,
+    # stateless ops whose seed is not the second argument
+    "tensorflow.random.stateless_categorical": 2,  # (logits, num_samples, seed)
 }
 
 

@@ -15,7 +15,7 @@ class ConstantSeedInReplicaFn(Rule):
     FIX_HINT = ("Use a `tf.random.Generator` created under the scope, or fold "
                 "`tf.distribute.get_replica_context().replica_id_in_sync_group` into a stateless seed.")
     PROBE = "randomness"
-    MARKERS = (STRATEGY_MARKERS, ("random",))
+    MARKERS = (STRATEGY_MARKERS, ("random", "dropout", "seed"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

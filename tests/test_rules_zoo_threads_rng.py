@@ -1,0 +1,49 @@
+"""Recall cases for TFP3xx/TFP4xx taken from the bug zoo's shapes (fixtures/zoo/3xx_threads,
+fixtures/zoo/4xx_randomness): each test holds a bad snippet (must be reported) and, where the
+fix is a near miss, the correct snippet (must stay silent)."""
+from __future__ import annotations
+
+import textwrap
+
+from tfpar_lint.engine import lint_source
+from tfpar_lint.registry import all_rules, default_codes
+
+ALL = [r.CODE for r in all_rules()]
+
+
+def found(src: str, enabled=None) -> list[tuple[int, str]]:
+    res = lint_source(textwrap.dedent(src), "t.py", enabled=enabled or sorted(default_codes()))
+    assert res.error is None, res.error
+    return sorted((f.line, f.code) for f in res.findings)
+
+
+RNG_HEAD = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+"""
+
+
+# --------------------------------------------------------------------------- TFP402
+def test_constant_seed_of_dropout_without_the_word_random():
+    """tf.nn.dropout / stateless_dropout files need not contain "random" (pre-filter)."""
+    src = RNG_HEAD + """
+def replica_fn(h):
+    return tf.nn.dropout(h, rate=0.5, seed=3)
+
+strategy.run(replica_fn, args=(tf.ones([4]),))
+"""
+    assert found(src) == [(6, "TFP402")]
+
+
+def test_stateless_categorical_seed_is_its_third_argument():
+    """stateless_categorical(logits, num_samples, seed): the sample count is not the seed."""
+    src = RNG_HEAD + """
+def act(logits):
+    rid = tf.distribute.get_replica_context().replica_id_in_sync_group
+    seed = tf.random.experimental.stateless_fold_in(tf.constant([3, 0], tf.int64), tf.cast(rid, tf.int64))
+    return tf.random.stateless_categorical(logits, 16, seed=seed)
+
+strategy.run(act, args=(tf.zeros([1, 6]),))
+"""
+    assert found(src) == []
+    assert found(src.replace("16, seed=seed", "16, [1, 2]")) == [(8, "TFP402")]
