@@ -47,3 +47,63 @@ strategy.run(act, args=(tf.zeros([1, 6]),))
 """
     assert found(src) == []
     assert found(src.replace("16, seed=seed", "16, [1, 2]")) == [(8, "TFP402")]
+
+
+def test_constant_seed_followed_through_names_items_attributes_and_run_args():
+    """A seed held in a module constant, an unpacked pair, a config dict, ``self.seed`` or an
+    ``args=`` element of ``strategy.run`` is as constant as a literal."""
+    src = RNG_HEAD + """
+SEED = 42
+seed_a, seed_b = 11, 22
+CONFIG = {"noise_seed": 7, "lr": 0.01}
+
+def f1(x):
+    return tf.random.normal([2], seed=SEED)
+
+def f2(x):
+    return tf.random.stateless_normal([2], seed=[seed_a, seed_b])
+
+def f3(x):
+    return tf.random.uniform([2], seed=CONFIG["noise_seed"])
+
+def f4(x, seed):
+    return tf.random.normal([2], seed=seed)
+
+class Aug:
+    def __init__(self, strategy):
+        self.strategy = strategy
+        self.seed = 1234
+
+    def replica(self, x):
+        return tf.random.uniform([2], seed=self.seed)
+
+    def __call__(self, x):
+        return self.strategy.run(self.replica, args=(x,))
+
+for f in (f1, f2, f3):
+    strategy.run(f, args=(1.0,))
+strategy.run(f1, args=(1.0,))
+strategy.run(f2, args=(1.0,))
+strategy.run(f3, args=(1.0,))
+strategy.run(f4, args=(1.0, 7))
+Aug(strategy)(1.0)
+"""
+    assert found(src) == [(10, "TFP402"), (13, "TFP402"), (16, "TFP402"), (19, "TFP402"), (27, "TFP402")]
+
+
+def test_seed_that_varies_is_not_constant():
+    src = RNG_HEAD + """
+import os
+SEED = int(os.environ.get("SEED", "0"))
+
+def f4(x, seed):
+    return tf.random.normal([2], seed=seed)
+
+def f5(x):
+    return tf.random.normal([2], seed=SEED)
+
+for step in range(3):
+    strategy.run(f4, args=(1.0, step))
+strategy.run(f5, args=(1.0,))
+"""
+    assert found(src) == []

@@ -4,8 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._rng import rng_calls_in_replica_fns, seed_arg
-from tfpar_lint.semantic import is_constant
+from tfpar_lint.rules._rng import constant_seed, rng_calls_in_replica_fns, seed_arg
 
 
 class ConstantSeedInReplicaFn(Rule):
@@ -21,7 +20,7 @@ class ConstantSeedInReplicaFn(Rule):
         m = self.module
         for cs, q in rng_calls_in_replica_fns(m):
             seed = seed_arg(cs, q)
-            if not is_constant(seed):
+            if not constant_seed(m, seed, cs.scope, cs.order):
                 continue
             kind = "stateless" if api.is_stateless_rng(q) else "op-level"
             yield Report(
