@@ -107,3 +107,42 @@ for step in range(3):
 strategy.run(f5, args=(1.0,))
 """
     assert found(src) == []
+
+
+def test_keras_random_ops_seed_generators_and_seeded_initializers_in_replica_fn():
+    """Keras 3 random ops with an int seed, a SeedGenerator(42) made per replica, and a seeded
+    initializer called per replica all give every replica the same numbers (TF 2.21, Keras 3.15)."""
+    src = RNG_HEAD + """
+import keras
+import tf_keras
+
+init = tf.keras.initializers.GlorotUniform(seed=0)
+
+def replica_fn(x):
+    a = keras.random.normal((4,), seed=1)
+    b = keras.random.dropout(x, 0.5, seed=7)
+    sg = keras.random.SeedGenerator(42)
+    c = tf_keras.initializers.RandomNormal(stddev=0.01, seed=1)(shape=(4,))
+    d = init((4, 4))
+    return a, b, sg, c, d
+
+strategy.run(replica_fn, args=(tf.ones([4]),))
+"""
+    assert found(src) == [(11, "TFP402"), (12, "TFP402"), (13, "TFP402"), (14, "TFP402"), (15, "TFP402")]
+
+
+def test_keras_draws_without_constant_seed_stay_silent():
+    src = RNG_HEAD + """
+import keras
+
+with strategy.scope():
+    rng = tf.random.Generator.from_seed(0)
+    model = keras.Sequential([keras.layers.Dense(2, kernel_initializer=keras.initializers.GlorotUniform(seed=0))])
+
+def replica_fn(x, step):
+    init = keras.initializers.GlorotUniform(seed=step)
+    return model(x), init((2, 2)), rng.normal([2])
+
+strategy.run(replica_fn, args=(tf.ones([1, 4]), tf.constant(0)))
+"""
+    assert found(src) == []

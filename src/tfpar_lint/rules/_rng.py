@@ -145,3 +145,58 @@ def _constant_param(m: Module, b, depth: int) -> bool:
         if a is None or not constant_seed(m, a, cs.scope, cs.order, depth + 1):
             return False
     return sites > 0
+
+
+# Keras 3 random ops (``keras.random.*``; ``tf.keras.random`` on TF >= 2.16): position of ``seed``.
+KERAS_RNG_SEED_POSITION = {
+    "keras.random.normal": 4, "keras.random.uniform": 4, "keras.random.truncated_normal": 4,
+    "keras.random.randint": 4, "keras.random.categorical": 3, "keras.random.dropout": 3,
+    "keras.random.shuffle": 2, "keras.random.gamma": 3, "keras.random.binomial": 4, "keras.random.beta": 4,
+    "keras.random.SeedGenerator": 0,
+}
+# Keras initializers (keras, tf.keras, tf_keras): position of ``seed``.  A seeded initializer
+# draws statelessly: every call, on every replica, returns the same tensor.
+_INIT_SEED_POSITION = {
+    "RandomNormal": 2, "RandomUniform": 2, "TruncatedNormal": 2, "GlorotUniform": 0, "GlorotNormal": 0,
+    "HeNormal": 0, "HeUniform": 0, "LecunNormal": 0, "LecunUniform": 0, "Orthogonal": 1, "VarianceScaling": 3,
+    "random_normal": 2, "random_uniform": 2, "truncated_normal": 2, "glorot_uniform": 0, "glorot_normal": 0,
+    "he_normal": 0, "he_uniform": 0, "lecun_normal": 0, "lecun_uniform": 0, "orthogonal": 1,
+}
+KERAS_INITIALIZER_SEED_POSITION = {"keras.initializers." + k: v for k, v in _INIT_SEED_POSITION.items()}
+
+
+def keras_seeded_draws_in_replica_fns(m: Module) -> Iterator[tuple[CallSite, str, cst.BaseExpression]]:
+    """Keras draws inside functions run by ``strategy.run`` whose seed is constant, as (call, the
+    API called or instantiated, the seed): ``keras.random.normal(shape, seed=1)``, a
+    ``keras.random.SeedGenerator(42)`` created there, and calls of an initializer built with a
+    constant seed (``GlorotUniform(seed=0)(shape)``, or ``init(shape)`` where every value of
+    ``init`` is such an initializer)."""
+    for cs in m.calls:
+        if not m.in_replica_fn(cs.scope):
+            continue
+        q, _ = m.qualified_name(cs.node.func, cs.scope, cs.order)
+        if q in KERAS_RNG_SEED_POSITION:
+            seed = arg(cs.node, KERAS_RNG_SEED_POSITION[q], "seed")
+            if constant_seed(m, seed, cs.scope, cs.order):
+                yield cs, q, seed
+            continue
+        makers: list[tuple[cst.Call, object, int]] = []
+        if isinstance(cs.node.func, cst.Call):
+            makers = [(cs.node.func, cs.scope, cs.order)]
+        elif isinstance(cs.node.func, cst.Name):
+            makers = [e for e in (m.reaching_exprs(cs.node.func, cs.scope, cs.order) or [])]
+            if not makers or not all(isinstance(e, cst.Call) for e, _s, _o in makers):
+                continue
+        if not makers:
+            continue
+        found = None
+        for call, s, o in makers:
+            iq, _ = m.qualified_name(call.func, s, o)
+            seed = arg(call, KERAS_INITIALIZER_SEED_POSITION[iq], "seed") \
+                if iq in KERAS_INITIALIZER_SEED_POSITION else None
+            if seed is None or not constant_seed(m, seed, s, o):
+                found = None
+                break
+            found = (iq, seed)
+        if found is not None:
+            yield cs, found[0], found[1]

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._rng import constant_seed, rng_calls_in_replica_fns, seed_arg
+from tfpar_lint.rules._rng import constant_seed, keras_seeded_draws_in_replica_fns, rng_calls_in_replica_fns, seed_arg
 
 
 class ConstantSeedInReplicaFn(Rule):
@@ -14,7 +14,7 @@ class ConstantSeedInReplicaFn(Rule):
     FIX_HINT = ("Use a `tf.random.Generator` created under the scope, or fold "
                 "`tf.distribute.get_replica_context().replica_id_in_sync_group` into a stateless seed.")
     PROBE = "randomness"
-    MARKERS = (STRATEGY_MARKERS, ("random", "dropout", "seed"))
+    MARKERS = (STRATEGY_MARKERS, ("random", "dropout", "seed", "initializers"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
@@ -27,6 +27,20 @@ class ConstantSeedInReplicaFn(Rule):
                 cs.node,
                 f"`{m.code(cs.node.func)}` with the constant {kind} seed `{m.code(seed)}` runs on every replica: "
                 f"all replicas draw the same numbers; fold the replica id into the seed or use a "
+                f"`tf.random.Generator` created in scope",
+                {"op": q},
+            )
+        for cs, q, seed in keras_seeded_draws_in_replica_fns(m):
+            if q == "keras.random.SeedGenerator":
+                what = f"`{m.code(cs.node)}` is created on every replica with the same seed"
+            elif q.startswith("keras.initializers."):
+                what = (f"`{m.code(cs.node)}` calls an initializer seeded with the constant `{m.code(seed)}` "
+                        f"(seeded initializers draw statelessly) on every replica")
+            else:
+                what = f"`{m.code(cs.node.func)}` with the constant seed `{m.code(seed)}` runs on every replica"
+            yield Report(
+                cs.node,
+                f"{what}: all replicas draw the same numbers; fold the replica id into the seed or use a "
                 f"`tf.random.Generator` created in scope",
                 {"op": q},
             )
