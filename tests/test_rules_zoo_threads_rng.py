@@ -146,3 +146,55 @@ def replica_fn(x, step):
 strategy.run(replica_fn, args=(tf.ones([1, 4]), tf.constant(0)))
 """
     assert found(src) == []
+
+
+# --------------------------------------------------------------------------- TFP301
+def test_thread_rmw_through_dict_item_lazy_global_helper_and_keras3_assign_add():
+    src = """
+import threading
+import keras
+import tensorflow as tf
+
+stats = {"correct": tf.Variable(0.0)}
+total = None
+step = keras.Variable(0.0)
+counter = tf.Variable(0)
+
+def setup():
+    global total
+    total = tf.Variable(0.0)
+
+def increment(n):
+    for _ in range(n):
+        counter.assign(counter + 1)
+
+def worker():
+    stats["correct"].assign(stats["correct"] + 3.0)
+    total.assign(total + 1.0)
+    step.assign_add(1.0)
+
+setup()
+threads = [threading.Thread(target=worker) for _ in range(4)]
+threads += [threading.Thread(target=lambda: increment(10)) for _ in range(4)]
+"""
+    assert found(src) == [(17, "TFP301"), (20, "TFP301"), (21, "TFP301"), (22, "TFP301")]
+
+
+def test_tf_variable_assign_add_and_thread_local_helpers_stay_silent():
+    src = """
+import threading
+import tensorflow as tf
+
+counter = tf.Variable(0)
+
+def bump(v):
+    v.assign(v + 1)
+
+def worker():
+    counter.assign_add(1)
+    mine = tf.Variable(0)
+    bump(mine)
+
+threads = [threading.Thread(target=worker) for _ in range(4)]
+"""
+    assert found(src) == []

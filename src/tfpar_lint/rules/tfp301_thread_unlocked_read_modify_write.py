@@ -6,31 +6,38 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.semantic import CallSite, FunctionInfo, Module, arg, dotted_name
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, dotted_name
 
 READS = ("read_value", "numpy", "value", "__float__")
+# Keras 3's Variable implements these as ``self.assign(self + value)``: a read, then a write
+# (keras/src/backend/common/variables.py); on a tf.Variable they are one atomic update op.
+KERAS3_NON_ATOMIC = ("assign_add", "assign_sub")
 
 
-def _reads_of(m: Module, expr: cst.CSTNode, var: str) -> bool:
-    """Does ``expr`` read the variable whose dotted name is ``var``?"""
+def _reads_of(m: Module, expr: cst.CSTNode, recv: cst.BaseExpression) -> bool:
+    """Does ``expr`` read the variable written through ``recv`` (a name, ``self.v``,
+    ``stats["correct"]``)?  ``cfg.v`` does not read ``v``: attribute names are not reads."""
     found = False
 
     class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
+        def on_visit(self, node: cst.CSTNode) -> bool:
             nonlocal found
-            if n.value == var:
-                found = True
-
-        def visit_Attribute(self, n: cst.Attribute) -> Optional[bool]:
-            nonlocal found
-            if dotted_name(n) == var:
+            if found:
+                return False
+            if isinstance(node, cst.BaseExpression) and node.deep_equals(recv):
                 found = True
                 return False
-            n.value.visit(self)  # ``cfg.v`` does not read ``v``: skip the attribute name
-            return False
+            if isinstance(node, cst.Attribute):
+                node.value.visit(self)  # skip the attribute name
+                return False
+            return True
 
     expr.visit(V())
     return found
+
+
+def _is_none(expr: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 class ThreadUnlockedReadModifyWrite(Rule):
@@ -39,39 +46,91 @@ class ThreadUnlockedReadModifyWrite(Rule):
     SUMMARY = "Python thread does read-modify-write on a shared `tf.Variable` without a lock"
     FIX_HINT = "Use `v.assign_add(x)` (atomic), or hold a `threading.Lock` / `tf.CriticalSection` around the update."
     PROBE = "threads"
-    MARKERS = (("Thread", "submit", "Pool", "Executor"), ("assign",))
+    MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"), ("assign",))
 
     def check(self) -> Iterator[Report]:
         m = self.module
         targets = m.thread_targets()
         for fid, starts in targets.items():
             fn = m.thread_fn_infos[fid]
-            if not self._concurrent(m, starts) or self._acquires(m, fn):
+            if not self._concurrent(m, starts):
                 continue
-            for cs in m.calls_within(fn):
-                f = cs.node.func
-                if not (isinstance(f, cst.Attribute) and f.attr.value == "assign"):
-                    continue
-                var = dotted_name(f.value)
-                if var is None:
-                    continue
-                vals = m.infer_at(f.value, cs)
-                if not vals or not all(v.kind == api.VARIABLE for v in vals):
-                    continue
-                if any(m.created_within(v.origin, fn) for v in vals):
-                    continue  # a thread-local variable
-                if self._locked(m, cs):
-                    continue
-                value = arg(cs.node, 0, "value")
-                if value is None or not self._rmw(m, cs, fn, value, var):
-                    continue
-                yield Report(
-                    cs.node,
-                    f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) reads and then writes the shared "
-                    f"`tf.Variable` `{var}` without a lock: concurrent threads lose updates; use "
-                    f"`{var}.assign_add(...)` or hold a lock",
-                    {"variable": var, "function": fn.name},
-                )
+            body = self._thread_functions(m, fn)
+            if any(self._acquires(m, g) for g in body):
+                continue
+            for g in body:
+                for cs in m.calls_within(g):
+                    rep = self._check_write(m, cs, fn, body)
+                    if rep is not None:
+                        yield rep
+
+    def _check_write(self, m: Module, cs: CallSite, fn: FunctionInfo, body: list[FunctionInfo]) -> Optional[Report]:
+        f = cs.node.func
+        if not (isinstance(f, cst.Attribute) and f.attr.value in ("assign",) + KERAS3_NON_ATOMIC):
+            return None
+        recv = f.value
+        var = dotted_name(recv) or m.code(recv)
+        vals = self._variable_values(m, recv, cs)
+        if not vals:
+            return None
+        if any(m.created_within(v.origin, g) for v in vals for g in body):
+            return None  # a thread-local variable
+        if self._locked(m, cs):
+            return None
+        if f.attr.value in KERAS3_NON_ATOMIC:
+            if not all(m.keras_flavor(v) == "keras" for v in vals):
+                return None  # tf.Variable / tf_keras: one atomic update op
+            return Report(
+                cs.node,
+                f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) updates the shared Keras 3 "
+                f"variable `{var}` without a lock: Keras 3's `{f.attr.value}` is `assign` of a value read "
+                f"just before (not atomic), so concurrent threads lose updates; hold a lock",
+                {"variable": var, "function": fn.name},
+            )
+        value = arg(cs.node, 0, "value")
+        if value is None or not self._rmw(m, cs, body, value, recv):
+            return None
+        return Report(
+            cs.node,
+            f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) reads and then writes the shared "
+            f"`tf.Variable` `{var}` without a lock: concurrent threads lose updates; use "
+            f"`{var}.assign_add(...)` or hold a lock",
+            {"variable": var, "function": fn.name},
+        )
+
+    @staticmethod
+    def _variable_values(m: Module, recv: cst.BaseExpression, cs: CallSite) -> list[Value]:
+        """The values of the written receiver when every one is a variable ([] otherwise).  A
+        name that is also bound to ``None`` (``total = None`` until ``setup()`` creates the
+        variable) counts by its other bindings: ``None`` has no ``assign``."""
+        vals = m.infer_at(recv, cs)
+        if vals and all(v.kind == api.VARIABLE for v in vals):
+            return vals
+        if isinstance(recv, cst.Name):
+            bs = m.lookup(recv.value, cs.scope, cs.order)
+            rest = [b for b in bs if not (b.kind in ("assign", "annassign") and _is_none(b.value) and not b.path)]
+            if rest and len(rest) < len(bs):
+                vals = [v for b in rest for v in m.binding_values(b)]
+                if vals and all(v.kind == api.VARIABLE for v in vals):
+                    return vals
+        return []
+
+    @staticmethod
+    def _thread_functions(m: Module, fn: FunctionInfo) -> list[FunctionInfo]:
+        """The thread target and the local functions it calls (transitively): they all run in the
+        thread (``target=lambda: increment(250)``, a worker that calls a helper)."""
+        out = [fn]
+        seen = {id(fn)}
+        work = [fn]
+        while work and len(out) < 50:
+            g = work.pop()
+            for cs in m.calls_within(g):
+                for callee in m.callees(cs):
+                    if id(callee) not in seen:
+                        seen.add(id(callee))
+                        out.append(callee)
+                        work.append(callee)
+        return out
 
     @staticmethod
     def _concurrent(m: Module, starts: list[CallSite]) -> bool:
@@ -100,15 +159,18 @@ class ThreadUnlockedReadModifyWrite(Rule):
                    for c in m.calls_within(fn))
 
     @staticmethod
-    def _rmw(m: Module, cs: CallSite, fn: FunctionInfo, value: cst.BaseExpression, var: str) -> bool:
-        """The written value was computed from a read of ``var`` inside the thread's function:
+    def _rmw(m: Module, cs: CallSite, body: list[FunctionInfo], value: cst.BaseExpression,
+             recv: cst.BaseExpression) -> bool:
+        """The written value was computed from a read of the variable inside the thread's functions:
         ``v.assign(v + 1)``, or through local names (``x = v.numpy(); x += 1.0; v.assign(x)``)."""
+        scopes = {id(g.scope) for g in body}
+
         def in_fn(b) -> bool:
             s = b.scope
             while s is not None:
-                if s is fn.scope:
+                if id(s) in scopes:
                     return True
                 s = s.parent
             return False
 
-        return any(_reads_of(m, e, var) for e, _s, _o in m.feeding_exprs(value, cs.scope, cs.order, within=in_fn))
+        return any(_reads_of(m, e, recv) for e, _s, _o in m.feeding_exprs(value, cs.scope, cs.order, within=in_fn))
