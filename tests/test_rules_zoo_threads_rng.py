@@ -198,3 +198,22 @@ def worker():
 threads = [threading.Thread(target=worker) for _ in range(4)]
 """
     assert found(src) == []
+
+
+def test_threading_timer_function_is_a_thread_target():
+    src = """
+import threading
+import tensorflow as tf
+
+flushed = tf.Variable(0.0)
+
+def flush(pending):
+    flushed.assign(flushed + pending)
+
+def flush_ok(pending):
+    flushed.assign_add(pending)
+
+timers = [threading.Timer(0.01, flush, args=(2.0,)) for _ in range(4)]
+timers += [threading.Timer(0.01, function=flush_ok, args=(2.0,)) for _ in range(4)]
+"""
+    assert found(src) == [(8, "TFP301")]

@@ -192,7 +192,10 @@ DATASET_METHODS = frozenset(
         "group_by_window", "rejection_resample", "snapshot", "ignore_errors", "prefetch_to_device",
     }
 )
-THREAD_CLASSES = frozenset({"threading.Thread"})
+THREAD_CLASSES = frozenset({"threading.Thread", "threading.Timer"})
+# where each thread class takes the function it runs and its arguments: (keyword, position) pairs
+THREAD_TARGET_ARG = {"threading.Thread": ("target", 1), "threading.Timer": ("function", 1)}
+THREAD_ARGS_ARG = {"threading.Thread": (("args", 3), ("kwargs", 4)), "threading.Timer": (("args", 2), ("kwargs", 3))}
 EXECUTOR_CLASSES = frozenset(
     {
         "concurrent.futures.ThreadPoolExecutor",
