@@ -217,3 +217,55 @@ timers = [threading.Timer(0.01, flush, args=(2.0,)) for _ in range(4)]
 timers += [threading.Timer(0.01, function=flush_ok, args=(2.0,)) for _ in range(4)]
 """
     assert found(src) == [(8, "TFP301")]
+
+
+def test_variable_reaching_a_thread_function_through_its_arguments():
+    """Thread(target=f, args=(v,)), functools.partial(f, v) given to a pool or a Thread, and
+    executor.submit(f, v): the parameter holds the shared variable."""
+    src = """
+import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+import tensorflow as tf
+
+best = tf.Variable(-1.0)
+hist = tf.Variable(tf.zeros([4]))
+seen = tf.Variable(0)
+
+def search(var, score):
+    var.assign(tf.maximum(var, score))
+
+def count(h, batch):
+    h.assign(h.numpy() + 1.0)
+
+def bump(v, step):
+    v.assign(v + step)
+
+threads = [threading.Thread(target=search, args=(best, 0.5)) for _ in range(4)]
+with ThreadPoolExecutor(4) as pool:
+    list(pool.map(functools.partial(count, hist), range(8)))
+    futures = [pool.submit(bump, seen, 1) for _ in range(4)]
+"""
+    assert found(src) == [(12, "TFP301"), (15, "TFP301"), (18, "TFP301")]
+
+
+def test_thread_function_arguments_that_are_not_shared_variables_stay_silent():
+    src = """
+import threading
+import tensorflow as tf
+
+def search(var, score):
+    var.assign(tf.maximum(var, score))
+
+def run_one():
+    mine = tf.Variable(-1.0)
+    search(mine, 0.5)
+
+threads = [threading.Thread(target=run_one) for _ in range(4)]
+"""
+    assert found(src) == []
+    # handed to something that may call it with anything: its parameter stays unknown
+    shared = src.replace("threads = [", "best = tf.Variable(0.0)\nJOBS = {'search': search}\n"
+                         "threads = [threading.Thread(target=search, args=(best, 0.5)) for _ in range(2)] + [")
+    assert found(shared) == []
+    assert found(shared.replace("JOBS = {'search': search}\n", "")) == [(6, "TFP301")]

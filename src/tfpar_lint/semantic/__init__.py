@@ -67,7 +67,7 @@ _DELEGATES = {
                "container_items", "keras_flavor"),
     "callgraph": ("resolve_function", "callers", "callees", "function_refs", "function_attr_refs",
                   "is_passed_around", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
-                  "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
+                  "method_calls", "param_used", "refs_to", "reaching_exprs", "traces", "handoffs"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
                  "strategies", "strategy_method_calls"),

@@ -120,6 +120,87 @@ class CallGraph:
                         return True
         return fn.cls is not None and name in self._attr_args
 
+    def handoffs(self, fn: FunctionInfo) -> Optional[list[tuple[CallSite, list, Optional[dict], bool]]]:
+        """Calls that hand ``fn`` over to be called later with arguments written at the hand-off,
+        as (site, positional argument expressions, keyword argument expressions or None when
+        they cannot be read, open: the callee gets further arguments nobody here writes):
+        ``threading.Thread(target=fn, args=(...), kwargs={...})`` / ``Timer``,
+        ``functools.partial(fn, *a, **k)`` (open), ``executor.submit(fn, *a, **k)``,
+        ``pool.apply_async(fn, args, kwds)``, ``pool.map(fn, items)`` (open).  None when ``fn``
+        is handed to anything else or referenced other than by a direct call."""
+        direct = {id(cs.node.func) for cs in self.callers(fn)}
+        out: list = []
+        seen_refs: set[int] = set()
+        for cs in self.m.calls:
+            for i, a in enumerate(cs.node.args):
+                v = a.value
+                if not ((isinstance(v, cst.Name) and v.value == fn.name)
+                        or (fn.cls is not None and isinstance(v, cst.Attribute) and v.attr.value == fn.name)):
+                    continue
+                if id(v) in direct or not any(x.info is fn for x in self.m.infer(v, cs.scope, cs.order)):
+                    continue
+                h = self._handoff(cs, a)
+                if h is None:
+                    return None
+                seen_refs.add(id(v))
+                out.append(h)
+        # any other reference (``jobs = {"a": fn}``, ``f = fn``) may call it with anything
+        for r in self.m.refs:
+            if r.node.value == fn.name and id(r.node) not in direct and id(r.node) not in seen_refs \
+                    and any(x.info is fn for x in self.m.infer(r.node, r.scope, r.order)):
+                return None
+        return out
+
+    def _handoff(self, cs: CallSite, a: cst.Arg) -> Optional[tuple[CallSite, list, Optional[dict], bool]]:
+        call = cs.node
+        positional = [x for x in call.args if x.keyword is None and not x.star]
+        first = bool(positional) and positional[0] is a
+        q, _ = self.m.qualified_name(call.func, cs.scope, cs.order)
+        if q == "functools.partial" and first:
+            return cs, [x.value for x in positional[1:]], self._keywords(call, skip=()), True
+        if q in api.THREAD_CLASSES:
+            kw, pos = api.THREAD_TARGET_ARG.get(q, ("target", 1))
+            if arg(call, pos, kw) is not a.value:
+                return None
+            (akw, apos), (kkw, kpos) = api.THREAD_ARGS_ARG.get(q, (("args", 3), ("kwargs", 4)))
+            return cs, *self._packed(cs, arg(call, apos, akw), arg(call, kpos, kkw)), False
+        cm = call_method(call)
+        if cm is None or not first:
+            return None
+        if not all(v.kind == api.EXECUTOR for v in self.m.infer(cm[0], cs.scope, cs.order)):
+            return None
+        meth = cm[1]
+        if meth == "submit":
+            return cs, [x.value for x in positional[1:]], self._keywords(call, skip=()), False
+        if meth in ("apply", "apply_async"):
+            return cs, *self._packed(cs, arg(call, 1, "args"), arg(call, 2, "kwds")), False
+        if meth in ("map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async"):
+            return cs, [], {}, True
+        return None
+
+    @staticmethod
+    def _keywords(call: cst.Call, skip: Iterable[str]) -> Optional[dict]:
+        if any(x.star == "**" for x in call.args):
+            return None
+        return {x.keyword.value: x.value for x in call.args if x.keyword is not None and x.keyword.value not in skip}
+
+    def _packed(self, cs: CallSite, args: Optional[cst.BaseExpression],
+                kwargs: Optional[cst.BaseExpression]) -> tuple[list, Optional[dict], ]:
+        """The ``args=`` tuple and ``kwargs=`` dict literals of a thread start / ``apply_async``."""
+        pos: list = []
+        if args is not None:
+            items = self.m.container_items(args, cs.scope, cs.order)
+            pos = [e for e, _s, _o in items] if items is not None else None
+        kws: Optional[dict] = {}
+        if kwargs is not None:
+            kws = None
+            if isinstance(kwargs, cst.Dict) and all(isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)
+                                                    for el in kwargs.elements):
+                kws = {el.key.evaluated_value: el.value for el in kwargs.elements}
+        if pos is None:
+            return [], None  # positional arguments unknown: every parameter unknown
+        return pos, kws
+
     def enclosing_method(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
         """``fn`` itself if it is a method, else the innermost method it is nested in."""
         for f in self.enclosing_functions(fn.scope):

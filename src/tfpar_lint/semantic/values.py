@@ -467,7 +467,7 @@ class Inference:
         offset = 1 if (fn.cls is not None and not self._is_static(fn)) else 0
         callers = self.m.callers(fn)
         if not callers or self.m.is_passed_around(fn):
-            return [UNKNOWN]
+            return self._handed_off_param_values(fn, b, idx - offset, callers)
         out: list[Value] = []
         for cs in callers:
             pos = idx - offset
@@ -480,6 +480,31 @@ class Inference:
                     continue
                 return [UNKNOWN]
             out.extend(self.infer_at(a, cs))
+        return out or [UNKNOWN]
+
+    def _handed_off_param_values(self, fn: FunctionInfo, b: Binding, pos: int,
+                                 callers: list[CallSite]) -> list[Value]:
+        """A function handed to a thread / pool / ``functools.partial`` with its arguments
+        written at the hand-off (``Thread(target=f, args=(v,))``, ``partial(f, v)``): the
+        parameter's values there and at the direct calls; UNKNOWN unless every one is known."""
+        hs = self.m.handoffs(fn)
+        if not hs or pos < 0:
+            return [UNKNOWN]
+        out: list[Value] = []
+        for cs in callers:
+            a = arg(cs.node, pos, b.name)
+            if a is None:
+                return [UNKNOWN]
+            out.extend(self.infer_at(a, cs))
+        for cs, positional, keywords, open_ in hs:
+            if pos < len(positional):
+                out.extend(self.infer_at(positional[pos], cs))
+            elif keywords is not None and b.name in keywords:
+                out.extend(self.infer_at(keywords[b.name], cs))
+            elif not open_ and keywords is not None and b.node.default is not None:
+                out.extend(self.infer(b.node.default, fn.parent, fn.order))
+            else:
+                return [UNKNOWN]
         return out or [UNKNOWN]
 
     @staticmethod
