@@ -269,3 +269,41 @@ threads = [threading.Thread(target=run_one) for _ in range(4)]
                          "threads = [threading.Thread(target=search, args=(best, 0.5)) for _ in range(2)] + [")
     assert found(shared) == []
     assert found(shared.replace("JOBS = {'search': search}\n", "")) == [(6, "TFP301")]
+
+
+def test_model_variables_and_zip_loops_in_thread_workers():
+    """A3C / Hogwild workers: ``for gv, g in zip(global_model.trainable_variables, grads)`` and
+    ``for w, g in zip(params, grads)`` write shared variables; Keras 3 model variables'
+    ``assign_sub`` is not atomic, a tf.Variable's is."""
+    src = """
+import threading
+import tensorflow as tf
+
+params = [tf.Variable(tf.zeros([3])), tf.Variable(tf.zeros([]))]
+
+def build():
+    return tf.keras.Sequential([tf.keras.layers.Dense(2)])
+
+class Worker(threading.Thread):
+    def __init__(self, global_net):
+        super().__init__()
+        self.global_net = global_net
+
+    def run(self):
+        grads = [tf.ones([4, 2]), tf.ones([2])]
+        for gv, g in zip(self.global_net.trainable_variables, grads):
+            gv.assign(gv - 0.1 * g)
+        for gv, g in zip(self.global_net.trainable_variables, grads):
+            gv.assign_sub(0.1 * g)
+        for w, g in zip(params, grads):
+            w.assign(w - 0.1 * g)
+        for w, g in zip(params, grads):
+            w.assign_sub(0.1 * g)
+        local = build()
+        for lv in local.trainable_variables:
+            lv.assign(lv * 0.5)
+
+net = build()
+workers = [Worker(net) for _ in range(4)]
+"""
+    assert found(src) == [(18, "TFP301"), (20, "TFP301"), (22, "TFP301")]

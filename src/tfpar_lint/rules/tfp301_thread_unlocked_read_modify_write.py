@@ -73,8 +73,9 @@ class ThreadUnlockedReadModifyWrite(Rule):
         vals = self._variable_values(m, recv, cs)
         if not vals:
             return None
-        if any(m.created_within(v.origin, g) for v in vals for g in body):
-            return None  # a thread-local variable
+        if any(m.created_within(v.origin, g) or (v.source is not None and m.created_within(v.source.origin, g))
+               for v in vals for g in body):
+            return None  # a thread-local variable (or a variable of a thread-local model)
         if self._locked(m, cs):
             return None
         if f.attr.value in KERAS3_NON_ATOMIC:

@@ -93,6 +93,10 @@ class Inference:
                     for b in bs:
                         out.extend(self.binding_values(b))
                     return out
+            if expr.attr.value in api.VARIABLE_LIST_ATTRS:  # model.trainable_variables
+                base = self.infer(expr.value, scope, order)
+                if all(v.kind in (api.MODEL, api.LAYER) for v in base):
+                    return [Value(api.VARIABLES, raw_qname=v.raw_qname, info=v.info, source=v) for v in base]
             return [UNKNOWN]
         if isinstance(expr, cst.Call):
             return self._infer_call(expr, scope, order)
@@ -250,6 +254,9 @@ class Inference:
             return Value(api.DIST_VALUES, origin=node, site=site, source=v)
         if v.kind in (api.ELEMENT, api.DIST_VALUES):
             return v
+        if v.kind == api.VARIABLES:
+            # one of the model's variables: no creating call of its own (``source`` is the model)
+            return Value(api.VARIABLE, "keras.Variable", raw_qname=v.raw_qname, info=v.info, source=v.source)
         return UNKNOWN
 
     def _infer_method(self, rv: Value, meth: str, call, scope, order, site) -> Value:
@@ -382,6 +389,19 @@ class Inference:
                     src = self.infer(arg(it, 0), b.scope, b.order)
                     return [self._element_of(v, b.node, None) for v in src]
                 return [UNKNOWN]
+            if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip" \
+                    and not self.m.lookup("zip", b.scope, b.order) and len(b.path) == 1:
+                # for w, g in zip(weights, grads): w is an item of the first iterable
+                part = arg(it, b.path[0])
+                if part is None or any(a.star for a in it.args):
+                    return [UNKNOWN]
+                items = self.container_items(part, b.scope, b.order)
+                if items is not None:
+                    out = []
+                    for e, s, o in items:
+                        out.extend(self.infer(e, s, o))
+                    return out
+                return [self._element_of(v, b.node, None) for v in self.infer(part, b.scope, b.order)]
             items = self.container_items(it, b.scope, b.order) if not b.path else None
             if items is not None:  # for ds in [train_ds, eval_ds] / datasets.values()
                 out = []
@@ -428,6 +448,9 @@ class Inference:
     def _unpack(self, v: Value, b: Binding) -> Value:
         if v.kind in (api.ELEMENT, api.DIST_VALUES):
             return v
+        if v.kind == api.VARIABLES:
+            # one of the model's variables: no creating call of its own (``source`` is the model)
+            return Value(api.VARIABLE, "keras.Variable", raw_qname=v.raw_qname, info=v.info, source=v.source)
         return UNKNOWN
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
