@@ -179,8 +179,7 @@ def test_python312_syntax_same_model(monkeypatch):
     assert fast == slow
 
 
-FILES = sorted((ROOT / "fixtures").rglob("*.py")) + sorted(
-    p for p in (ROOT / "tests" / "corpus").glob("*.py") if p.stat().st_size < 40_000)
+FILES = sorted((ROOT / "fixtures").rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
@@ -192,6 +191,21 @@ def test_same_model_on_real_files(path: Path, monkeypatch):
         pytest.skip("does not parse")
     fast, slow = _both(tree, source, monkeypatch)
     assert fast == slow
+
+
+def test_same_model_on_pypi_corpus_files(pypi_corpus, monkeypatch):
+    """Real third-party files (the PyPI precision corpus, downloaded at test time), under 40 kB each."""
+    paths = sorted(pypi_corpus.root / pkg.folder / rel for pkg, rel in pypi_corpus.files)
+    paths = [p for p in paths if p.stat().st_size < 40_000]
+    assert len(paths) >= 50
+    differ = []
+    for path in paths:
+        source = path.read_text(encoding="utf-8")
+        tree = cst.parse_module(source)
+        fast, slow = _both(tree, source, monkeypatch)
+        if fast != slow:
+            differ.append(str(path.relative_to(pypi_corpus.root)))
+    assert not differ, differ
 
 
 class _Recorder:

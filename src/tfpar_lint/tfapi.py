@@ -19,7 +19,7 @@ LOSS = "loss"
 CHECKPOINT = "checkpoint"
 CHECKPOINT_MANAGER = "checkpoint_manager"
 VARIABLE = "variable"
-VARIABLES = "variables"  # a Keras model's / layer's variable list (``model.trainable_variables``)
+VARIABLES = "variables"  # a list of tf.Variables (``model.trainable_variables``)
 GENERATOR = "generator"
 DATASET = "dataset"  # plain tf.data.Dataset
 DIST_DATASET = "dist_dataset"  # DistributedDataset
@@ -193,13 +193,7 @@ DATASET_METHODS = frozenset(
         "group_by_window", "rejection_resample", "snapshot", "ignore_errors", "prefetch_to_device",
     }
 )
-# attributes of a Keras model or layer that hold its variables
-VARIABLE_LIST_ATTRS = frozenset({"trainable_variables", "trainable_weights", "weights", "variables",
-                                 "non_trainable_variables", "non_trainable_weights"})
-THREAD_CLASSES = frozenset({"threading.Thread", "threading.Timer"})
-# where each thread class takes the function it runs and its arguments: (keyword, position) pairs
-THREAD_TARGET_ARG = {"threading.Thread": ("target", 1), "threading.Timer": ("function", 1)}
-THREAD_ARGS_ARG = {"threading.Thread": (("args", 3), ("kwargs", 4)), "threading.Timer": (("args", 2), ("kwargs", 3))}
+THREAD_CLASSES = frozenset({"threading.Thread"})
 EXECUTOR_CLASSES = frozenset(
     {
         "concurrent.futures.ThreadPoolExecutor",
@@ -393,3 +387,8 @@ def initializes_runtime(q: str) -> bool:
             and q != "tensorflow.distribute.Strategy":
         return True
     return False
+
+# Attributes of a Keras model or layer that hold its variables.
+VARIABLE_LIST_ATTRS = frozenset({"trainable_variables", "variables", "weights", "trainable_weights",
+                                 "non_trainable_variables", "non_trainable_weights"})
+VARIABLE_ATTRS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "moving_mean", "moving_variance"})

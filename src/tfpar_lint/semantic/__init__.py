@@ -32,7 +32,7 @@ from tfpar_lint.semantic.contexts import Contexts
 from tfpar_lint.semantic.environment import Environment
 from tfpar_lint.semantic.flow import Flow, names_read  # noqa: F401  (names_read re-exported)
 from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
-    UNKNOWN, Binding, CallSite, ClassInfo, FunctionInfo, NameRef, Scope, StoreSite, TraceEvent, Value,
+    UNKNOWN, Binding, CallSite, ClassInfo, FunctionInfo, IndirectCall, NameRef, Scope, StoreSite, TraceEvent, Value,
 )
 from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
     arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
@@ -66,8 +66,8 @@ _DELEGATES = {
     "values": ("infer_at", "infer", "infer_one", "kinds", "created_within", "class_kind", "binding_values",
                "container_items", "keras_flavor"),
     "callgraph": ("resolve_function", "callers", "callees", "function_refs", "function_attr_refs",
-                  "is_passed_around", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
-                  "method_calls", "param_used", "refs_to", "reaching_exprs", "traces", "handoffs"),
+                  "passing_refs", "is_passed_around", "indirect_calls", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
+                  "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
                  "strategies", "strategy_method_calls"),

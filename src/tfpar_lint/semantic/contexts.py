@@ -167,8 +167,11 @@ class Contexts:
             target = None
             q, _ = self.m.qualified_name(cs.node.func, cs.scope, cs.order)
             if q in api.THREAD_CLASSES:
-                kw, pos = api.THREAD_TARGET_ARG.get(q, ("target", 1))
-                target = arg(cs.node, pos, kw)
+                target = keyword(cs.node, "target")
+                if target is None:
+                    target = arg(cs.node, 1)
+            elif q == "threading.Timer":  # Timer(interval, function, args, kwargs)
+                target = arg(cs.node, 1, "function")
             else:
                 cm = call_method(cs.node)
                 if cm is not None and cm[1] in ("submit", "map", "apply_async", "apply", "imap",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Nested questions (an expression's value depends on a binding's, which depends on ...) followed
 # at most; deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
-MAX_DEPTH = 100
+MAX_DEPTH = 160
 
 
 class Inference:
@@ -93,11 +93,8 @@ class Inference:
                     for b in bs:
                         out.extend(self.binding_values(b))
                     return out
-            if expr.attr.value in api.VARIABLE_LIST_ATTRS:  # model.trainable_variables
-                base = self.infer(expr.value, scope, order)
-                if all(v.kind in (api.MODEL, api.LAYER) for v in base):
-                    return [Value(api.VARIABLES, raw_qname=v.raw_qname, info=v.info, source=v) for v in base]
-            return [UNKNOWN]
+                return [UNKNOWN]
+            return self._attribute_of(expr, scope, order)
         if isinstance(expr, cst.Call):
             return self._infer_call(expr, scope, order)
         if isinstance(expr, cst.Lambda):
@@ -247,16 +244,40 @@ class Inference:
             return [UNKNOWN]
         return [UNKNOWN]
 
+    def _attribute_of(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
+        """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
+        attr = expr.attr.value
+        if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
+            return [UNKNOWN]
+        out = []
+        for v in self.infer(expr.value, scope, order):
+            if v.kind not in (api.MODEL, api.LAYER):
+                return [UNKNOWN]
+            kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
+            # the variables belong to the object: they share its origin and creation context
+            out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
+        return out
+
+    def elements(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int, node, site) -> list[Value]:
+        """What iterating ``expr`` yields: a container literal's items, a dataset's elements,
+        the variables of ``model.trainable_variables``."""
+        items = self.container_items(expr, scope, order)
+        if items is not None:
+            out = []
+            for e, s, o in items:
+                out.extend(self.infer(e, s, o))
+            return out
+        return [self._element_of(v, node, site) for v in self.infer(expr, scope, order)]
+
     def _element_of(self, v: Value, node, site) -> Value:
+        if v.kind == api.VARIABLES:
+            return Value(api.VARIABLE, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
         if v.kind in (api.DATASET, api.ITERATOR):
             return Value(api.ELEMENT, origin=node, site=site, source=v)
         if v.kind in (api.DIST_DATASET, api.DIST_ITERATOR):
             return Value(api.DIST_VALUES, origin=node, site=site, source=v)
         if v.kind in (api.ELEMENT, api.DIST_VALUES):
             return v
-        if v.kind == api.VARIABLES:
-            # one of the model's variables: no creating call of its own (``source`` is the model)
-            return Value(api.VARIABLE, "keras.Variable", raw_qname=v.raw_qname, info=v.info, source=v.source)
         return UNKNOWN
 
     def _infer_method(self, rv: Value, meth: str, call, scope, order, site) -> Value:
@@ -383,33 +404,22 @@ class Inference:
             return vals
         if k in ("for", "comp"):
             it = b.value
-            if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" \
-                    and not self.m.lookup("enumerate", b.scope, b.order):
-                if b.path[:1] == (1,):
-                    src = self.infer(arg(it, 0), b.scope, b.order)
-                    return [self._element_of(v, b.node, None) for v in src]
+            builtin = it.func.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) \
+                and it.func.value in ("enumerate", "zip") and not self.m.lookup(it.func.value, b.scope, b.order) \
+                else None
+            if builtin == "enumerate":  # for i, x in enumerate(xs)
+                if b.path[:1] == (1,) and len(b.path) == 1:
+                    return self.elements(arg(it, 0), b.scope, b.order, b.node, None)
                 return [UNKNOWN]
-            if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip" \
-                    and not self.m.lookup("zip", b.scope, b.order) and len(b.path) == 1:
-                # for w, g in zip(weights, grads): w is an item of the first iterable
-                part = arg(it, b.path[0])
-                if part is None or any(a.star for a in it.args):
-                    return [UNKNOWN]
-                items = self.container_items(part, b.scope, b.order)
-                if items is not None:
-                    out = []
-                    for e, s, o in items:
-                        out.extend(self.infer(e, s, o))
-                    return out
-                return [self._element_of(v, b.node, None) for v in self.infer(part, b.scope, b.order)]
-            items = self.container_items(it, b.scope, b.order) if not b.path else None
-            if items is not None:  # for ds in [train_ds, eval_ds] / datasets.values()
-                out = []
-                for e, s, o in items:
-                    out.extend(self.infer(e, s, o))
-                return out
-            src = self.infer(it, b.scope, b.order)
-            return [self._element_of(v, b.node, None) for v in src]
+            if builtin == "zip":  # for g, v in zip(grads, model.trainable_variables)
+                if len(b.path) == 1 and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
+                    return self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
+                return [UNKNOWN]
+            if b.path:
+                return [UNKNOWN] if self.container_items(it, b.scope, b.order) is not None else \
+                    [self._unpack(self._element_of(v, b.node, None), b) for v in self.infer(it, b.scope, b.order)]
+            # for ds in [train_ds, eval_ds] / datasets.values() / model.trainable_variables / a dataset
+            return self.elements(it, b.scope, b.order, b.node, None)
         if k == "with":
             return self.infer(b.value, b.scope, b.order)
         if k == "param":
@@ -448,9 +458,6 @@ class Inference:
     def _unpack(self, v: Value, b: Binding) -> Value:
         if v.kind in (api.ELEMENT, api.DIST_VALUES):
             return v
-        if v.kind == api.VARIABLES:
-            # one of the model's variables: no creating call of its own (``source`` is the model)
-            return Value(api.VARIABLE, "keras.Variable", raw_qname=v.raw_qname, info=v.info, source=v.source)
         return UNKNOWN
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
@@ -487,10 +494,16 @@ class Inference:
         idx = next((i for i, p in enumerate(params) if p is b.node), None)
         if idx is None or b.node.star:  # *args / **kwargs
             return [UNKNOWN]
-        offset = 1 if (fn.cls is not None and not self._is_static(fn)) else 0
+        bound = fn.cls is not None and not self._is_static(fn)
+        offset = 1 if bound else 0
         callers = self.m.callers(fn)
-        if not callers or self.m.is_passed_around(fn):
-            return self._handed_off_param_values(fn, b, idx - offset, callers)
+        indirect = self.m.indirect_calls(fn)
+        if not callers and not indirect:
+            return [UNKNOWN]
+        # every place the function is handed on must be a call whose arguments we see
+        handed = {id(ic.via) for ic in indirect}
+        if any(id(r) not in handed for r in self.m.passing_refs(fn)):
+            return [UNKNOWN]
         out: list[Value] = []
         for cs in callers:
             pos = idx - offset
@@ -503,28 +516,16 @@ class Inference:
                     continue
                 return [UNKNOWN]
             out.extend(self.infer_at(a, cs))
-        return out or [UNKNOWN]
-
-    def _handed_off_param_values(self, fn: FunctionInfo, b: Binding, pos: int,
-                                 callers: list[CallSite]) -> list[Value]:
-        """A function handed to a thread / pool / ``functools.partial`` with its arguments
-        written at the hand-off (``Thread(target=f, args=(v,))``, ``partial(f, v)``): the
-        parameter's values there and at the direct calls; UNKNOWN unless every one is known."""
-        hs = self.m.handoffs(fn)
-        if not hs or pos < 0:
-            return [UNKNOWN]
-        out: list[Value] = []
-        for cs in callers:
-            a = arg(cs.node, pos, b.name)
-            if a is None:
+        for ic in indirect:
+            if ic.args is None or ic.kwargs is None:
                 return [UNKNOWN]
-            out.extend(self.infer_at(a, cs))
-        for cs, positional, keywords, open_ in hs:
-            if pos < len(positional):
-                out.extend(self.infer_at(positional[pos], cs))
-            elif keywords is not None and b.name in keywords:
-                out.extend(self.infer_at(keywords[b.name], cs))
-            elif not open_ and keywords is not None and b.node.default is not None:
+            # a bound method (``self.step``) gets ``self`` from the reference
+            pos = idx - (1 if bound and isinstance(ic.via, cst.Attribute) else 0)
+            if 0 <= pos < len(ic.args):
+                out.extend(self.infer_at(ic.args[pos], ic.site))
+            elif b.name in ic.kwargs:
+                out.extend(self.infer_at(ic.kwargs[b.name], ic.site))
+            elif b.node.default is not None:
                 out.extend(self.infer(b.node.default, fn.parent, fn.order))
             else:
                 return [UNKNOWN]
