@@ -157,8 +157,11 @@ class CallGraph:
                             break
                     args = None if pos is None else pre + pos
                     kws = None if kw is None else {**prekw, **kw}
+                    partial_only = False
+                    if args is None and via is not target and (pre or prekw):
+                        args, kws, partial_only = pre, dict(prekw), True  # what the partial binds
                     for f in self.resolve_function(via, cs.scope, cs.order):
-                        self._indirect.setdefault(id(f), []).append(IndirectCall(cs, via, args, kws))
+                        self._indirect.setdefault(id(f), []).append(IndirectCall(cs, via, args, kws, partial_only))
         return self._indirect.get(id(fn), [])
 
     def _handed_over(self, cs: CallSite) -> Iterator[tuple[cst.BaseExpression, Optional[list], Optional[dict]]]:

@@ -525,7 +525,7 @@ class Inference:
                 out.extend(self.infer_at(ic.args[pos], ic.site))
             elif b.name in ic.kwargs:
                 out.extend(self.infer_at(ic.kwargs[b.name], ic.site))
-            elif b.node.default is not None:
+            elif b.node.default is not None and not ic.partial_only:
                 out.extend(self.infer(b.node.default, fn.parent, fn.order))
             else:
                 return [UNKNOWN]
