@@ -307,3 +307,34 @@ net = build()
 workers = [Worker(net) for _ in range(4)]
 """
     assert found(src) == [(18, "TFP301"), (20, "TFP301"), (22, "TFP301")]
+
+
+def test_set_weights_round_trip_and_shared_keras3_optimizer_in_threads():
+    src = """
+import threading
+import keras
+import tf_keras
+import tensorflow as tf
+
+shared = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+opt = keras.optimizers.Adam(1e-3)
+opt2 = tf_keras.optimizers.Adam(1e-3)
+lock = threading.Lock()
+
+def push():
+    w = shared.get_weights()
+    w = [x + 0.01 for x in w]
+    shared.set_weights(w)
+
+def step(grads):
+    opt.apply_gradients(zip(grads, shared.trainable_variables))
+    opt2.apply_gradients(zip(grads, shared.trainable_variables))
+    with lock:
+        opt.apply_gradients(zip(grads, shared.trainable_variables))
+    local = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    local.set_weights(shared.get_weights())
+
+threads = [threading.Thread(target=push) for _ in range(4)]
+threads += [threading.Thread(target=step, args=([],)) for _ in range(4)]
+"""
+    assert found(src) == [(15, "TFP301"), (18, "TFP301")]

@@ -12,6 +12,8 @@ READS = ("read_value", "numpy", "value", "__float__")
 # Keras 3's Variable implements these as ``self.assign(self + value)``: a read, then a write
 # (keras/src/backend/common/variables.py); on a tf.Variable they are one atomic update op.
 KERAS3_NON_ATOMIC = ("assign_add", "assign_sub")
+# Keras optimizer methods that apply one step (and advance ``iterations``)
+OPTIMIZER_STEPS = ("apply_gradients", "apply", "minimize")
 
 
 def _reads_of(m: Module, expr: cst.CSTNode, recv: cst.BaseExpression) -> bool:
@@ -46,7 +48,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
     SUMMARY = "Python thread does read-modify-write on a shared `tf.Variable` without a lock"
     FIX_HINT = "Use `v.assign_add(x)` (atomic), or hold a `threading.Lock` / `tf.CriticalSection` around the update."
     PROBE = "threads"
-    MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"), ("assign",))
+    MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"), ("assign", "set_weights", "apply_gradients", "minimize"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
@@ -66,6 +68,8 @@ class ThreadUnlockedReadModifyWrite(Rule):
 
     def _check_write(self, m: Module, cs: CallSite, fn: FunctionInfo, body: list[FunctionInfo]) -> Optional[Report]:
         f = cs.node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in ("set_weights",) + OPTIMIZER_STEPS:
+            return self._check_object_write(m, cs, fn, body)
         if not (isinstance(f, cst.Attribute) and f.attr.value in ("assign",) + KERAS3_NON_ATOMIC):
             return None
         recv = f.value
@@ -97,6 +101,41 @@ class ThreadUnlockedReadModifyWrite(Rule):
             f"`tf.Variable` `{var}` without a lock: concurrent threads lose updates; use "
             f"`{var}.assign_add(...)` or hold a lock",
             {"variable": var, "function": fn.name},
+        )
+
+    def _check_object_write(self, m: Module, cs: CallSite, fn: FunctionInfo,
+                            body: list[FunctionInfo]) -> Optional[Report]:
+        """``model.set_weights(w)`` with ``w`` computed from ``model.get_weights()`` in the thread, and
+        a shared Keras 3 optimizer stepped from the thread, on objects created outside it."""
+        f = cs.node.func
+        recv = f.value
+        meth = f.attr.value
+        vals = m.infer_at(recv, cs)
+        kinds = (api.MODEL, api.LAYER) if meth == "set_weights" else (api.OPTIMIZER,)
+        if not vals or not all(v.kind in kinds for v in vals):
+            return None
+        if any(m.created_within(v.origin, g) for v in vals for g in body) or self._locked(m, cs):
+            return None
+        name = m.code(recv)
+        if meth == "set_weights":
+            value = arg(cs.node, 0, "weights")
+            if value is None or not self._rmw(m, cs, body, value, recv):
+                return None
+            return Report(
+                cs.node,
+                f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) writes back weights computed from "
+                f"`{name}.get_weights()` without a lock: another thread's update in between is overwritten; "
+                f"hold a lock around the read and the write",
+                {"variable": name, "function": fn.name},
+            )
+        if not all(m.keras_flavor(v) == "keras" for v in vals):
+            return None  # tf_keras optimizers count steps with an atomic tf.Variable.assign_add
+        return Report(
+            cs.node,
+            f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) steps the shared Keras 3 optimizer "
+            f"`{name}` without a lock: its step counter (`iterations.assign_add`, not atomic in Keras 3) and "
+            f"slot updates race, so concurrent threads lose steps; hold a lock around the step",
+            {"variable": name, "function": fn.name},
         )
 
     @staticmethod
