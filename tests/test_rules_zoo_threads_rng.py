@@ -338,3 +338,33 @@ threads = [threading.Thread(target=push) for _ in range(4)]
 threads += [threading.Thread(target=step, args=([],)) for _ in range(4)]
 """
     assert found(src) == [(15, "TFP301"), (18, "TFP301")]
+
+
+def test_bound_method_of_an_instance_and_layers_of_a_model_in_threads():
+    src = """
+from multiprocessing.dummy import Pool
+import threading
+import tensorflow as tf
+import tf_keras
+
+class ReplayStats:
+    def __init__(self):
+        self.seen = tf.Variable(0)
+
+    def ingest(self, n):
+        self.seen.assign(self.seen + 1)
+
+stats = ReplayStats()
+pool = Pool(4)
+results = [pool.apply_async(stats.ingest, (200,)) for _ in range(6)]
+
+model = tf_keras.Sequential([tf_keras.layers.Dense(1, input_shape=(2,))])
+layer = model.layers[0]
+
+def tune():
+    layer.kernel.assign(layer.kernel - 0.1)
+    layer.kernel.assign_sub(0.1)
+
+threads = [threading.Thread(target=tune) for _ in range(4)]
+"""
+    assert found(src) == [(12, "TFP301"), (22, "TFP301")]

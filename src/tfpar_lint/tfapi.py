@@ -20,6 +20,7 @@ CHECKPOINT = "checkpoint"
 CHECKPOINT_MANAGER = "checkpoint_manager"
 VARIABLE = "variable"
 VARIABLES = "variables"  # a list of tf.Variables (``model.trainable_variables``)
+LAYERS = "layers"  # a Keras model's layer list (``model.layers``)
 GENERATOR = "generator"
 DATASET = "dataset"  # plain tf.data.Dataset
 DIST_DATASET = "dist_dataset"  # DistributedDataset

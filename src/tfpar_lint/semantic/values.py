@@ -110,6 +110,8 @@ class Inference:
             base = self.infer(expr.value, scope, order)
             if all(v.kind in (api.ELEMENT, api.DIST_VALUES) for v in base):
                 return list(base)
+            if all(v.kind == api.LAYERS for v in base):  # model.layers[0]
+                return [self._element_of(v, expr, None) for v in base]
             return [UNKNOWN]
         if isinstance(expr, cst.Await):
             return [UNKNOWN]
@@ -245,10 +247,17 @@ class Inference:
         return [UNKNOWN]
 
     def _attribute_of(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
-        """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
+        """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``,
+        ``model.layers``, and ``obj.method`` of an instance of a local class (a bound method)."""
         attr = expr.attr.value
-        if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
+        if attr == "layers":
+            base = self.infer(expr.value, scope, order)
+            if all(v.kind == api.MODEL for v in base):
+                return [Value(api.LAYERS, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
+                        for v in base]
             return [UNKNOWN]
+        if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
+            return self._bound_method(expr, scope, order)
         out = []
         for v in self.infer(expr.value, scope, order):
             if v.kind not in (api.MODEL, api.LAYER):
@@ -257,6 +266,18 @@ class Inference:
             # the variables belong to the object: they share its origin and creation context
             out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
         return out
+
+    def _bound_method(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
+        """``stats.ingest`` where every value of ``stats`` is an instance of a local class that
+        defines ``ingest``: that method (handed to a thread / pool / strategy as a callback)."""
+        out = []
+        for v in self.infer(expr.value, scope, order):
+            cls = v.info if isinstance(v.info, ClassInfo) and v.kind not in (api.CLASS, api.FUNCTION) else None
+            if cls is None or expr.attr.value not in cls.methods:
+                return [UNKNOWN]
+            meth = cls.methods[expr.attr.value]
+            out.append(Value(api.FUNCTION, info=meth, origin=meth.node))
+        return out or [UNKNOWN]
 
     def elements(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int, node, site) -> list[Value]:
         """What iterating ``expr`` yields: a container literal's items, a dataset's elements,
@@ -272,6 +293,8 @@ class Inference:
     def _element_of(self, v: Value, node, site) -> Value:
         if v.kind == api.VARIABLES:
             return Value(api.VARIABLE, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
+        if v.kind == api.LAYERS:  # for layer in model.layers
+            return Value(api.LAYER, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
         if v.kind in (api.DATASET, api.ITERATOR):
             return Value(api.ELEMENT, origin=node, site=site, source=v)
         if v.kind in (api.DIST_DATASET, api.DIST_ITERATOR):
