@@ -368,3 +368,40 @@ def tune():
 threads = [threading.Thread(target=tune) for _ in range(4)]
 """
     assert found(src) == [(12, "TFP301"), (22, "TFP301")]
+
+
+def test_class_attribute_variable_and_seed_reached_through_self():
+    src = """
+import threading
+import tensorflow as tf
+
+class Counter(threading.Thread):
+    mine = tf.Variable(0.0)
+
+    def run(self):
+        self.mine.assign(self.mine + 1.0)
+
+class Fresh(threading.Thread):
+    def run(self):
+        self.mine = tf.Variable(0.0)
+        self.mine.assign(self.mine + 1.0)
+
+threads = [Counter() for _ in range(4)] + [Fresh() for _ in range(4)]
+"""
+    assert found(src) == [(9, "TFP301")]
+    src = RNG_HEAD + """
+class Aug:
+    seed = 1234
+
+    def __init__(self, strategy):
+        self.strategy = strategy
+
+    def replica(self, x):
+        return tf.random.uniform([2], seed=self.seed)
+
+    def __call__(self, x):
+        return self.strategy.run(self.replica, args=(x,))
+
+Aug(strategy)(1.0)
+"""
+    assert found(src) == [(12, "TFP402")]

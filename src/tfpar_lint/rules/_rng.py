@@ -91,7 +91,7 @@ def constant_seed(m: Module, expr: Optional[cst.BaseExpression], scope, order: i
             fn = fn.parent.func if fn.parent is not None else None
         if fn is None or not fn.params or expr.value.value != fn.params[0].name.value:
             return False
-        bs = fn.cls.attrs.get(expr.attr.value)
+        bs = fn.cls.attrs.get(expr.attr.value) or fn.cls.scope.bindings.get(expr.attr.value)
         return bool(bs) and all(_constant_binding(m, b, d) for b in bs)
     return False
 

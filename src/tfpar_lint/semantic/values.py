@@ -87,7 +87,8 @@ class Inference:
                 if attr in fn.cls.methods:
                     m = fn.cls.methods[attr]
                     return [Value(api.FUNCTION, info=m, origin=m.node)]
-                bs = fn.cls.attrs.get(attr)
+                # self.x = ... in a method; else a class attribute (``x = tf.Variable(0)`` in the class body)
+                bs = fn.cls.attrs.get(attr) or fn.cls.scope.bindings.get(attr)
                 if bs:
                     out = []
                     for b in bs:
