@@ -405,3 +405,32 @@ class Aug:
 Aug(strategy)(1.0)
 """
     assert found(src) == [(12, "TFP402")]
+
+
+def test_tf1_session_runs_of_read_modify_write_ops_from_threads():
+    src = """
+import threading
+import tensorflow.compat.v1 as tf
+
+tf.disable_eager_execution()
+counter = tf.Variable(0)
+bump = counter.assign(counter + 1)
+bump_ok = counter.assign_add(1)
+score = tf.Variable(0.0)
+new_value = tf.placeholder(tf.float32, [])
+set_score = score.assign(new_value)
+lock = threading.Lock()
+
+def worker(sess):
+    sess.run(bump)
+    sess.run(bump_ok)
+    current = sess.run(score)
+    sess.run(set_score, feed_dict={new_value: current + 1.0})
+    sess.run(set_score, feed_dict={new_value: 5.0})
+    with lock:
+        sess.run(bump)
+
+with tf.Session() as sess:
+    threads = [threading.Thread(target=worker, args=(sess,)) for _ in range(4)]
+"""
+    assert found(src) == [(15, "TFP301"), (18, "TFP301")]

@@ -14,6 +14,7 @@ READS = ("read_value", "numpy", "value", "__float__")
 KERAS3_NON_ATOMIC = ("assign_add", "assign_sub")
 # Keras optimizer methods that apply one step (and advance ``iterations``)
 OPTIMIZER_STEPS = ("apply_gradients", "apply", "minimize")
+SESSION_CLASSES = frozenset({"tensorflow.Session", "tensorflow.InteractiveSession"})  # compat.v1
 
 
 def _reads_of(m: Module, expr: cst.CSTNode, recv: cst.BaseExpression) -> bool:
@@ -70,6 +71,8 @@ class ThreadUnlockedReadModifyWrite(Rule):
         f = cs.node.func
         if isinstance(f, cst.Attribute) and f.attr.value in ("set_weights",) + OPTIMIZER_STEPS:
             return self._check_object_write(m, cs, fn, body)
+        if isinstance(f, cst.Attribute) and f.attr.value == "run":
+            return self._check_session_run(m, cs, fn, body)
         if not (isinstance(f, cst.Attribute) and f.attr.value in ("assign",) + KERAS3_NON_ATOMIC):
             return None
         recv = f.value
@@ -136,6 +139,52 @@ class ThreadUnlockedReadModifyWrite(Rule):
             f"`{name}` without a lock: its step counter (`iterations.assign_add`, not atomic in Keras 3) and "
             f"slot updates race, so concurrent threads lose steps; hold a lock around the step",
             {"variable": name, "function": fn.name},
+        )
+
+    def _check_session_run(self, m: Module, cs: CallSite, fn: FunctionInfo,
+                           body: list[FunctionInfo]) -> Optional[Report]:
+        """TF1: ``sess.run(op)`` from a thread where ``op`` is ``v.assign(...)`` built outside it and
+        either the op's value reads ``v`` (``v.assign(v + 1)``) or the value fed to it
+        (``feed_dict={ph: x}``) was computed in the thread from a read of ``v``."""
+        f = cs.node.func
+        sess = m.infer_at(f.value, cs)
+        if not sess or not all(v.qname in SESSION_CLASSES for v in sess) or self._locked(m, cs):
+            return None
+        fetch = arg(cs.node, 0, "fetches")
+        if isinstance(fetch, cst.Call):
+            ops = [(fetch, cs.scope, cs.order)]
+        elif isinstance(fetch, cst.Name):
+            ops = m.reaching_exprs(fetch, cs.scope, cs.order) or []
+        else:
+            return None
+        if not ops:
+            return None
+        feed = arg(cs.node, 1, "feed_dict")
+        var = ""
+        for op, s, o in ops:
+            if not (isinstance(op, cst.Call) and isinstance(op.func, cst.Attribute) and op.func.attr.value == "assign"):
+                return None
+            recv = op.func.value
+            vals = m.infer(recv, s, o)
+            if not vals or not all(v.kind == api.VARIABLE for v in vals) \
+                    or any(m.created_within(v.origin, g) for v in vals for g in body):
+                return None
+            value = arg(op, 0, "value")
+            if value is None:
+                return None
+            rmw = any(_reads_of(m, e, recv) for e, _s, _o in m.feeding_exprs(value, s, o))
+            if not rmw and isinstance(feed, cst.Dict):
+                rmw = any(isinstance(el, cst.DictElement) and _reads_of(m, value, el.key)
+                          and self._rmw(m, cs, body, el.value, recv) for el in feed.elements)
+            if not rmw:
+                return None
+            var = dotted_name(recv) or m.code(recv)
+        return Report(
+            cs.node,
+            f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) runs an assign op that writes the "
+            f"shared variable `{var}` from a value read before it, without a lock: concurrent session runs lose "
+            f"updates; build the op with `{var}.assign_add(...)` or hold a lock",
+            {"variable": var, "function": fn.name},
         )
 
     @staticmethod
