@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, Module, arg, is_constant
+from tfpar_lint.semantic import CallSite, Module, arg
 
 
 def rng_calls_in_replica_fns(m: Module) -> Iterator[tuple[CallSite, str]]:
@@ -32,9 +32,7 @@ SEED_POSITION = {
     "tensorflow.image.stateless_random_brightness": 2, "tensorflow.image.stateless_random_contrast": 3,
     "tensorflow.image.stateless_random_hue": 2, "tensorflow.image.stateless_random_saturation": 3,
     "tensorflow.image.stateless_random_crop": 2, "tensorflow.image.stateless_random_jpeg_quality": 3,
-    "tensorflow.nn.experimental.stateless_dropout": 2,
-    # stateless ops whose seed is not the second argument
-    "tensorflow.random.stateless_categorical": 2,  # (logits, num_samples, seed)
+    "tensorflow.nn.experimental.stateless_dropout": 2, "tensorflow.random.stateless_categorical": 2,
 }
 
 
@@ -47,104 +45,6 @@ def seed_arg(cs: CallSite, q: str) -> Optional[cst.BaseExpression]:
     if isinstance(s, cst.Name) and s.value == "None":
         return None  # seed=None is no seed
     return s
-
-
-def _literal_index(expr: cst.BaseExpression) -> object:
-    """A literal subscript key (``d["noise"]``, ``t[0]``) or None."""
-    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
-        k = expr.slice[0].slice.value
-        if isinstance(k, cst.SimpleString):
-            return k.evaluated_value
-        if isinstance(k, cst.Integer):
-            return int(k.value, 0)
-    return None
-
-
-def constant_seed(m: Module, expr: Optional[cst.BaseExpression], scope, order: int, _depth: int = 0) -> bool:
-    """``expr`` holds the same value on every replica and at every call: a literal, or a
-    list/tuple of such, or a name / literal-key item of a container literal / ``self``
-    attribute / parameter of the replica function every binding or call site of which gives
-    such a constant (``SEED = 42``, ``a, b = 1, 2``, ``CFG["seed"]``, ``self.seed = 7``,
-    ``strategy.run(fn, args=(x, 7))``).  Values are followed, never guessed from names."""
-    if expr is None or _depth > 12:
-        return False
-    if is_constant(expr):
-        return True
-    d = _depth + 1
-    if isinstance(expr, cst.UnaryOperation):
-        return constant_seed(m, expr.expression, scope, order, d)
-    if isinstance(expr, (cst.List, cst.Tuple)):
-        return bool(expr.elements) and all(
-            isinstance(e, cst.Element) and constant_seed(m, e.value, scope, order, d) for e in expr.elements)
-    if isinstance(expr, cst.Name):
-        bs = m.lookup(expr.value, scope, order)
-        return bool(bs) and all(_constant_binding(m, b, d) for b in bs)
-    if isinstance(expr, cst.Subscript):
-        key = _literal_index(expr)
-        if key is None:
-            return False
-        items = m.container_items(expr.value, scope, order, key)
-        return bool(items) and all(constant_seed(m, e, s, o, d) for e, s, o in items)
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-        fn = scope.func
-        while fn is not None and fn.cls is None:
-            fn = fn.parent.func if fn.parent is not None else None
-        if fn is None or not fn.params or expr.value.value != fn.params[0].name.value:
-            return False
-        bs = fn.cls.attrs.get(expr.attr.value) or fn.cls.scope.bindings.get(expr.attr.value)
-        return bool(bs) and all(_constant_binding(m, b, d) for b in bs)
-    return False
-
-
-def _constant_binding(m: Module, b, depth: int) -> bool:
-    if b.kind in ("assign", "annassign") and b.value is not None:
-        v = b.value
-        if b.path:  # a, b = 1, 2
-            if len(b.path) != 1 or not isinstance(v, (cst.Tuple, cst.List)) or b.path[0] >= len(v.elements) \
-                    or not isinstance(v.elements[b.path[0]], cst.Element):
-                return False
-            v = v.elements[b.path[0]].value
-        return constant_seed(m, v, b.scope, b.order, depth)
-    if b.kind == "param" and b.func is not None:
-        return _constant_param(m, b, depth)
-    return False
-
-
-def _constant_param(m: Module, b, depth: int) -> bool:
-    """Every place that calls the function gives this parameter a constant: the ``args=`` /
-    ``kwargs=`` of the ``strategy.run`` calls that run it, and its direct local calls."""
-    fn = b.func
-    idx = next((i for i, p in enumerate(fn.params) if p is b.node), None)
-    if idx is None or b.node.star:
-        return False
-    pos = idx - (1 if fn.cls is not None else 0)  # bound methods: self is not passed
-    sites = 0
-    for cs, _recv, _meth, _strat in m.replica_runs():
-        if not any(f is fn for f in m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order)):
-            continue
-        sites += 1
-        got = None
-        args = arg(cs.node, 1, "args")
-        if args is not None and pos >= 0:
-            items = m.container_items(args, cs.scope, cs.order, pos)
-            got = items if items is not None and len(items) == 1 else None
-        if got is None:
-            kwargs = arg(cs.node, 2, "kwargs")
-            items = m.container_items(kwargs, cs.scope, cs.order, b.name) if kwargs is not None else None
-            got = items if items is not None and len(items) == 1 else None
-        if got is None:
-            if b.node.default is not None:
-                got = [(b.node.default, fn.parent, fn.order)]
-            else:
-                return False
-        if not all(constant_seed(m, e, s, o, depth + 1) for e, s, o in got):
-            return False
-    for cs in m.callers(fn):
-        sites += 1
-        a = arg(cs.node, pos if pos >= 0 else None, b.name)
-        if a is None or not constant_seed(m, a, cs.scope, cs.order, depth + 1):
-            return False
-    return sites > 0
 
 
 # Keras 3 random ops (``keras.random.*``; ``tf.keras.random`` on TF >= 2.16): position of ``seed``.
@@ -177,7 +77,7 @@ def keras_seeded_draws_in_replica_fns(m: Module) -> Iterator[tuple[CallSite, str
         q, _ = m.qualified_name(cs.node.func, cs.scope, cs.order)
         if q in KERAS_RNG_SEED_POSITION:
             seed = arg(cs.node, KERAS_RNG_SEED_POSITION[q], "seed")
-            if constant_seed(m, seed, cs.scope, cs.order):
+            if seed is not None and m.constant_exprs(seed, cs.scope, cs.order):
                 yield cs, q, seed
             continue
         makers: list[tuple[cst.Call, object, int]] = []
@@ -194,7 +94,7 @@ def keras_seeded_draws_in_replica_fns(m: Module) -> Iterator[tuple[CallSite, str
             iq, _ = m.qualified_name(call.func, s, o)
             seed = arg(call, KERAS_INITIALIZER_SEED_POSITION[iq], "seed") \
                 if iq in KERAS_INITIALIZER_SEED_POSITION else None
-            if seed is None or not constant_seed(m, seed, s, o):
+            if seed is None or not m.constant_exprs(seed, s, o):
                 found = None
                 break
             found = (iq, seed)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, dotted_name
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, attr_name, dotted_name
 
 READS = ("read_value", "numpy", "value", "__float__")
 # Keras 3's Variable implements these as ``self.assign(self + value)``: a read, then a write
@@ -56,8 +56,8 @@ class ThreadUnlockedReadModifyWrite(Rule):
         targets = m.thread_targets()
         for fid, starts in targets.items():
             fn = m.thread_fn_infos[fid]
-            if not self._concurrent(m, starts):
-                continue
+            if not self._concurrent(m, starts) or not self._started(m, fn, starts):
+                continue  # a function a thread target calls is checked inside its caller's thread body
             body = self._thread_functions(m, fn)
             if any(self._acquires(m, g) for g in body):
                 continue
@@ -203,6 +203,19 @@ class ThreadUnlockedReadModifyWrite(Rule):
                 if vals and all(v.kind == api.VARIABLE for v in vals):
                     return vals
         return []
+
+    @staticmethod
+    def _started(m: Module, fn: FunctionInfo, starts: list[CallSite]) -> bool:
+        """``fn`` itself is started by one of ``starts`` (a Thread subclass's ``run``, or the
+        callable handed to a thread / pool), not merely called by a function that is."""
+        if fn.name == "run" and fn.cls is not None \
+                and any(attr_name(cs.node.func) == fn.cls.name for cs in starts):
+            return True  # Worker(...) of a threading.Thread subclass
+        for cs in starts:
+            for target, _a, _k, _how in m.handed_over(cs):
+                if any(f is fn for f in m.resolve_function(target, cs.scope, cs.order)):
+                    return True
+        return False
 
     @staticmethod
     def _thread_functions(m: Module, fn: FunctionInfo) -> list[FunctionInfo]:

@@ -92,9 +92,6 @@ class IndirectCall:
     via: cst.CSTNode  # the expression that names the function in the call (``fn``, ``self.step``)
     args: Optional[list[cst.BaseExpression]]
     kwargs: Optional[dict[str, cst.BaseExpression]]
-    # only the leading ``args`` (and these ``kwargs``) are known: ``pool.map(partial(f, v), items)``
-    # binds ``v`` here and the rest where the pool calls it
-    partial_only: bool = False
 
 
 @dataclass(eq=False)

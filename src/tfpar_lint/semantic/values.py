@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # Nested questions (an expression's value depends on a binding's, which depends on ...) followed
 # at most; deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
 MAX_DEPTH = 160
+NONE = Value(api.NONE)
 
 
 class Inference:
@@ -50,6 +51,10 @@ class Inference:
             vals = self._infer(expr, scope, order, site) or [UNKNOWN]
         finally:
             self._in_progress.discard(key)
+        if len(vals) > 1 and any(v.kind == api.NONE for v in vals) \
+                and any(v.kind not in (api.NONE, api.UNKNOWN) for v in vals):
+            # x = None ... x = make(): a placeholder until the object is made; uses see the object
+            vals = [v for v in vals if v.kind != api.NONE]
         self._infer_memo[key] = vals
         return vals
 
@@ -65,6 +70,8 @@ class Inference:
         return {v.kind for v in self.infer(expr, scope, order)}
 
     def _infer(self, expr, scope: Scope, order: int, site) -> list[Value]:
+        if isinstance(expr, cst.Name) and expr.value == "None" and not self.m.lookup("None", scope, order):
+            return [NONE]
         if isinstance(expr, cst.Name):
             bs = self.m.lookup(expr.value, scope, order)
             if not bs:
@@ -111,7 +118,7 @@ class Inference:
             base = self.infer(expr.value, scope, order)
             if all(v.kind in (api.ELEMENT, api.DIST_VALUES) for v in base):
                 return list(base)
-            if all(v.kind == api.LAYERS for v in base):  # model.layers[0]
+            if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
             return [UNKNOWN]
         if isinstance(expr, cst.Await):
@@ -215,6 +222,12 @@ class Inference:
             if target is not None:
                 return self.infer(target, scope, order)
             return [UNKNOWN]
+        if q == "functools.partial":
+            # builder = partial(make_model, 6): calling it runs make_model
+            fns = self.m.resolve_function(call, scope, order)
+            if fns:
+                return [Value(api.FUNCTION, info=fn, origin=fn.node) for fn in fns]
+            return [UNKNOWN]
         if q in api.STRATEGY_GETTERS and site is not None:
             # get_strategy() returns the strategy whose scope is open around the call
             known, maybe = self.m.scope_strategies(site)
@@ -248,17 +261,27 @@ class Inference:
         return [UNKNOWN]
 
     def _attribute_of(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
-        """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``,
-        ``model.layers``, and ``obj.method`` of an instance of a local class (a bound method)."""
+        """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
         attr = expr.attr.value
-        if attr == "layers":
-            base = self.infer(expr.value, scope, order)
-            if all(v.kind == api.MODEL for v in base):
-                return [Value(api.LAYERS, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
-                        for v in base]
-            return [UNKNOWN]
         if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
-            return self._bound_method(expr, scope, order)
+            # an attribute of an instance of a local class: what its methods assign to self.<attr>
+            out = []
+            for v in self.infer(expr.value, scope, order):
+                cls = v.info if isinstance(v.info, ClassInfo) and v.kind != api.CLASS else None
+                if cls is not None and attr in cls.methods:  # stats.ingest: a bound method
+                    meth = cls.methods[attr]
+                    out.append(Value(api.FUNCTION, info=meth, origin=meth.node))
+                    continue
+                if attr == "layers" and v.kind == api.MODEL:  # model.layers[0]
+                    out.append(Value(api.LAYERS, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
+                                     source=v))
+                    continue
+                bs = cls.attrs.get(attr) if cls is not None else None
+                if not bs:
+                    return [UNKNOWN]
+                for b in bs:
+                    out.extend(self.binding_values(b))
+            return out or [UNKNOWN]
         out = []
         for v in self.infer(expr.value, scope, order):
             if v.kind not in (api.MODEL, api.LAYER):
@@ -267,18 +290,6 @@ class Inference:
             # the variables belong to the object: they share its origin and creation context
             out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
         return out
-
-    def _bound_method(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
-        """``stats.ingest`` where every value of ``stats`` is an instance of a local class that
-        defines ``ingest``: that method (handed to a thread / pool / strategy as a callback)."""
-        out = []
-        for v in self.infer(expr.value, scope, order):
-            cls = v.info if isinstance(v.info, ClassInfo) and v.kind not in (api.CLASS, api.FUNCTION) else None
-            if cls is None or expr.attr.value not in cls.methods:
-                return [UNKNOWN]
-            meth = cls.methods[expr.attr.value]
-            out.append(Value(api.FUNCTION, info=meth, origin=meth.node))
-        return out or [UNKNOWN]
 
     def elements(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int, node, site) -> list[Value]:
         """What iterating ``expr`` yields: a container literal's items, a dataset's elements,
@@ -294,7 +305,7 @@ class Inference:
     def _element_of(self, v: Value, node, site) -> Value:
         if v.kind == api.VARIABLES:
             return Value(api.VARIABLE, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
-        if v.kind == api.LAYERS:  # for layer in model.layers
+        if v.kind == api.LAYERS:  # a layer of a model: its variables are the model's
             return Value(api.LAYER, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
         if v.kind in (api.DATASET, api.ITERATOR):
             return Value(api.ELEMENT, origin=node, site=site, source=v)
@@ -511,49 +522,62 @@ class Inference:
         ann = self._from_annotation(b.annotation, fn.parent if fn else b.scope)
         if ann and ann[0].kind != api.UNKNOWN:
             return ann
-        if fn is None:
+        args = self.param_args(b)
+        if args is None:
             return [UNKNOWN]
-        # every local call site must pass a known value
-        params = fn.params
-        idx = next((i for i, p in enumerate(params) if p is b.node), None)
+        out: list[Value] = []
+        for e, scope, order, site in args:
+            out.extend(self.infer(e, scope, order, site))
+        return out or [UNKNOWN]
+
+    def param_args(self, b: Binding) -> Optional[list[tuple[cst.BaseExpression, Scope, int, Optional[CallSite]]]]:
+        """The expressions a parameter receives, as (expr, scope, order, call site): the
+        arguments of every local call and of every API call that runs the function
+        (``strategy.run(f, args=...)``, ``Thread(target=f, args=...)``), or the default.  None
+        when some caller cannot be seen (the function is handed to unknown code, ``*args``)."""
+        fn = b.func
+        if fn is None or b.kind != "param":
+            return None
+        idx = next((i for i, p in enumerate(fn.params) if p is b.node), None)
         if idx is None or b.node.star:  # *args / **kwargs
-            return [UNKNOWN]
+            return None
         bound = fn.cls is not None and not self._is_static(fn)
         offset = 1 if bound else 0
         callers = self.m.callers(fn)
         indirect = self.m.indirect_calls(fn)
         if not callers and not indirect:
-            return [UNKNOWN]
+            return None
         # every place the function is handed on must be a call whose arguments we see
         handed = {id(ic.via) for ic in indirect}
         if any(id(r) not in handed for r in self.m.passing_refs(fn)):
-            return [UNKNOWN]
-        out: list[Value] = []
+            return None
+        default = (b.node.default, fn.parent, fn.order, None)
+        out: list = []
         for cs in callers:
             pos = idx - offset
             a = arg(cs.node, pos if pos >= 0 else None, b.name)
             if a is None:
-                if any(x.star for x in cs.node.args):
-                    return [UNKNOWN]
-                if b.node.default is not None:
-                    out.extend(self.infer(b.node.default, fn.parent, fn.order))
-                    continue
-                return [UNKNOWN]
-            out.extend(self.infer_at(a, cs))
+                if any(x.star for x in cs.node.args) or b.node.default is None:
+                    return None
+                out.append(default)
+            else:
+                out.append((a, cs.scope, cs.order, cs))
         for ic in indirect:
             if ic.args is None or ic.kwargs is None:
-                return [UNKNOWN]
+                return None
             # a bound method (``self.step``) gets ``self`` from the reference
             pos = idx - (1 if bound and isinstance(ic.via, cst.Attribute) else 0)
             if 0 <= pos < len(ic.args):
-                out.extend(self.infer_at(ic.args[pos], ic.site))
+                if ic.args[pos] is None:
+                    return None  # the item map() passes
+                out.append((ic.args[pos], ic.site.scope, ic.site.order, ic.site))
             elif b.name in ic.kwargs:
-                out.extend(self.infer_at(ic.kwargs[b.name], ic.site))
-            elif b.node.default is not None and not ic.partial_only:
-                out.extend(self.infer(b.node.default, fn.parent, fn.order))
+                out.append((ic.kwargs[b.name], ic.site.scope, ic.site.order, ic.site))
+            elif b.node.default is not None:
+                out.append(default)
             else:
-                return [UNKNOWN]
-        return out or [UNKNOWN]
+                return None
+        return out
 
     @staticmethod
     def _is_static(fn: FunctionInfo) -> bool:
