@@ -434,3 +434,28 @@ with tf.Session() as sess:
     threads = [threading.Thread(target=worker, args=(sess,)) for _ in range(4)]
 """
     assert found(src) == [(15, "TFP301"), (18, "TFP301")]
+
+
+def test_shared_keras3_metric_updated_from_threads():
+    src = """
+import threading
+from concurrent.futures import ThreadPoolExecutor
+import tensorflow as tf
+import tf_keras
+
+val_loss = tf.keras.metrics.Mean()
+legacy = tf_keras.metrics.Mean()
+lock = threading.Lock()
+
+def evaluate(shard):
+    val_loss.update_state(1.0)
+    legacy.update_state(1.0)
+    with lock:
+        val_loss.update_state(2.0)
+    mine = tf.keras.metrics.Mean()
+    mine.update_state(3.0)
+
+with ThreadPoolExecutor(4) as pool:
+    list(pool.map(evaluate, range(4)))
+"""
+    assert found(src) == [(12, "TFP301")]

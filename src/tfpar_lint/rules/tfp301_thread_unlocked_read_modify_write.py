@@ -49,7 +49,8 @@ class ThreadUnlockedReadModifyWrite(Rule):
     SUMMARY = "Python thread does read-modify-write on a shared `tf.Variable` without a lock"
     FIX_HINT = "Use `v.assign_add(x)` (atomic), or hold a `threading.Lock` / `tf.CriticalSection` around the update."
     PROBE = "threads"
-    MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"), ("assign", "set_weights", "apply_gradients", "minimize"))
+    MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"),
+               ("assign", "set_weights", "apply_gradients", "minimize", "update_state"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
@@ -69,7 +70,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
 
     def _check_write(self, m: Module, cs: CallSite, fn: FunctionInfo, body: list[FunctionInfo]) -> Optional[Report]:
         f = cs.node.func
-        if isinstance(f, cst.Attribute) and f.attr.value in ("set_weights",) + OPTIMIZER_STEPS:
+        if isinstance(f, cst.Attribute) and f.attr.value in ("set_weights", "update_state") + OPTIMIZER_STEPS:
             return self._check_object_write(m, cs, fn, body)
         if isinstance(f, cst.Attribute) and f.attr.value == "run":
             return self._check_session_run(m, cs, fn, body)
@@ -114,7 +115,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
         recv = f.value
         meth = f.attr.value
         vals = m.infer_at(recv, cs)
-        kinds = (api.MODEL, api.LAYER) if meth == "set_weights" else (api.OPTIMIZER,)
+        kinds = {"set_weights": (api.MODEL, api.LAYER), "update_state": (api.METRIC,)}.get(meth, (api.OPTIMIZER,))
         if not vals or not all(v.kind in kinds for v in vals):
             return None
         if any(m.created_within(v.origin, g) for v in vals for g in body) or self._locked(m, cs):
@@ -132,7 +133,15 @@ class ThreadUnlockedReadModifyWrite(Rule):
                 {"variable": name, "function": fn.name},
             )
         if not all(m.keras_flavor(v) == "keras" for v in vals):
-            return None  # tf_keras optimizers count steps with an atomic tf.Variable.assign_add
+            return None  # tf_keras optimizers and metrics update with an atomic tf.Variable.assign_add
+        if meth == "update_state":
+            return Report(
+                cs.node,
+                f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) updates the shared Keras 3 metric "
+                f"`{name}` without a lock: its accumulators use `assign_add`, not atomic in Keras 3, so "
+                f"concurrent threads lose updates; hold a lock around `update_state`",
+                {"variable": name, "function": fn.name},
+            )
         return Report(
             cs.node,
             f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) steps the shared Keras 3 optimizer "
