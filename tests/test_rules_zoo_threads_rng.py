@@ -459,3 +459,32 @@ with ThreadPoolExecutor(4) as pool:
     list(pool.map(evaluate, range(4)))
 """
     assert found(src) == [(12, "TFP301")]
+
+
+def test_tf_module_variables_in_thread_actors():
+    src = """
+import threading
+import tensorflow as tf
+
+class Policy(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.b = tf.Variable(tf.zeros([1]))
+
+class Actor(threading.Thread):
+    def __init__(self, policy):
+        super().__init__()
+        self.policy = policy
+
+    def run(self):
+        for v in self.policy.trainable_variables:
+            v.assign(v - 0.01)
+        mine = Policy()
+        for v in mine.trainable_variables:
+            v.assign(v - 0.01)
+
+actors = [Actor(Policy()) for _ in range(2)]
+shared = Policy()
+actors += [Actor(shared) for _ in range(2)]
+"""
+    assert found(src) == [(17, "TFP301")]
