@@ -488,3 +488,29 @@ shared = Policy()
 actors += [Actor(shared) for _ in range(2)]
 """
     assert found(src) == [(17, "TFP301")]
+
+
+def test_safe_fix_only_for_tf_variables_not_keras3_or_other_writes():
+    """``v.assign(v + 1)`` -> ``v.assign_add(1)`` is atomic on a tf.Variable only: Keras 3's
+    assign_add is a read and a write, so Keras 3 variables (and set_weights findings) get no fix."""
+    from tfpar_lint import engine
+
+    src = textwrap.dedent("""
+    import threading
+    import keras
+    import tensorflow as tf
+
+    counter = tf.Variable(0)
+    step = keras.Variable(0.0)
+
+    def worker():
+        counter.assign(counter + 1)
+        step.assign(step + 1.0)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    """)
+    res = engine.lint_source(src, "t.py", enabled=["TFP301"])
+    assert sorted(f.line for f in res.findings) == [10, 11]
+    assert [f.line for f in res.findings if f.fix] == [10]
+    out = engine.fix_source(src, "t.py", enabled=["TFP301"])
+    assert "counter.assign_add(1)" in out.source and "step.assign(step + 1.0)" in out.source
