@@ -514,3 +514,53 @@ def test_safe_fix_only_for_tf_variables_not_keras3_or_other_writes():
     assert [f.line for f in res.findings if f.fix] == [10]
     out = engine.fix_source(src, "t.py", enabled=["TFP301"])
     assert "counter.assign_add(1)" in out.source and "step.assign(step + 1.0)" in out.source
+
+
+def test_seed_the_same_on_every_replica_without_being_a_literal():
+    """``seed=args.seed`` (a module-level argparse namespace) and ``seed=tf.stack([step_id, 0])``
+    with a step id passed to every replica alike: no replica id, so identical draws."""
+    src = RNG_HEAD + """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=3)
+args = parser.parse_args()
+
+def f1(x):
+    return x + tf.random.normal([2], seed=args.seed)
+
+def f2(x, step_id):
+    return x + tf.random.stateless_normal([2], seed=tf.stack([step_id, 0]))
+
+@tf.function
+def step(x, step_id):
+    strategy.run(f1, args=(x,))
+    return strategy.run(f2, args=(x, step_id))
+
+step(tf.zeros([2]), tf.constant(5, tf.int64))
+"""
+    assert found(src) == [(11, "TFP402"), (14, "TFP402")]
+
+
+def test_seeds_that_differ_per_replica_stay_silent():
+    src = RNG_HEAD + """
+with strategy.scope():
+    rng = tf.random.Generator.from_seed(0)
+dist = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(2)))
+
+def f1(x, step_id):
+    rid = tf.distribute.get_replica_context().replica_id_in_sync_group
+    seed = tf.random.experimental.stateless_fold_in(tf.stack([step_id, 0]), tf.cast(rid, tf.int64))
+    return tf.random.stateless_normal([2], seed=seed)
+
+def f2(batch):
+    return tf.random.stateless_normal([2], seed=tf.stack([batch[0], 0]))
+
+def f3(x):
+    return tf.random.stateless_normal([2], seed=rng.make_seeds(1)[:, 0])
+
+for step_id in range(3):
+    strategy.run(f1, args=(1.0, tf.constant(step_id, tf.int64)))
+    strategy.run(f2, args=(next(dist),))
+    strategy.run(f3, args=(1.0,))
+"""
+    assert found(src) == []
