@@ -106,7 +106,7 @@ def keras_seeded_draws_in_replica_fns(m: Module) -> Iterator[tuple[CallSite, str
 # tensor out of replica-invariant parts).
 _INVARIANT_CALLS = frozenset({
     "tensorflow.constant", "tensorflow.stack", "tensorflow.cast", "tensorflow.convert_to_tensor",
-    "tensorflow.concat", "tensorflow.add", "tensorflow.multiply", "int", "abs", "hash",
+    "tensorflow.concat", "tensorflow.add", "tensorflow.multiply", "int", "abs",
 })
 
 
@@ -132,7 +132,7 @@ def replica_invariant(m: Module, expr: Optional[cst.BaseExpression], scope, orde
         return replica_invariant(m, expr.left, scope, order, d) and replica_invariant(m, expr.right, scope, order, d)
     if isinstance(expr, cst.Call):
         q, _ = m.qualified_name(expr.func, scope, order)
-        if not q and isinstance(expr.func, cst.Name) and expr.func.value in ("int", "abs", "hash") \
+        if not q and isinstance(expr.func, cst.Name) and expr.func.value in ("int", "abs") \
                 and not m.lookup(expr.func.value, scope, order):
             q = expr.func.value
         return q in _INVARIANT_CALLS and all(
