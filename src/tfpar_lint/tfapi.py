@@ -158,6 +158,9 @@ GENERATOR_FACTORIES = frozenset(
         "tensorflow.random.experimental.Generator.from_non_deterministic_state",
     }
 )
+# tf.compat.v1 iterators of a dataset (canonical names: compat.v1 reduces to tensorflow.)
+V1_ITERATOR_FACTORIES = frozenset({"tensorflow.data.make_one_shot_iterator", "tensorflow.data.make_initializable_iterator"})
+V1_ITERATOR_METHODS = frozenset({"make_one_shot_iterator", "make_initializable_iterator"})
 DATASET_FACTORIES = frozenset(
     {
         "tensorflow.data.Dataset.from_tensor_slices",

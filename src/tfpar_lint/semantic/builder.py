@@ -346,6 +346,7 @@ class Builder(TaskVisitor):
         self.loops -= 1
 
     def visit_DictComp(self, node: cst.DictComp) -> None:
+        self.m.comprehensions.append((node, self.scope, self._order()))
         self.loops += 1
 
     def leave_DictComp(self, node: cst.DictComp) -> None:

@@ -66,8 +66,11 @@ class Contexts:
         if key in _seen or len(_seen) > MAX_CALL_DEPTH:  # a cycle, or a caller chain too long to follow
             return [], True
         _seen.add(key)
-        if self.m.is_passed_around(fn):
-            res: tuple[list[Value], bool] = ([], True)
+        decorated = self._decorator_scope(fn)
+        if decorated:
+            res: tuple[list[Value], bool] = (decorated, False)
+        elif self.m.is_passed_around(fn):
+            res = ([], True)
         else:
             callers = self.m.callers(fn)
             if not callers and self.m.enclosing_method(fn) is not None:
@@ -95,6 +98,28 @@ class Contexts:
                     res = ([], maybe or any(per_caller))
         self._fn_scope_memo[key] = res
         return res
+
+    def _decorator_scope(self, fn: FunctionInfo) -> list[Value]:
+        """Strategies a local decorator of ``fn`` opens around every call of it: the decorator's
+        wrapper calls the decorated function (its first parameter) under ``with strategy.scope():``."""
+        for d in fn.decorators:
+            if isinstance(d, cst.Call):
+                continue  # a decorator factory: not followed
+            for deco in self.m.resolve_function(d, fn.parent, fn.order):
+                if not deco.params or deco.is_lambda:
+                    continue
+                param = deco.params[0]
+                for cs in self.m.calls_within(deco):
+                    f = cs.node.func
+                    if not isinstance(f, cst.Name) or f.value != param.name.value:
+                        continue
+                    bs = self.m.lookup(f.value, cs.scope, cs.order)
+                    if len(bs) != 1 or bs[0].node is not param:
+                        continue
+                    known, maybe = self.scope_items(cs)
+                    if known and not maybe:
+                        return known
+        return []
 
     def replica_runs(self) -> list[tuple[CallSite, cst.BaseExpression, str, list[Value]]]:
         """Calls that run a function on every replica: ``strategy.run(fn, args=...)`` (and

@@ -228,6 +228,10 @@ class Inference:
             if fns:
                 return [Value(api.FUNCTION, info=fn, origin=fn.node) for fn in fns]
             return [UNKNOWN]
+        if q in api.V1_ITERATOR_FACTORIES:
+            # tf.compat.v1.data.make_one_shot_iterator(ds): an iterator of ds
+            return [Value(api.ITERATOR, origin=call, site=site, source=v) if v.kind == api.DATASET else UNKNOWN
+                    for v in self.infer(arg(call, 0, "dataset"), scope, order)]
         if q in api.STRATEGY_GETTERS and site is not None:
             # get_strategy() returns the strategy whose scope is open around the call
             known, maybe = self.m.scope_strategies(site)
@@ -349,7 +353,7 @@ class Inference:
         if k == api.DATASET:
             if meth in api.DATASET_METHODS:
                 return Value(api.DATASET, origin=call, site=site, source=rv)
-            if meth in ("__iter__",):
+            if meth in ("__iter__",) or meth in api.V1_ITERATOR_METHODS:
                 return Value(api.ITERATOR, origin=call, site=site, source=rv)
             if meth in ("as_numpy_iterator",):
                 return Value(api.ITERATOR, origin=call, site=site, source=rv)
@@ -447,7 +451,7 @@ class Inference:
             if b.value is None:
                 return self._from_annotation(b.annotation, b.scope)
             if len(b.path) == 1 and b.path[0] >= 0:
-                elems = self._element_values(b.value, b.scope, b.order, b.path[0])
+                elems = self._element_values(b.value, b.scope, b.order, b.path[0], _unpack_target(b))
                 if elems is not None:
                     return elems
             vals = self.infer(b.value, b.scope, b.order)
@@ -479,10 +483,12 @@ class Inference:
         return [UNKNOWN]
 
     def _element_values(self, value: cst.BaseExpression, scope: Scope, order: int,
-                        index: int) -> Optional[list[Value]]:
+                        index: int, target: Optional[cst.Name] = None) -> Optional[list[Value]]:
         """Element ``index`` of a tuple being unpacked: ``a, b = x, y``, or ``a, b = f()`` where
         every ``return`` of the local function ``f`` is a tuple literal.  None otherwise.
-        (Values keep their own origin: two elements of one call stay distinct objects.)"""
+        (Two elements of one call stay distinct objects: an element ``f`` creates is, like
+        :meth:`_returns_of`'s values, created at the call, and takes the unpacking ``target``
+        name as its origin.)"""
         def element(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
             if not isinstance(expr, (cst.Tuple, cst.List)) or index >= len(expr.elements):
                 return None
@@ -498,13 +504,19 @@ class Inference:
         fns = self.m.resolve_function(value.func, scope, order)
         if not fns or any(not fn.returns for fn in fns):
             return None
+        site = self.m.site_of_call.get(id(value))
         out: list[Value] = []
         for fn in fns:
             for expr, ret_order in fn.returns:
                 el = element(expr)
                 if el is None:
                     return None
-                out.extend(self.infer(el, fn.scope, ret_order))
+                for v in self.infer(el, fn.scope, ret_order):
+                    if target is not None and site is not None and v.kind != api.UNKNOWN \
+                            and self.created_within(v.origin, fn):
+                        v = Value(v.kind, v.qname, origin=target, site=site, raw_qname=v.raw_qname,
+                                  info=v.info, source=v.source)
+                    out.append(v)
         return out
 
     def _unpack(self, v: Value, b: Binding) -> Value:
@@ -636,6 +648,19 @@ class Inference:
                         if r:
                             return r
         return ""
+
+
+def _unpack_target(b: Binding) -> Optional[cst.Name]:
+    """The name ``b`` binds in ``a, b = ...`` (a one-level unpacking of an assignment)."""
+    if not isinstance(b.node, cst.Assign) or len(b.path) != 1:
+        return None
+    for t in b.node.targets:
+        tgt = t.target
+        if isinstance(tgt, (cst.Tuple, cst.List)) and b.path[0] < len(tgt.elements):
+            el = tgt.elements[b.path[0]].value
+            if isinstance(el, cst.Name) and el.value == b.name:
+                return el
+    return None
 
 
 _NOT_LITERAL = object()
