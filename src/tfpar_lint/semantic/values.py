@@ -97,7 +97,8 @@ class Inference:
                 if attr in fn.cls.methods:
                     m = fn.cls.methods[attr]
                     return [Value(api.FUNCTION, info=m, origin=m.node)]
-                bs = fn.cls.attrs.get(attr)
+                # self.x = ... in a method; else a class attribute (``x = tf.Variable(0)`` in the class body)
+                bs = fn.cls.attrs.get(attr) or fn.cls.scope.bindings.get(attr)
                 if bs:
                     out = []
                     for b in bs:
@@ -310,12 +311,29 @@ class Inference:
             return out or [UNKNOWN]
         out = []
         for v in self.infer(expr.value, scope, order):
-            if v.kind not in (api.MODEL, api.LAYER):
+            if v.kind not in (api.MODEL, api.LAYER) and not (
+                    attr in api.VARIABLE_LIST_ATTRS and isinstance(v.info, ClassInfo) and v.kind != api.CLASS
+                    and self._tf_module_class(v.info)):
                 return [UNKNOWN]
             kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
             # the variables belong to the object: they share its origin and creation context
             out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
         return out
+
+    def _tf_module_class(self, cls: ClassInfo, _depth: int = 0) -> bool:
+        """``cls`` derives from ``tf.Module`` (directly or through local classes): an instance's
+        ``trainable_variables`` are the variables it tracks."""
+        if _depth > 8:
+            return False
+        scope = cls.scope.parent or self.m.scope
+        for base in cls.bases:
+            if self.m.qualified_name(base, scope, 10**9)[0] == "tensorflow.Module":
+                return True
+            for bv in self.infer(base, scope, 10**9):
+                if bv.kind == api.CLASS and isinstance(bv.info, ClassInfo) and bv.info is not cls \
+                        and self._tf_module_class(bv.info, _depth + 1):
+                    return True
+        return False
 
     def elements(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int, node, site) -> list[Value]:
         """What iterating ``expr`` yields: a container literal's items, a dataset's elements,
