@@ -206,8 +206,8 @@ class CallGraph:
             if q in api.THREAD_CLASSES:
                 fn = keyword(node, "target") or arg(node, 1)
                 if fn is not None:
-                    yield fn, _seq(keyword(node, "args") or arg(node, 2), empty=True), \
-                        _mapping(keyword(node, "kwargs") or arg(node, 3)), "thread"
+                    yield fn, _seq(keyword(node, "args") or arg(node, 3), empty=True), \
+                        _mapping(keyword(node, "kwargs") or arg(node, 4)), "thread"
             elif q == "threading.Timer":
                 fn = arg(node, 1, "function")
                 if fn is not None:
