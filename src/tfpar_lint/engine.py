@@ -320,6 +320,9 @@ def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with
             if rel is not None:
                 # "{line}" stays until the caller knows how to name lines (notebooks: cell and line)
                 data.setdefault("related_line", rel.start.line)
+            else:  # the related place is in another file of the project
+                where = _place_in_project(module, rep.related)
+                message = message.replace("{line}", where)
         fix_json = None
         fx = fixes.get(id(rep))
         if fx is not None:
@@ -352,6 +355,22 @@ def _propose_fixes(reports) -> dict[int, Any]:
         if fx is not None and fx.edits:
             out[id(rep)] = fx
     return out
+
+
+def _place_in_project(module: Module, node: cst.CSTNode) -> str:
+    """``steps.py:12`` for a node of another project module (whole-project analysis)."""
+    project = module.project
+    for other in (project.modules.values() if project is not None else ()):
+        if other is None or other is module:
+            continue
+        try:
+            pos = node_positions(other.tree, [node]).get(node)
+        except Exception:  # not in that tree  # pragma: no cover
+            pos = None
+        if pos is not None:
+            rel = os.path.relpath(other.path, os.path.dirname(os.path.abspath(module.path)))
+            return f"{rel}:{pos.start.line}"
+    return "another file of the project"
 
 
 def _name_related_line(message: str, where: str) -> str:
