@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     cfg = p.add_argument_group("configuration")
     cfg.add_argument("--config", metavar="PATH", help="read settings from this TOML file")
     cfg.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
+    cfg.add_argument("--no-project", action="store_true",
+                     help="lint each file alone: do not follow imports into the project's other files "
+                          "(whole-project analysis is on by default; also project = false)")
     cfg.add_argument("--tf-version", metavar="X.Y", default=None,
                      help="the TensorFlow version the code targets, like ruff's --target-version "
                           "(default: tf-version in [tool.tfpar-lint], else 2.16: tf.keras is Keras 3)")
@@ -481,6 +484,7 @@ def _main(argv: list[str]) -> int:
         jobs=args.jobs,
         format=args.format,
         tf_version=args.tf_version,
+        project=False if args.no_project else None,
         max_file_size=args.max_file_size,
         file_timeout=args.file_timeout,
     )
@@ -591,6 +595,11 @@ def _main(argv: list[str]) -> int:
         if r.error is not None:
             errors.append(r.error)
         findings.extend(r.findings)
+    if any(getattr(r, "capped", False) for r in results) and not quiet:
+        from tfpar_lint.semantic.project import MAX_MODULES
+
+        _warn(f"whole-project analysis read at most {MAX_MODULES} of the project's other files per "
+              f"process; imports beyond that were not followed (some findings may be missing)")
 
     if not found.files and not found.stdin and not found.problems and args.paths and not quiet:
         _warn("no Python files or notebooks found under the given paths")

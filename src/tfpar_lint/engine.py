@@ -52,6 +52,7 @@ class FileResult:
     error: Optional[FileError] = None
     skipped: bool = False
     deps: dict[str, str] = field(default_factory=dict)  # other project files read: path -> sha256
+    capped: bool = False  # whole-project analysis hit its cap on files read (semantic.project.MAX_MODULES)
 
 
 # One Project per (folders, options) per process: the project's modules are parsed once.
@@ -496,7 +497,8 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     for f in findings:
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
-    return FileResult(path, findings, deps=deps)
+    project = project_for(path, options) if deps else None
+    return FileResult(path, findings, deps=deps, capped=bool(project is not None and project.capped))
 
 
 def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], raw: list[Finding]) -> list[Finding]:
@@ -589,7 +591,7 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
                 cell_start, cell = s, n
         return cell, joined_line - cell_start + 1
 
-    rules = candidate_rules(source, _rules_for(enabled), options)
+    rules = candidate_rules(source, _rules_for(enabled), options, path)
     if not rules:
         return FileResult(path, skipped=True)
     try:
