@@ -389,3 +389,50 @@ def test_notebook_locations_in_sarif_point_into_the_ipynb(tmp_path):
     region = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
     line = nb.split("\n")[region["startLine"] - 1]
     assert line[region["startColumn"] - 1:].startswith("tf.keras.Sequential(")
+
+
+def _task(args):
+    """A worker task that does what it is told (real crashes, real hangs)."""
+    import signal
+    import time
+
+    what, value = args
+    if what == "segv":
+        import ctypes
+
+        ctypes.string_at(0)  # a read at address 0: SIGSEGV in this thread, as in libcst's parser
+    elif what == "abort":
+        os.abort()
+    elif what == "exit":
+        os._exit(value)
+    elif what == "hang":
+        time.sleep(value)
+    elif what == "raise":
+        raise ValueError("boom")
+    elif what == "memory":
+        return bytearray(value)  # past the worker's address-space cap: MemoryError
+    return value * 2
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_supervisor_blames_the_culprit_and_reruns_the_innocent(jobs):
+    from tfpar_lint.workers import run_tasks
+
+    tasks = [("ok", 1), ("segv", 0), ("ok", 2), ("ok", 3), ("hang", 60), ("ok", 4), ("abort", 0),
+             ("ok", 5), ("raise", 0), ("exit", 3), ("ok", 6), ("memory", 8 << 30), ("ok", 7)]
+    got: dict = {}
+
+    def put(k, v):
+        assert k not in got, f"task {k} answered twice"
+        got[k] = v
+
+    run_tasks(_task, tasks, jobs=jobs, timeout=3, memory_limit=2 << 30,
+              on_result=lambda k, v: put(k, ("ok", v)), on_failure=lambda k, why: put(k, ("failed", why)))
+    assert sorted(got) == list(range(len(tasks)))
+    assert [got[k] for k, t in enumerate(tasks) if t[0] == "ok"] == [("ok", 2 * v) for w, v in tasks if w == "ok"]
+    assert got[1] == ("failed", "the worker process was killed by SIGSEGV")
+    assert got[4] == ("failed", "timed out after 3 s (the limit is set with --file-timeout)")
+    assert got[6] == ("failed", "the worker process was killed by SIGABRT")
+    assert got[8] == ("failed", "ValueError: boom")
+    assert got[9] == ("failed", "the worker process exited with code 3")
+    assert got[11] == ("failed", "out of memory")

@@ -113,6 +113,9 @@ def _serve(conn: Any, inherited: Sequence[Any], memory_limit: Optional[int]) -> 
             os.close(devnull)
         except OSError:  # pragma: no cover
             pass
+        import faulthandler
+
+        faulthandler.disable()  # it may write to a copy of the parent's stderr (pytest's does)
     import threading
 
     try:
