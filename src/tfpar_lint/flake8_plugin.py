@@ -50,6 +50,7 @@ class Plugin:
     strategy_factories: ClassVar[tuple[str, ...]] = ()
     dataset_distributors: ClassVar[tuple[str, ...]] = ()
     markers: ClassVar[tuple[str, ...]] = ()
+    tf_version: ClassVar[Optional[str]] = None
     _all_codes: ClassVar[Optional[frozenset[str]]] = None
     _options: ClassVar[Any] = None
 
@@ -74,6 +75,10 @@ class Plugin:
         ):
             option_manager.add_option(
                 flag, default="", parse_from_config=True, comma_separated_list=True, help=help_text)
+        option_manager.add_option(
+            "--tfp-tf-version", default="", parse_from_config=True,
+            help="The TensorFlow version the code targets, e.g. 2.15 (default: tf-version from "
+                 "[tool.tfpar-lint] in pyproject.toml, else 2.16).")
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
@@ -86,17 +91,27 @@ class Plugin:
         cls.strategy_factories = get("tfp_strategy_factories")
         cls.dataset_distributors = get("tfp_dataset_distributors")
         cls.markers = get("tfp_markers")
+        cls.tf_version = (getattr(options, "tfp_tf_version", "") or "").strip() or None
         cls._options = None
 
     @classmethod
     def _analysis_options(cls) -> Any:
         if cls._options is None:
+            from tfpar_lint import config
             from tfpar_lint.engine import AnalysisOptions
 
+            if cls.tf_version is not None:
+                tf_version = config.parse_tf_version(cls.tf_version, "--tfp-tf-version")
+            else:
+                try:  # the project's own setting, as the CLI reads it
+                    tf_version = config.load_settings(None).tf_version
+                except config.ConfigError:
+                    tf_version = config.DEFAULT_TF_VERSION  # flake8 is not the place to report it
             cls._options = AnalysisOptions(
                 strategy_factories=cls.strategy_factories,
                 dataset_distributors=cls.dataset_distributors,
                 extra_markers=cls.markers,
+                tf_version=tf_version,
             )
         return cls._options
 
@@ -117,8 +132,9 @@ class Plugin:
             err = too_large(self.filename, None, DEFAULT_MAX_FILE_SIZE)
             yield 1, 0, f"{ERROR_CODE} {error_code(err)} {err.message}", type(self)
             return
+        # check_syntax=False: flake8 reports E999 itself for files we do not parse
         result = lint_source(source, self.filename, enabled=self._codes(),
-                             options=self._analysis_options(), apply_noqa=False)
+                             options=self._analysis_options(), apply_noqa=False, check_syntax=False)
         if result.error is not None:
             err = result.error
             yield max(err.line, 1), max(err.col - 1, 0), f"{ERROR_CODE} {error_code(err)} {err.message}", type(self)
