@@ -435,3 +435,32 @@ def test_supervisor_blames_the_culprit_and_reruns_the_innocent(jobs):
     assert got[8] == ("failed", "ValueError: boom")
     assert got[9] == ("failed", "the worker process exited with code 3")
     assert got[11] == ("failed", "out of memory")
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_no_worker_outlives_the_run(tmp_path, sig):
+    """Killed or interrupted while a worker parses: the worker goes too (no orphan)."""
+    import signal
+    import time
+
+    if not os.path.isdir("/proc"):
+        pytest.skip("needs /proc")
+    (tmp_path / "slow.py").write_text(pathological("attr_chain"))
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.Popen([sys.executable, "-m", "tfpar_lint", "--no-config", "--no-cache", "--file-timeout", "0",
+                          str(tmp_path / "slow.py")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while len(no_worker_left(str(tmp_path))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)  # the command and its worker
+        assert len(no_worker_left(str(tmp_path))) == 2
+        p.send_signal(getattr(signal, sig))
+        p.wait(30)
+        deadline = time.monotonic() + 10
+        while no_worker_left(str(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not no_worker_left(str(tmp_path))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
