@@ -464,3 +464,15 @@ def test_no_worker_outlives_the_run(tmp_path, sig):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_notebook_syntax_error_has_no_file_line_in_sarif_and_github(tmp_path):
+    nb = make_notebook([("markdown", "# x\n"), ("code", HEADER), ("code", "x = = 1\n")])
+    (tmp_path / "t.ipynb").write_text(nb)
+    text = lint(tmp_path, "t.ipynb")
+    assert text.rc == 2 and "E999 syntax error in cell 3" in text.out, text
+    sarif = json.loads(lint(tmp_path, "--format", "sarif", "t.ipynb").out)
+    [note] = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert "region" not in note["locations"][0]["physicalLocation"] and "cell 3" in note["message"]["text"]
+    gh = lint(tmp_path, "--format", "github", "t.ipynb").out
+    assert gh.startswith("::error file=t.ipynb,title=E999::syntax error in cell 3"), gh
