@@ -735,7 +735,7 @@ def _fix_one(path: str, stdin_source: Optional[str], settings: Settings, options
     if stdin_source is not None:
         source = stdin_source
     else:
-        data, err = engine.read_bytes(path)
+        data, err = engine.read_bytes(path, settings.max_file_size)
         if data is None:
             return None
         if data.startswith(b"\xef\xbb\xbf"):

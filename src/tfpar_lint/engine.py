@@ -15,14 +15,11 @@
 from __future__ import annotations
 
 import ast
-
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Optional, Sequence
-
-import ast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -31,7 +28,6 @@ from tfpar_lint.finding import FileError, Finding
 from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
 from tfpar_lint.semantic import Module
-
 from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE
 
 
