@@ -13,7 +13,8 @@ from tfpar_lint.registry import all_rules, default_codes
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 ALL = [r.CODE for r in all_rules()]
-FILES = fixture_files(FIXTURES)
+# the bug zoo (fixtures/zoo/) has its own test, tests/test_zoo.py (recall, not exactness)
+FILES = fixture_files(FIXTURES, exclude_dirs=("zoo",))
 
 
 def test_fixture_tree_is_complete():
@@ -132,17 +133,19 @@ def _all_expected(codes) -> set[tuple[str, int, str]]:
 
 def test_cli_and_flake8_report_exactly_the_expected_findings_on_fixtures():
     """The issue's done-when: `tfpar-lint fixtures/` (default rules) and `flake8 --select TFP fixtures/`
-    (flake8's explicit select turns the opt-in rules on too) report exactly the '# expect:' lines."""
+    (flake8's explicit select turns the opt-in rules on too) report exactly the '# expect:' lines
+    (the bug zoo excluded: it measures recall, see tests/test_zoo.py)."""
     import shutil
     import subprocess
     import sys
 
-    cli = subprocess.run([sys.executable, "-m", "tfpar_lint", "fixtures/"], cwd=ROOT, capture_output=True, text=True)
+    cli = subprocess.run([sys.executable, "-m", "tfpar_lint", "fixtures/", "--extend-exclude", "fixtures/zoo"],
+                         cwd=ROOT, capture_output=True, text=True)
     assert cli.returncode == 1, cli.stderr
     assert _reported(cli.stdout) == _all_expected(default_codes())
     if shutil.which("flake8") is None and not (Path(sys.executable).parent / "flake8").exists():
         pytest.skip("flake8 is not installed")
-    fl = subprocess.run([sys.executable, "-m", "flake8", "--select", "TFP", "fixtures/"], cwd=ROOT,
-                        capture_output=True, text=True)
+    fl = subprocess.run([sys.executable, "-m", "flake8", "--select", "TFP", "--extend-exclude", "fixtures/zoo",
+                         "fixtures/"], cwd=ROOT, capture_output=True, text=True)
     assert fl.returncode == 1, fl.stderr
     assert _reported(fl.stdout) == _all_expected(set(ALL))

@@ -68,8 +68,11 @@ def expected_in_file(path: Path | str, known: Optional[Collection[str]] = None) 
     return expected_in_source(p.read_text(encoding="utf-8"), str(p), known)
 
 
-def fixture_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+def fixture_files(root: Path, exclude_dirs: Iterable[str] = ()) -> list[Path]:
+    """The ``*.py`` files under ``root``, skipping the top-level folders named in ``exclude_dirs``."""
+    skip = set(exclude_dirs)
+    return sorted(p for p in root.rglob("*.py")
+                  if "__pycache__" not in p.parts and p.relative_to(root).parts[0] not in skip)
 
 
 def score(pairs: Iterable[tuple[set, set]]) -> tuple[int, int, int]:

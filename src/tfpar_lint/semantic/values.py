@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Nested questions (an expression's value depends on a binding's, which depends on ...) followed
 # at most; deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
-MAX_DEPTH = 100
+MAX_DEPTH = 160
 
 
 class Inference:
