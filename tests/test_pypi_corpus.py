@@ -117,6 +117,14 @@ def test_wrong_checksum_is_a_failure_not_a_skip(tmp_path, pypi_corpus):
         pw.ensure_wheel(forged, tmp_path)
 
 
+def test_missing_pin_is_a_failure_not_a_skip(tmp_path, pypi_corpus):
+    """A pinned version that the index does not have (yanked, mistyped) fails the download."""
+    real = _smallest()
+    gone = pw.Package(real.name, "0.0.0", real.wheel.replace(real.version, "0.0.0"), real.sha256, real.files)
+    with pytest.raises(pw.DownloadError, match="No matching distribution|Could not find a version"):
+        pw.ensure_wheel(gone, tmp_path)
+
+
 def test_cached_wheel_is_reused_and_a_corrupt_one_replaced(tmp_path, pypi_corpus):
     pkg = _smallest()
     cached = pw.ensure_wheel(pkg, pw.cache_dir())
