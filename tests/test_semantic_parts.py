@@ -198,3 +198,38 @@ def test_env_writes_in_source_order():
                "os.environ.setdefault('OTHER', '1')\n")
     assert [type(site).__name__ for site, _v in m.env_writes("TF_CONFIG")] == ["StoreSite", "CallSite"]
     assert m.sets_env("OTHER") == "1"
+
+
+def test_parameters_through_apis_that_call_the_function():
+    m = module("import threading, functools, tensorflow as tf\n"
+               "from concurrent.futures import ThreadPoolExecutor\n"
+               "s = tf.distribute.MirroredStrategy()\n"
+               "v = tf.Variable(0.0)\n"
+               "def a(x):\n    x.assign_add(1)\n"
+               "def b(y, z=None):\n    z.assign_add(1)\n"
+               "def c(p, q):\n    q.assign_add(1)\n"
+               "def d(r):\n    r.assign_add(1)\n"
+               "threading.Thread(target=a, args=(v,)).start()\n"
+               "ThreadPoolExecutor(2).submit(b, 1, z=v)\n"
+               "s.run(functools.partial(c, 1), args=(v,))\n"
+               "s.run(d, args=(v,))\n"
+               "register(d)\n")  # handed to something we cannot see: d's parameter stays unknown
+    got = {}
+    for cs in m.calls:
+        text = m.tree.code_for_node(cs.node)
+        if text.endswith(".assign_add(1)"):
+            got[text.split(".")[0]] = {v.kind for v in m.infer_at(cs.node.func.value, cs)}
+    assert got == {"x": {api.VARIABLE}, "z": {api.VARIABLE}, "q": {api.VARIABLE}, "r": {api.UNKNOWN}}
+
+
+def test_model_variables_and_zip_loops():
+    m = module("import tensorflow as tf\n"
+               "model = tf.keras.Sequential()\n"
+               "for g, w in zip(grads, model.trainable_variables):\n    w.assign_sub(g)\n"
+               "for i, w2 in enumerate(model.weights):\n    w2.assign(0)\n"
+               "model.layers[0].kernel.assign(k)\n")
+    cs = call_site(m, "w.assign_sub")
+    (v,) = m.infer_at(cs.node.func.value, cs)
+    assert v.kind == api.VARIABLE and v.origin is call_site(m, "tf.keras.Sequential").node
+    assert kinds_at(m, "w2.assign", lambda c: c.func.value) == {api.VARIABLE}
+    assert kinds_at(m, "model.layers[0].kernel.assign", lambda c: c.func.value) == {api.UNKNOWN}

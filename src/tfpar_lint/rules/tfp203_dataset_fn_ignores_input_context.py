@@ -7,7 +7,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import arg
+from tfpar_lint.semantic import arg, replicated
 
 # Parameter-server training does not shard by design (each worker is one replica and reads the
 # whole dataset, shuffled differently): the PS tutorial's dataset_fn ignores its context.
@@ -27,8 +27,8 @@ class DatasetFnIgnoresInputContext(Rule):
     def check(self) -> Iterator[Report]:
         m = self.module
         for cs, recv, meth, strat in m.strategy_method_calls(api.DISTRIBUTE_FN_METHODS):
-            if any(v.qname in api.PARAMETER_SERVER_STRATEGIES for v in strat):
-                continue
+            if any(v.qname in api.PARAMETER_SERVER_STRATEGIES for v in strat) or not replicated(strat):
+                continue  # parameter servers read whole datasets by design; one replica needs no split
             fns = m.resolve_function(arg(cs.node, 0, "dataset_fn"), cs.scope, cs.order)
             if not fns:
                 continue

@@ -32,7 +32,7 @@ from tfpar_lint.semantic.contexts import Contexts
 from tfpar_lint.semantic.environment import Environment
 from tfpar_lint.semantic.flow import Flow, names_read  # noqa: F401  (names_read re-exported)
 from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
-    UNKNOWN, Binding, CallSite, ClassInfo, FunctionInfo, NameRef, Scope, StoreSite, TraceEvent, Value,
+    UNKNOWN, Binding, CallSite, ClassInfo, FunctionInfo, IndirectCall, NameRef, Scope, StoreSite, TraceEvent, Value,
 )
 from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
     arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
@@ -66,13 +66,13 @@ _DELEGATES = {
     "values": ("infer_at", "infer", "infer_one", "kinds", "created_within", "class_kind", "binding_values",
                "container_items", "keras_flavor"),
     "callgraph": ("resolve_function", "callers", "callees", "function_refs", "function_attr_refs",
-                  "is_passed_around", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
+                  "passing_refs", "is_passed_around", "indirect_calls", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
                  "strategies", "strategy_method_calls"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
-    "flow": ("feeding_exprs",),
+    "flow": ("feeding_exprs", "constant_exprs"),
 }
 
 
@@ -129,7 +129,17 @@ class Module:
 
     def code(self, node: cst.CSTNode) -> str:
         """Source text of a node, on one line, shortened for messages."""
-        text = " ".join(self.tree.code_for_node(node).split())
+        lines = []
+        for line in self.tree.code_for_node(node).splitlines():
+            cut = line.find("#")
+            while cut >= 0:  # a comment starts at a '#' outside quotes
+                before = line[:cut]
+                if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
+                    line = before
+                    break
+                cut = line.find("#", cut + 1)
+            lines.append(line)
+        text = " ".join(" ".join(lines).split())
         return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Union
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import CallSite, FunctionInfo, NameRef, Scope, StoreSite, TraceEvent
-from tfpar_lint.semantic.nodes import arg, attr_name, call_method
+from tfpar_lint.semantic.model import CallSite, FunctionInfo, IndirectCall, NameRef, Scope, StoreSite, TraceEvent
+from tfpar_lint.semantic.nodes import arg, attr_name, call_method, keyword
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -24,7 +24,8 @@ class CallGraph:
         self._traces: Optional[list[list[TraceEvent]]] = None
         self._names: Optional[frozenset[str]] = None
         self._refs_by_name: Optional[dict[str, list[NameRef]]] = None
-        self._attr_args: frozenset[str] = frozenset()
+        self._attr_args: dict[str, list[cst.Attribute]] = {}
+        self._indirect: Optional[dict[int, list[IndirectCall]]] = None
         self._nested: Optional[dict[int, list[FunctionInfo]]] = None
 
     def resolve_function(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int) -> list[FunctionInfo]:
@@ -100,10 +101,12 @@ class CallGraph:
                 s = s.parent
         return table
 
-    def is_passed_around(self, fn: FunctionInfo) -> bool:
-        """True when ``fn`` is referenced other than by a direct call (a callback)."""
+    def passing_refs(self, fn: FunctionInfo) -> list[cst.CSTNode]:
+        """References to ``fn`` other than the callee of a direct call: the places it is handed
+        on as a callback (``strategy.run(step)``, ``Thread(target=work)``, ``self.step`` as an
+        argument).  A lambda is its own reference."""
         if isinstance(fn.node, cst.Lambda):
-            return True
+            return [fn.node]
         name = fn.name
         direct = {id(cs.node.func) for cs in self.callers(fn)}
         if self._refs_by_name is None:
@@ -111,14 +114,91 @@ class CallGraph:
             for r in self.m.refs:
                 self._refs_by_name.setdefault(r.node.value, []).append(r)
             # obj.method handed to a call without being called (e.g. strategy.run(self.step))
-            self._attr_args = frozenset(a.value.attr.value for cs in self.m.calls for a in cs.node.args
-                                        if isinstance(a.value, cst.Attribute))
+            self._attr_args = {}
+            for cs in self.m.calls:
+                for a in cs.node.args:
+                    if isinstance(a.value, cst.Attribute):
+                        self._attr_args.setdefault(a.value.attr.value, []).append(a.value)
+        out: list[cst.CSTNode] = []
         for r in self._refs_by_name.get(name, ()):
-            if id(r.node) not in direct:
-                for v in self.m.infer(r.node, r.scope, r.order):
-                    if v.info is fn:
-                        return True
-        return fn.cls is not None and name in self._attr_args
+            if id(r.node) not in direct and any(v.info is fn for v in self.m.infer(r.node, r.scope, r.order)):
+                out.append(r.node)
+        if fn.cls is not None:
+            out.extend(self._attr_args.get(name, ()))
+        return out
+
+    def is_passed_around(self, fn: FunctionInfo) -> bool:
+        """True when ``fn`` is referenced other than by a direct call (a callback)."""
+        return bool(self.passing_refs(fn))
+
+    def indirect_calls(self, fn: FunctionInfo) -> list[IndirectCall]:
+        """Calls of ``fn`` made by an API it is handed to, with the arguments it receives:
+        ``strategy.run(fn, args=(a,), kwargs={...})`` (and ``experimental_run_v2``,
+        ``extended.call_for_each_replica``), ``threading.Thread(target=fn, args=(a,))``,
+        ``executor.submit(fn, a)``, ``pool.apply_async(fn, args=(a,))``; ``functools.partial(fn, a)``
+        handed to one of them prepends its arguments.  ``map``-style calls are recorded with
+        unknown arguments."""
+        if self._indirect is None:
+            self._indirect = {}
+            for cs in self.m.calls:
+                for target, pos, kw in self._handed_over(cs):
+                    pre: list = []
+                    prekw: dict = {}
+                    via = target
+                    for _ in range(4):  # partial(partial(f, a), b)
+                        if isinstance(via, cst.Call) and self.m.qualified_name(via.func, cs.scope, cs.order)[0] \
+                                == "functools.partial" and via.args and not via.args[0].keyword:
+                            pre = [a.value for a in via.args[1:] if a.keyword is None and not a.star] + pre
+                            prekw.update({a.keyword.value: a.value for a in via.args[1:] if a.keyword is not None})
+                            if any(a.star for a in via.args[1:]):
+                                pos = None
+                            via = via.args[0].value
+                        else:
+                            break
+                    args = None if pos is None else pre + pos
+                    kws = None if kw is None else {**prekw, **kw}
+                    for f in self.resolve_function(via, cs.scope, cs.order):
+                        self._indirect.setdefault(id(f), []).append(IndirectCall(cs, via, args, kws))
+        return self._indirect.get(id(fn), [])
+
+    def _handed_over(self, cs: CallSite) -> Iterator[tuple[cst.BaseExpression, Optional[list], Optional[dict]]]:
+        """(callable, positional argument expressions or None, keyword expressions or None) for
+        each callable this call hands to an API that calls it."""
+        node = cs.node
+        cm = call_method(node)
+        meth = cm[1] if cm is not None else None
+        if meth in api.RUN_METHODS or meth == "call_for_each_replica":
+            fn = arg(node, 0, "fn")
+            if fn is not None:
+                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs"))
+            return
+        if meth in ("submit", "apply", "apply_async", "map", "imap", "imap_unordered", "starmap", "map_async",
+                    "starmap_async"):
+            fn = arg(node, 0, "fn") or arg(node, 0, "func")
+            if fn is None:
+                return
+            if meth == "submit":
+                if any(a.star for a in node.args):
+                    yield fn, None, None
+                else:
+                    yield fn, [a.value for a in node.args[1:] if a.keyword is None], \
+                        {a.keyword.value: a.value for a in node.args[1:] if a.keyword is not None}
+            elif meth in ("apply", "apply_async"):
+                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwds"))
+            else:
+                yield fn, None, None
+            return
+        if isinstance(node.func, (cst.Name, cst.Attribute)) and attr_name(node.func) in ("Thread", "Timer"):
+            q = self.m.qualified_name(node.func, cs.scope, cs.order)[0]
+            if q in api.THREAD_CLASSES:
+                fn = keyword(node, "target") or arg(node, 1)
+                if fn is not None:
+                    yield fn, _seq(keyword(node, "args") or arg(node, 2), empty=True), \
+                        _mapping(keyword(node, "kwargs") or arg(node, 3))
+            elif q == "threading.Timer":
+                fn = arg(node, 1, "function")
+                if fn is not None:
+                    yield fn, _seq(arg(node, 2, "args"), empty=True), _mapping(arg(node, 3, "kwargs"))
 
     def enclosing_method(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
         """``fn`` itself if it is a method, else the innermost method it is nested in."""
@@ -264,3 +344,32 @@ class CallGraph:
                 traces.append(t)
         self._traces = traces
         return traces
+
+
+def _seq(expr: Optional[cst.BaseExpression], empty: bool = False) -> Optional[list]:
+    """The items of a tuple/list literal (``args=(a, b)``); ``[]`` for a missing argument when
+    ``empty``; None when they cannot be told."""
+    if expr is None:
+        return [] if empty else None
+    if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        return [e.value for e in expr.elements]
+    return None
+
+
+def _mapping(expr: Optional[cst.BaseExpression]) -> Optional[dict]:
+    """The entries of a dict literal with string keys (``kwargs={"x": a}``); ``{}`` when missing."""
+    if expr is None:
+        return {}
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return {}
+    if isinstance(expr, cst.Dict):
+        out = {}
+        for el in expr.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                return None
+            key = el.key.evaluated_value
+            if not isinstance(key, str):
+                return None
+            out[key] = el.value
+        return out
+    return None

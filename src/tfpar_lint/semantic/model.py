@@ -83,6 +83,18 @@ class CallSite:
 
 
 @dataclass(eq=False)
+class IndirectCall:
+    """A call of a local function made by an API it was handed to (``strategy.run(fn, args=...)``,
+    ``Thread(target=fn, args=...)``): where, through which reference, and the arguments it gets
+    (None: cannot be told)."""
+
+    site: CallSite
+    via: cst.CSTNode  # the expression that names the function in the call (``fn``, ``self.step``)
+    args: Optional[list[cst.BaseExpression]]
+    kwargs: Optional[dict[str, cst.BaseExpression]]
+
+
+@dataclass(eq=False)
 class StoreSite:
     """``x[key] = value`` (a subscript assignment), with the same context as a :class:`CallSite`."""
 

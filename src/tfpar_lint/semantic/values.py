@@ -93,7 +93,8 @@ class Inference:
                     for b in bs:
                         out.extend(self.binding_values(b))
                     return out
-            return [UNKNOWN]
+                return [UNKNOWN]
+            return self._attribute_of(expr, scope, order)
         if isinstance(expr, cst.Call):
             return self._infer_call(expr, scope, order)
         if isinstance(expr, cst.Lambda):
@@ -211,6 +212,12 @@ class Inference:
             if target is not None:
                 return self.infer(target, scope, order)
             return [UNKNOWN]
+        if q == "functools.partial":
+            # builder = partial(make_model, 6): calling it runs make_model
+            fns = self.m.resolve_function(call, scope, order)
+            if fns:
+                return [Value(api.FUNCTION, info=fn, origin=fn.node) for fn in fns]
+            return [UNKNOWN]
         if q in api.STRATEGY_GETTERS and site is not None:
             # get_strategy() returns the strategy whose scope is open around the call
             known, maybe = self.m.scope_strategies(site)
@@ -243,7 +250,43 @@ class Inference:
             return [UNKNOWN]
         return [UNKNOWN]
 
+    def _attribute_of(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
+        """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
+        attr = expr.attr.value
+        if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
+            # an attribute of an instance of a local class: what its methods assign to self.<attr>
+            out = []
+            for v in self.infer(expr.value, scope, order):
+                cls = v.info if isinstance(v.info, ClassInfo) and v.kind != api.CLASS else None
+                bs = cls.attrs.get(attr) if cls is not None else None
+                if not bs:
+                    return [UNKNOWN]
+                for b in bs:
+                    out.extend(self.binding_values(b))
+            return out or [UNKNOWN]
+        out = []
+        for v in self.infer(expr.value, scope, order):
+            if v.kind not in (api.MODEL, api.LAYER):
+                return [UNKNOWN]
+            kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
+            # the variables belong to the object: they share its origin and creation context
+            out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
+        return out
+
+    def elements(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int, node, site) -> list[Value]:
+        """What iterating ``expr`` yields: a container literal's items, a dataset's elements,
+        the variables of ``model.trainable_variables``."""
+        items = self.container_items(expr, scope, order)
+        if items is not None:
+            out = []
+            for e, s, o in items:
+                out.extend(self.infer(e, s, o))
+            return out
+        return [self._element_of(v, node, site) for v in self.infer(expr, scope, order)]
+
     def _element_of(self, v: Value, node, site) -> Value:
+        if v.kind == api.VARIABLES:
+            return Value(api.VARIABLE, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
         if v.kind in (api.DATASET, api.ITERATOR):
             return Value(api.ELEMENT, origin=node, site=site, source=v)
         if v.kind in (api.DIST_DATASET, api.DIST_ITERATOR):
@@ -376,20 +419,22 @@ class Inference:
             return vals
         if k in ("for", "comp"):
             it = b.value
-            if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" \
-                    and not self.m.lookup("enumerate", b.scope, b.order):
-                if b.path[:1] == (1,):
-                    src = self.infer(arg(it, 0), b.scope, b.order)
-                    return [self._element_of(v, b.node, None) for v in src]
+            builtin = it.func.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) \
+                and it.func.value in ("enumerate", "zip") and not self.m.lookup(it.func.value, b.scope, b.order) \
+                else None
+            if builtin == "enumerate":  # for i, x in enumerate(xs)
+                if b.path[:1] == (1,) and len(b.path) == 1:
+                    return self.elements(arg(it, 0), b.scope, b.order, b.node, None)
                 return [UNKNOWN]
-            items = self.container_items(it, b.scope, b.order) if not b.path else None
-            if items is not None:  # for ds in [train_ds, eval_ds] / datasets.values()
-                out = []
-                for e, s, o in items:
-                    out.extend(self.infer(e, s, o))
-                return out
-            src = self.infer(it, b.scope, b.order)
-            return [self._element_of(v, b.node, None) for v in src]
+            if builtin == "zip":  # for g, v in zip(grads, model.trainable_variables)
+                if len(b.path) == 1 and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
+                    return self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
+                return [UNKNOWN]
+            if b.path:
+                return [UNKNOWN] if self.container_items(it, b.scope, b.order) is not None else \
+                    [self._unpack(self._element_of(v, b.node, None), b) for v in self.infer(it, b.scope, b.order)]
+            # for ds in [train_ds, eval_ds] / datasets.values() / model.trainable_variables / a dataset
+            return self.elements(it, b.scope, b.order, b.node, None)
         if k == "with":
             return self.infer(b.value, b.scope, b.order)
         if k == "param":
@@ -457,30 +502,60 @@ class Inference:
         ann = self._from_annotation(b.annotation, fn.parent if fn else b.scope)
         if ann and ann[0].kind != api.UNKNOWN:
             return ann
-        if fn is None:
-            return [UNKNOWN]
-        # every local call site must pass a known value
-        params = fn.params
-        idx = next((i for i, p in enumerate(params) if p is b.node), None)
-        if idx is None or b.node.star:  # *args / **kwargs
-            return [UNKNOWN]
-        offset = 1 if (fn.cls is not None and not self._is_static(fn)) else 0
-        callers = self.m.callers(fn)
-        if not callers or self.m.is_passed_around(fn):
+        args = self.param_args(b)
+        if args is None:
             return [UNKNOWN]
         out: list[Value] = []
+        for e, scope, order, site in args:
+            out.extend(self.infer(e, scope, order, site))
+        return out or [UNKNOWN]
+
+    def param_args(self, b: Binding) -> Optional[list[tuple[cst.BaseExpression, Scope, int, Optional[CallSite]]]]:
+        """The expressions a parameter receives, as (expr, scope, order, call site): the
+        arguments of every local call and of every API call that runs the function
+        (``strategy.run(f, args=...)``, ``Thread(target=f, args=...)``), or the default.  None
+        when some caller cannot be seen (the function is handed to unknown code, ``*args``)."""
+        fn = b.func
+        if fn is None or b.kind != "param":
+            return None
+        idx = next((i for i, p in enumerate(fn.params) if p is b.node), None)
+        if idx is None or b.node.star:  # *args / **kwargs
+            return None
+        bound = fn.cls is not None and not self._is_static(fn)
+        offset = 1 if bound else 0
+        callers = self.m.callers(fn)
+        indirect = self.m.indirect_calls(fn)
+        if not callers and not indirect:
+            return None
+        # every place the function is handed on must be a call whose arguments we see
+        handed = {id(ic.via) for ic in indirect}
+        if any(id(r) not in handed for r in self.m.passing_refs(fn)):
+            return None
+        default = (b.node.default, fn.parent, fn.order, None)
+        out: list = []
         for cs in callers:
             pos = idx - offset
             a = arg(cs.node, pos if pos >= 0 else None, b.name)
             if a is None:
-                if any(x.star for x in cs.node.args):
-                    return [UNKNOWN]
-                if b.node.default is not None:
-                    out.extend(self.infer(b.node.default, fn.parent, fn.order))
-                    continue
-                return [UNKNOWN]
-            out.extend(self.infer_at(a, cs))
-        return out or [UNKNOWN]
+                if any(x.star for x in cs.node.args) or b.node.default is None:
+                    return None
+                out.append(default)
+            else:
+                out.append((a, cs.scope, cs.order, cs))
+        for ic in indirect:
+            if ic.args is None or ic.kwargs is None:
+                return None
+            # a bound method (``self.step``) gets ``self`` from the reference
+            pos = idx - (1 if bound and isinstance(ic.via, cst.Attribute) else 0)
+            if 0 <= pos < len(ic.args):
+                out.append((ic.args[pos], ic.site.scope, ic.site.order, ic.site))
+            elif b.name in ic.kwargs:
+                out.append((ic.kwargs[b.name], ic.site.scope, ic.site.order, ic.site))
+            elif b.node.default is not None:
+                out.append(default)
+            else:
+                return None
+        return out
 
     @staticmethod
     def _is_static(fn: FunctionInfo) -> bool:
