@@ -19,6 +19,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -172,6 +173,25 @@ FAULTS = {
         assert os.path.islink(P("link")) and not os.path.exists(P("keep2.txt"))
         print("END", flush=True)
     """,
+    "tempfiles.py": """
+        import os, tempfile
+        import tensorflow as tf
+
+        d = tempfile.mkdtemp(prefix="{mark}-")
+        f = tempfile.NamedTemporaryFile(prefix="{mark}-", delete=False)
+        f.write(b"x")
+        f.close()
+
+        @tf.function(autograph=True)
+        def step(x):
+            if x > 0:  # converted by AutoGraph, which writes a module to the temp folder
+                x = x - 1
+            return x
+
+        step(tf.constant(2))
+        print("TMP " + tempfile.gettempdir(), flush=True)
+        os._exit(0)  # no atexit, no cleanup by the script
+    """,
     "mwms_net.py": """
         import json, os
         import tensorflow as tf
@@ -309,7 +329,8 @@ def faults(request, tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    after = {"top": tree_digest(top), "home": os.path.exists(HOME_FILE), "tmp": os.path.exists(TMP_FILE)}
+    after = {"top": tree_digest(top), "home": os.path.exists(HOME_FILE), "tmp": os.path.exists(TMP_FILE),
+             "temp_entries": [n for d in {tempfile.gettempdir(), "/tmp"} for n in os.listdir(d) if MARK in n]}
     yield {"mode": request.param, "runs": {r.path: r for r in runs}, "order": [r.path for r in runs], "names": names,
            "before": before, "after": after, "project": project,
            "survivors": settled(marked_processes), "descendants": settled(live_descendants)}
@@ -337,6 +358,14 @@ def test_no_file_changed_outside_the_scratch_folder(faults):
     b, a = faults["before"], faults["after"]
     assert a["top"] == b["top"], sorted(set(a["top"].items()) ^ set(b["top"].items()))[:10]
     assert (a["home"], a["tmp"]) == (b["home"], b["tmp"]) == (False, False)
+
+
+def test_temp_files_are_removed(faults):
+    run = faults["runs"]["tempfiles.py"]
+    assert run.exit_status == 0, _why(run)
+    (tmp,) = [ln[4:] for ln in run.stdout.splitlines() if ln.startswith("TMP ")]
+    assert not os.path.exists(tmp), tmp  # the script's temp folder (AutoGraph's files too) is gone
+    assert faults["after"]["temp_entries"] == []
 
 
 def test_sandbox_is_reported(faults):
@@ -578,6 +607,26 @@ def test_verify_folder_runs_only_flagged_files_and_reads_relative_data(tmp_path)
     out, err = named.communicate(timeout=400)
     assert named.returncode == 0, (out.decode() + err.decode())[-3000:]
     assert tree_digest(str(proj)) == before
+
+
+def test_failed_script_shows_its_own_error(tmp_path):
+    """An argparse error shows as argparse's message, not as ``SystemExit: 2``; arguments after -- arrive."""
+    (tmp_path / "args.py").write_text(textwrap.dedent("""
+        import argparse
+        import tensorflow as tf
+        p = argparse.ArgumentParser()
+        p.add_argument("--epochs", type=int, required=True)
+        print("epochs", p.parse_args().epochs, flush=True)
+    """))
+    bad = _cli(["--verify", "args.py", "--no-cache", "--devices", "cpu:2"], tmp_path)
+    out, err = bad.communicate(timeout=400)
+    text = out.decode() + err.decode()
+    assert "the following arguments are required: --epochs" in text, text[-3000:]
+    good = _cli(["--verify", "args.py", "--show-output", "--no-cache", "--devices", "cpu:2", "--", "--epochs", "7"],
+                tmp_path)
+    out, err = good.communicate(timeout=400)
+    text = out.decode() + err.decode()
+    assert "epochs 7" in text, text[-3000:]
 
 
 def test_help_says_what_verify_runs():

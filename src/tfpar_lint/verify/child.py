@@ -87,7 +87,7 @@ def _contain(spec: dict, result: dict) -> None:
     cwd = spec.get("cwd") or os.getcwd()
     if mode == "namespaces":
         try:
-            c = sandbox.enter(spec["scratch"], cwd, spec.get("netns_pid"))
+            c = sandbox.enter(spec["scratch"], cwd, spec.get("cluster_pid"))
             result["sandbox"] = "namespaces"
             result["sandbox_detail"] = c.detail
             result["pid"] = os.getpid()

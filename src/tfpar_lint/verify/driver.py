@@ -494,10 +494,10 @@ class _Proc:
 
 
 def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, tf_config=None,
-           seed=None, one=False, netns_pid=None) -> _Proc:
+           seed=None, one=False, cluster_pid=None, tmpdir=None) -> _Proc:
     os.makedirs(rundir, exist_ok=True)
     start_dir = os.path.join(rundir, "cwd")  # where the interpreter starts; the script runs in ctx["cwd"]
-    tmpdir = os.path.join(rundir, "tmp")
+    tmpdir = tmpdir or os.path.join(rundir, "tmp")  # a cluster's workers share one, as on one machine
     for d in (start_dir, tmpdir):
         os.makedirs(d, exist_ok=True)
     marker = f"{ctx['marker']}/{os.path.relpath(rundir, ctx['root'])}"
@@ -517,7 +517,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "sandbox": ctx["sandbox"],
         "scratch": os.path.join(rundir, "fs"),
         "tmpdir": tmpdir,
-        "netns_pid": netns_pid,
+        "cluster_pid": cluster_pid,
         "protected_pids": [os.getpid()] + ([ctx["zygote"].p.pid] if ctx.get("zygote") is not None else []),
         "worker_index": worker,
         "num_workers": NUM_WORKERS if worker is not None else 1,
@@ -667,15 +667,17 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
         if job.multiworker:
             if ctx["sandbox"] == "namespaces":
                 try:
-                    holder = sandbox.NetnsHolder(_child_env(ctx["req"], None))
+                    holder = sandbox.ClusterHolder(_child_env(ctx["req"], None), os.path.join(base, "fs"),
+                                                   ctx["cwd"])
                 except OSError as e:
-                    notes.append(f"no private network namespace for the cluster ({e})")
+                    notes.append(f"no private namespaces for the cluster ({e}): each worker has its own sandbox")
             ports = _free_ports(NUM_WORKERS)
             cluster = {"worker": [f"localhost:{p}" for p in ports]}
             for w in range(NUM_WORKERS):
                 tfc = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": w}})
                 running.append(_spawn(job, ctx, os.path.join(base, f"worker{w}"), deadline, worker=w,
-                                      tf_config=tfc, seed=seed, netns_pid=holder.pid if holder else None))
+                                      tf_config=tfc, seed=seed, cluster_pid=holder.pid if holder else None,
+                                      tmpdir=os.path.join(base, "tmp")))
             where = ("in a private network namespace whose only interface is loopback" if holder else
                      "(TensorFlow's gRPC servers listen on every interface: no network namespace on this machine)")
             notes.append(f"local cluster of {NUM_WORKERS} workers on loopback ports {', '.join(map(str, ports))} "

@@ -16,8 +16,9 @@
   relay process outside the namespace is killed (``PR_SET_PDEATHSIG``), the
   kernel kills every process it started (``setsid`` children, children that
   ignore SIGTERM, ``multiprocessing`` workers, double forks);
-* workers of a local cluster share one extra network namespace whose only
-  interface is loopback (:func:`netns_holder`): TensorFlow's gRPC servers
+* workers of a local cluster share the user, mount and network namespaces of
+  a holder process (:class:`ClusterHolder`): one file view, as on one machine,
+  and a network whose only interface is loopback, so TensorFlow's gRPC servers
   cannot be reached from outside it.
 
 ``python`` mode (no namespaces on this machine): an audit hook refuses
@@ -174,18 +175,21 @@ class Contained:
         self.detail = detail
 
 
-def enter(scratch: str, cwd: str, netns_pid: Optional[int] = None) -> Contained:
+def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None) -> Contained:
     """Called by the child before the script: split into a relay (this process,
     outside the namespaces; never returns) and the contained process (returns).
 
     ``scratch`` is an empty folder of the run (a tmpfs is mounted on it inside
-    the namespace); ``cwd`` is where the script runs."""
+    the namespace); ``cwd`` is where the script runs.  A worker of a local
+    cluster joins the cluster's namespaces instead (``cluster_pid``, see
+    :class:`ClusterHolder`): the workers share one file view (what one writes,
+    the other reads, as on one machine) and one loopback-only network."""
     uid, gid = os.getuid(), os.getgid()
     flags = CLONE_NEWNS | CLONE_NEWPID
     lib = _lib()
-    if netns_pid:
-        for ns, fl in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
-            fd = os.open(f"/proc/{netns_pid}/ns/{ns}", os.O_RDONLY)
+    if cluster_pid:
+        for ns, fl in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET), ("mnt", CLONE_NEWNS)):
+            fd = os.open(f"/proc/{cluster_pid}/ns/{ns}", os.O_RDONLY)
             try:
                 _check(lib.setns(fd, fl), f"setns {ns}")
             finally:
@@ -193,7 +197,7 @@ def enter(scratch: str, cwd: str, netns_pid: Optional[int] = None) -> Contained:
     else:
         flags |= CLONE_NEWUSER
     _check(lib.unshare(flags), "unshare")
-    if not netns_pid:
+    if not cluster_pid:
         _write_maps(uid, gid)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -201,8 +205,22 @@ def enter(scratch: str, cwd: str, netns_pid: Optional[int] = None) -> Contained:
     if pid:
         _relay(pid)  # never returns
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if cluster_pid:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        proc = _fresh_proc()
+        os.chdir(cwd)
+        return Contained("namespaces", f"the cluster's user/mount/network namespaces, own PID namespace, {proc}; "
+                                       f"writes go to the cluster's private overlay")
     detail = _build_root(scratch, cwd)
     return Contained("namespaces", detail)
+
+
+def _fresh_proc() -> str:
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        return "fresh /proc"
+    except OSError:
+        return "host /proc"
 
 
 def _write_maps(uid: int, gid: int) -> None:
@@ -238,7 +256,7 @@ def _relay(pid: int) -> None:
     os._exit(code if code >= 0 else 70)
 
 
-def _build_root(scratch: str, cwd: str) -> str:
+def _build_root(scratch: str, cwd: str, proc: bool = True) -> str:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     original = _mounts()
     os.makedirs(scratch, exist_ok=True)
@@ -314,13 +332,9 @@ def _build_root(scratch: str, cwd: str) -> str:
     _check(_lib().syscall(nr, b".", b"."), "pivot_root")
     _check(_lib().umount2(b".", MNT_DETACH), "umount the old root")
     os.chdir("/")
-    try:
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        proc = "fresh /proc"
-    except OSError:
-        proc = "host /proc"
+    procfs = _fresh_proc() if proc else "host /proc"
     os.chdir(cwd)
-    return (f"user/mount/PID namespaces, {proc}; writes go to a private overlay on "
+    return (f"user/mount/PID namespaces, {procfs}; writes go to a private overlay on "
             f"{len(overlaid)} folder{'s' if len(overlaid) != 1 else ''}"
             + (f"; read-only: {', '.join(readonly[:5])}" if readonly else ""))
 
@@ -343,30 +357,33 @@ def _loopback_up() -> None:
         s.close()
 
 
-def netns_holder_main() -> int:
-    """``python -m tfpar_lint.verify.sandbox --netns``: a user + network namespace
-    with loopback only, held open until stdin closes (the cluster's workers join it)."""
+def cluster_holder_main() -> int:
+    """``python -m tfpar_lint.verify.sandbox --cluster SCRATCH CWD``: user, mount and network
+    namespaces for one local cluster (the sandboxed file tree, loopback only), held open until
+    stdin closes; the workers join them."""
     uid, gid = os.getuid(), os.getgid()
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        _check(_lib().unshare(CLONE_NEWUSER | CLONE_NEWNET), "unshare")
+        _check(_lib().unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS), "unshare")
         _write_maps(uid, gid)
         _loopback_up()
+        detail = _build_root(sys.argv[2], sys.argv[3], proc=False)
     except OSError as e:
         print(json.dumps({"error": str(e)}), flush=True)
         return 1
-    print(json.dumps({"ready": True, "pid": os.getpid()}), flush=True)
+    print(json.dumps({"ready": True, "pid": os.getpid(), "detail": detail}), flush=True)
     sys.stdin.read()
     return 0
 
 
-class NetnsHolder:
-    """Driver side: one network namespace for one local cluster."""
+class ClusterHolder:
+    """Driver side: the namespaces of one local cluster."""
 
-    def __init__(self, env: dict):
-        self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--netns"],
+    def __init__(self, env: dict, scratch: str, cwd: str):
+        os.makedirs(scratch, exist_ok=True)
+        self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--cluster", scratch, cwd],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  env=env, start_new_session=True)
+                                  env=env, start_new_session=True, cwd=scratch)
         line = self.p.stdout.readline() if self.p.stdout else b""
         try:
             msg = json.loads(line or b"{}")
@@ -374,7 +391,7 @@ class NetnsHolder:
             msg = {}
         if not msg.get("ready"):
             self.close()
-            raise OSError(msg.get("error") or "the network namespace could not be created")
+            raise OSError(msg.get("error") or "the cluster's namespaces could not be created")
         self.pid = int(msg["pid"])
 
     def close(self) -> None:
@@ -623,8 +640,8 @@ def _guard_tensorflow(ok, refuse) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--netns":
-        sys.exit(netns_holder_main())
+    if len(sys.argv) > 3 and sys.argv[1] == "--cluster":
+        sys.exit(cluster_holder_main())
     if len(sys.argv) > 2 and sys.argv[1] == "--probe":
         sys.exit(probe_main())
     sys.exit(2)
