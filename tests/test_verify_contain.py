@@ -531,25 +531,64 @@ def _wait_for(check, seconds):
     return False
 
 
+def _started(tmpd) -> set:
+    """Scripts that printed STARTED (their captured stdout, read while they run)."""
+    import glob
+
+    seen = set()
+    for path in glob.glob(os.path.join(str(tmpd), "tfpar-verify-*", "*", "stdout.txt")):
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        seen.update(m.group(1) for m in re.finditer(r"STARTED (\w)", text))
+    return seen
+
+
 @pytest.mark.parametrize("signals", [[signal.SIGTERM], [signal.SIGINT], [signal.SIGINT, signal.SIGINT]],
                          ids=["sigterm", "ctrl-c", "double-ctrl-c"])
 def test_signal_stops_everything(tmp_path, signals):
+    import threading
+
     mark = MARK + uuid.uuid4().hex[:6]
     tmpd = tmp_path / "tmp"
     tmpd.mkdir()
     for name in ("a", "b", "c"):
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(f"""
-            import subprocess, sys, time
-            subprocess.Popen([sys.executable, "-c", {SLEEPER!r}, "{mark}-{name}"], start_new_session=True)
+            import os, signal, subprocess, sys, time
+            print("STARTED {name}", flush=True)
+            try:
+                subprocess.Popen([sys.executable, "-c", {SLEEPER!r}, "{mark}-{name}"], start_new_session=True)
+            except PermissionError:  # no sandbox: other programs are refused
+                pass
+            if os.fork() == 0:
+                os.setsid()
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                while True:
+                    time.sleep(1)
             while True:
                 time.sleep(0.5)
         """) + TFP101)
     was = sandbox.set_subreaper()
+    seen: set = set()
+    stop = threading.Event()
+
+    def watch():  # did b.py or c.py ever start?
+        while not stop.is_set():
+            seen.update(_started(tmpd))
+            if marked_processes(mark + "-b") or marked_processes(mark + "-c"):
+                seen.add("b/c process")
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         cli = _cli(["--verify", "a.py", "b.py", "c.py", "-j1", "--no-cache", "--timeout", "300", "--devices", "cpu:2"],
                    tmp_path, {"TMPDIR": str(tmpd)})
-        started = _wait_for(lambda: marked_processes(mark + "-a"), 240)
+        started = _wait_for(lambda: "a" in seen, 240)
         assert started, cli.stderr.read().decode()[-3000:] if cli.poll() is not None else "a.py did not start"
+        time.sleep(1.0)  # a.py's children are running
         for s in signals:
             cli.send_signal(s)
             time.sleep(0.3)
@@ -559,16 +598,20 @@ def test_signal_stops_everything(tmp_path, signals):
             os.killpg(cli.pid, signal.SIGKILL)
             cli.communicate()
             pytest.fail("tfpar-lint --verify did not stop after the signal")
+        time.sleep(1.0)
+        stop.set()
+        watcher.join()
         out_s, err_s = out.decode(), err.decode()
         assert cli.returncode == 128 + signals[-1], (cli.returncode, err_s[-2000:])
         assert settled(lambda: marked_processes(mark)) == [], "a script's process survived"
         assert settled(live_descendants) == []
-        assert not marked_processes(mark + "-b") and not marked_processes(mark + "-c")
-        if len(signals) == 1:  # lose nothing: the lint findings are reported; queued scripts never started
+        assert seen == {"a"}, seen  # the queued scripts never started
+        if len(signals) == 1:  # lose nothing: the lint findings are reported
             assert re.search(r"a\.py:\d+:\d+: TFP101", out_s) and re.search(r"c\.py:\d+:\d+: TFP101", out_s), out_s
             assert "interrupted: 0 of 3 script(s) verified" in err_s, err_s
-            assert os.listdir(tmpd) == [], os.listdir(tmpd)  # the run folder is removed
+        assert os.listdir(tmpd) == [], os.listdir(tmpd)  # the run folder is removed
     finally:
+        stop.set()
         if was:
             sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 0)
 

@@ -247,6 +247,8 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     def on_signal(signum, frame):
         if interrupted[0]:  # the second Ctrl-C: kill everything and leave now
             _kill_everything(ctx)
+            if not keep:
+                shutil.rmtree(root, ignore_errors=True)
             os._exit(128 + signum)
         interrupted[0] = signum
         ctx["cancel"].set()

@@ -174,6 +174,7 @@ class OutputRelay:
                 if written < self.cap:
                     k = min(len(chunk), self.cap - written)
                     out.write(chunk[:k])
+                    out.flush()  # readable while the script runs
                     written += k
                     chunk = chunk[k:]
                 if chunk:
