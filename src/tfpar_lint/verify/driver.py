@@ -301,10 +301,15 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
                 pass
         for sig, h in old_handlers.items():
             try:
-                signal.signal(sig, h)
+                # interrupted: the caller still reports what was found, and another signal leaves at once
+                signal.signal(sig, _leave_now if interrupted[0] else h)
             except (ValueError, OSError):
                 pass
     return runs
+
+
+def _leave_now(signum, frame):
+    os._exit(128 + signum)
 
 
 def _kill_everything(ctx: dict) -> None:
