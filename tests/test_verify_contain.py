@@ -121,6 +121,15 @@ FAULTS = {
             time.sleep(0.2)
         print("END", flush=True)
     """,
+    "diskhog.py": """
+        import os, time
+        block = b"x" * (128 << 20)
+        for i in range(40):  # up to 5 GB written into its folder: in the sandbox, RAM of a tmpfs
+            with open(f"hog{{i}}.bin", "wb") as f:
+                f.write(block)
+            time.sleep(0.1)
+        print("END", flush=True)
+    """,
     "writes.py": """
         import os, shutil, subprocess, sys
         import numpy as np
@@ -417,6 +426,14 @@ def test_output_is_capped_with_a_note(faults):
 def test_memory_limit(faults):
     run = faults["runs"]["memhog.py"]
     assert run.outcome == "failed" and "memory limit" in run.error, _why(run)
+
+
+def test_scratch_writes_count_against_the_memory_limit(faults):
+    run = faults["runs"]["diskhog.py"]
+    if run.sandbox != "namespaces":
+        assert run.outcome == "error" and "PermissionError" in run.error, _why(run)  # refused, not written
+        return
+    assert run.outcome == "failed" and "memory limit" in run.error and "its writes" in run.error, _why(run)
 
 
 def test_cluster_only_on_loopback(faults):
