@@ -271,10 +271,10 @@ def _build_root(scratch: str, cwd: str, proc: bool = True) -> str:
         real = mp[len(root):] or "/"
         if fstype in PSEUDO_FS or any(_under(real, p) for p in PSEUDO):
             continue
-        try:
-            _mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags(opts))
-        except OSError:
-            pass  # stays as it was; an overlay below covers the writable folders
+        if "ro" in opts:
+            continue
+        # A mount left writable here would be the user's real files: no sandbox rather than a leaky one.
+        _mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags(opts))
     points = {mp for mp, _, _ in original}
     kinds = {mp: (opts, fstype) for mp, opts, fstype in original}
     counter = [0]
