@@ -694,3 +694,27 @@ def test_help_says_what_verify_runs():
 
     text = build_parser().format_help()
     assert "files named on the command line" in text and "never run" in text
+
+
+def test_interrupt_keeps_finished_runs(tmp_path):
+    """Ctrl-C while the second script runs: the first script's run is still reported."""
+    tmpd = tmp_path / "tmp"
+    tmpd.mkdir()
+    (tmp_path / "quick.py").write_text("print('STARTED q', flush=True)\n" + TFP101)
+    (tmp_path / "slow.py").write_text("import time\nprint('STARTED s', flush=True)\ntime.sleep(1000)\n" + TFP101)
+    cli = _cli(["--verify", "quick.py", "slow.py", "-j1", "--no-cache", "--timeout", "300", "--devices", "cpu:2"],
+               tmp_path, {"TMPDIR": str(tmpd)})
+    assert _wait_for(lambda: "s" in _started(tmpd), 240), "slow.py did not start"
+    cli.send_signal(signal.SIGINT)
+    try:
+        out, err = cli.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(cli.pid, signal.SIGKILL)
+        cli.communicate()
+        pytest.fail("tfpar-lint --verify did not stop after Ctrl-C")
+    text = out.decode() + err.decode()
+    assert cli.returncode == 130, text[-3000:]
+    assert "interrupted: 1 of 2 script(s) verified" in text, text[-3000:]
+    others = [ln for ln in text.splitlines() if not re.match(r"\S+\.py:\d+:\d+: ", ln)]  # not lint findings
+    assert any("quick.py" in ln for ln in others), text[-3000:]  # its run is reported
+    assert not any("slow.py" in ln for ln in others), text[-3000:]  # the interrupted one is not

@@ -261,6 +261,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             except (ValueError, OSError):
                 pass
     runs: list[ScriptRun] = []
+    futs: dict = {}
     ex = cf.ThreadPoolExecutor(max_workers=max(1, n_jobs) * 2)
     try:
         if n_runs > 1 and os.environ.get("TFPAR_VERIFY_FORK", "1") != "0":
@@ -270,7 +271,6 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             except OSError:
                 ctx["zygote"] = None
         # One task per run (a job with a re-run gives two tasks running in parallel).
-        futs = {}
         for job in jobs_list:
             futs[(job.index, 0)] = ex.submit(_execute, job, ctx, False)
             if job.rerun:
@@ -286,6 +286,23 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
         interrupted[0] = interrupted[0] or signal.SIGINT
         ex.shutdown(wait=False, cancel_futures=True)
         _kill_everything(ctx)
+        # Lose nothing: every run that had finished (also after one still running) is reported.
+        done_paths = {r.path for r in runs}
+        for job in jobs_list:
+            keys = [(job.index, 0)] + ([(job.index, 1)] if job.rerun else [])
+            fs = [futs.get(k) for k in keys]
+            shown = display.get(job.script, job.script)
+            if shown in done_paths or not all(f is not None and f.done() and not f.cancelled() for f in fs):
+                continue
+            try:
+                data = fs[0].result()
+                if job.rerun:
+                    data.rerun = fs[1].result()
+                if getattr(data, "interrupted", False) or getattr(data.rerun, "interrupted", False):
+                    continue  # stopped or never started by the interrupt: not a result
+                runs.append(_conclude(job, data, shown, req, root if keep else "", ctx))
+            except Exception:  # noqa: BLE001 - a run that cannot be concluded is not reported
+                continue
         raise Interrupted(runs, signum) from None
     finally:
         ex.shutdown(wait=not interrupted[0], cancel_futures=True)
@@ -643,6 +660,7 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
         data = RunData(path=job.script, workers=[{"outcome": "failed", "error": err, "notes": []}],
                        outcome="failed", seconds=time.time() - t0)
         data.exit_codes, data.killed, data.driver_notes = [None], [False], []  # type: ignore[attr-defined]
+        data.interrupted = isinstance(e, _NotStarted)  # type: ignore[attr-defined]
         return data
     finally:
         ctx["slots"].release(got)
@@ -786,6 +804,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
     data.killed = [p.killed for p in procs]  # type: ignore[attr-defined]
     data.driver_notes = notes  # type: ignore[attr-defined]
     data.rundir = base  # type: ignore[attr-defined]
+    data.interrupted = any(p.kill_reason == "interrupted" for p in procs)  # type: ignore[attr-defined]
     data.outputs = [_outputs(p, ctx["output_cap"]) for p in procs]  # type: ignore[attr-defined]
     data.sandbox = [(r or {}).get("sandbox", "") for r in results]  # type: ignore[attr-defined]
     sb_notes = []
