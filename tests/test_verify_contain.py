@@ -503,7 +503,16 @@ def test_python_guard_refuses_the_bypasses(tmp_path, monkeypatch):
             "gfile": lambda: tf.io.gfile.GFile("g.txt", "w").write("x"),
             "checkpoint": lambda: tf.train.Checkpoint(v=tf.Variable(1.0)).save("ckpt/c"),
             "summary": lambda: tf.summary.create_file_writer("logs"),
+            "saved_model": lambda: tf.saved_model.save(tf.Module(), "sm"),
+            "dir_fd": lambda: os.open("x.txt", os.O_WRONLY | os.O_CREAT, dir_fd=os.open(".", os.O_RDONLY)),
         }}
+        import tempfile
+        scratch = tempfile.mkdtemp()  # the run's own temp folder is writable
+        m = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+        m.save(os.path.join(scratch, "m.keras"))
+        tf.saved_model.save(tf.Module(), os.path.join(scratch, "sm"))
+        tf.train.Checkpoint(v=tf.Variable(1.0)).save(os.path.join(scratch, "ckpt", "c"))
+        print("SCRATCH OK", flush=True)
         for name, f in attempts.items():
             try:
                 f()
@@ -516,7 +525,7 @@ def test_python_guard_refuses_the_bypasses(tmp_path, monkeypatch):
     (run,) = verify_findings(["guard.py"], [], devices="cpu:2", timeout=FAULT_TIMEOUT)
     assert run.sandbox == "python" and run.stdout.rstrip().endswith("END"), _why(run)
     assert "WROTE" not in run.stdout, _why(run)
-    assert run.stdout.count("REFUSED") == 12, _why(run)
+    assert run.stdout.count("REFUSED") == 14 and "SCRATCH OK" in run.stdout, _why(run)
     assert tree_digest(str(tmp_path.parent)) == before
     assert not os.path.exists(HOME_FILE)
 

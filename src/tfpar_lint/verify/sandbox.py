@@ -493,13 +493,18 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
     allow = [os.path.realpath(a).rstrip(os.sep) + os.sep for a in allowed]
     allow += ["/dev/null", "/dev/shm/", "/proc/self/", "/dev/fd/"]
 
-    def ok(path) -> bool:
+    def ok(path, dir_fd=None) -> bool:
         if isinstance(path, int) or path is None:
             return True
         try:
             p = os.fsdecode(path)
         except (TypeError, ValueError):
             return True
+        if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(p):
+            try:  # relative to a directory descriptor (shutil.rmtree, os.* with dir_fd=)
+                p = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), p)
+            except OSError:
+                return False
         # the link itself (not its target) for symlink/unlink; realpath for the rest
         full = os.path.realpath(os.path.abspath(p))
         parent = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(p))), os.path.basename(p))
@@ -527,14 +532,15 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
                 isinstance(flags, int) and flags & write_flags)
             if writing and not ok(path):
                 refuse("writing", path)
-        elif event in ("os.rename", "os.link", "os.symlink"):
-            for p in args[:2]:
-                if not ok(p):
+        elif event in ("os.rename", "os.link"):  # (src, dst, src_dir_fd, dst_dir_fd)
+            for p, fd in ((args[0], _arg(args, 2)), (args[1], _arg(args, 3))):
+                if not ok(p, fd):
                     refuse(event, p)
-        elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
-                       "os.chflags", "os.lchflags", "os.setxattr", "os.removexattr", "shutil.rmtree",
-                       "shutil.chown", "os.mkfifo", "os.mknod"):
-            if args and not ok(args[0]):
+        elif event == "os.symlink":  # (target, link, dir_fd): the link is what gets written
+            if not ok(args[1], _arg(args, 2)):
+                refuse(event, args[1])
+        elif event in _DIR_FD_AT:
+            if args and not ok(args[0], _arg(args, _DIR_FD_AT[event])):
                 refuse(event, args[0])
         elif event in ("shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.copymode", "shutil.copystat"):
             if len(args) > 1 and not ok(args[1]):
@@ -544,8 +550,27 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
                                                 f"refused without a sandbox on this machine")
 
     sys.addaudithook(hook)
+    orig_open = os.open
+
+    def guarded_open(path, flags, mode=0o777, *, dir_fd=None):
+        # the audit event of os.open has no dir_fd: check here what it is relative to
+        if dir_fd is not None and flags & write_flags and not getattr(_OWN, "on", False) and not ok(path, dir_fd):
+            refuse("writing", path)
+        return orig_open(path, flags, mode, dir_fd=dir_fd)
+
+    os.open = guarded_open
     if tf_too:
         _guard_tensorflow(ok, refuse)
+
+
+# audit event -> position of its dir_fd argument (None: it has none)
+_DIR_FD_AT = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.chown": 3, "os.utime": 3,
+              "os.truncate": None, "os.chflags": None, "os.lchflags": None, "os.setxattr": None,
+              "os.removexattr": None, "shutil.rmtree": 1, "shutil.chown": None, "os.mkfifo": 2, "os.mknod": 3}
+
+
+def _arg(args, i):
+    return args[i] if i is not None and len(args) > i else None
 
 
 def _guard_tensorflow(ok, refuse) -> None:
@@ -600,7 +625,7 @@ def _guard_tensorflow(ok, refuse) -> None:
             v = value(t)
             paths = []
             if v is None:
-                refuse(f"tf {name} to a path only known at run time", "?")
+                paths = []  # traced (a placeholder): the eager entry points below check the real path
             else:
                 try:
                     import numpy as np
@@ -622,6 +647,32 @@ def _guard_tensorflow(ok, refuse) -> None:
     op_guard(gen_io_ops, "save_slices", "filename", 0)
     op_guard(gen_io_ops, "merge_v2_checkpoints", "destination_prefix", 1)
     op_guard(gen_summary_ops, "create_summary_file_writer", "logdir", 1)
+
+    def entry_guard(owner, name, pos, kw, what):
+        orig = getattr(owner, name, None)
+        if orig is None:
+            return
+
+        def guarded(*a, **k):
+            t = a[pos] if len(a) > pos else k.get(kw)
+            v = value(t) if not isinstance(t, (str, bytes, os.PathLike)) else t
+            if isinstance(v, (str, bytes, os.PathLike)) and not ok(v):
+                refuse(what, v)
+            return orig(*a, **k)
+
+        setattr(owner, name, guarded)
+        replaced[id(orig)] = guarded
+
+    try:
+        from tensorflow.python.checkpoint import functional_saver
+
+        entry_guard(functional_saver.MultiDeviceSaver, "save", 1, "file_prefix", "checkpoint save")
+    except ImportError:  # pragma: no cover
+        pass
+    from tensorflow.python.saved_model import save as sm_save
+
+    entry_guard(sm_save, "save", 1, "export_dir", "tf.saved_model.save")
+    entry_guard(sm_save, "save_and_return_nodes", 1, "export_dir", "tf.saved_model.save")
     # The public API (tf.io.write_file, tf.compat.v1.write_file, ...) holds the original functions.
     for modname, m in list(sys.modules.items()):
         if not modname.startswith(("tensorflow", "keras", "tf_keras")) or m is None:
