@@ -635,6 +635,7 @@ def _main(argv: list[str]) -> int:
             except KeyboardInterrupt as e:  # lose nothing: report the findings and the finished runs
                 runs = list(getattr(e, "runs", []) or [])
                 interrupted = getattr(e, "signum", 2) or 2
+                _exit_on_next_signal()
                 sys.stderr.write(f"{PROG}: interrupted: {len(runs)} of {len(scripts)} script(s) verified; "
                                  f"the others were stopped or not started\n")
 
@@ -853,6 +854,20 @@ def _add_noqa(results: list[Any]) -> int:
             _write_fixed(r.path, new)
             total += n
     return total
+
+
+def _exit_on_next_signal() -> None:
+    """After an interrupted --verify the report is still printed; another Ctrl-C or SIGTERM leaves at once."""
+    import signal
+
+    def leave(signum, frame):
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, leave)
+        except (ValueError, OSError):  # not the main thread
+            pass
 
 
 def _scripts_to_run(files: Sequence[str], paths: Sequence[str], findings: Sequence[Finding]) -> list[str]:
