@@ -330,10 +330,7 @@ def test_rule_page_prefers_checkout_rules_folder(tmp_path, monkeypatch):
 
     page = cli_mod.rule_page_path("TFP101")
     repo_page = cli_mod.Path(cli_mod.__file__).resolve().parents[2] / "rules" / "TFP101.md"
-    if repo_page.is_file():
-        assert page == repo_page
-    else:
-        pytest.skip("rules/TFP101.md not written yet")
+    assert repo_page.is_file() and page == repo_page
 
 
 def test_version(cli):
@@ -633,3 +630,19 @@ def test_verify_for_real(project, cli):
     assert lines[0].startswith("good.py: ran to the end; 2 replicas on cpu:0,cpu:1; ") and lines[0].endswith(
         "nothing found"), r.out
     assert lines[1].startswith("== 1 script verified: 0 CONFIRMED, 0 RUNTIME"), r.out
+
+
+def test_verify_runs_named_files_and_flagged_files_only(project, snippets):
+    """``--verify DIR`` never executes a folder's clean files (setup.py included); named files always run."""
+    from tfpar_lint.cli import _scripts_to_run
+    from tfpar_lint.discovery import discover
+
+    project.write("pkg/setup.py", "import setuptools\n")
+    project.write("pkg/clean.py", snippets.clean)
+    project.write("pkg/flagged.py", snippets.tfp101)
+    project.write("named.py", snippets.clean)
+    found = discover(["pkg", "named.py"], [], str(project.root))
+    flagged = Finding("TFP101", "model-outside-scope", "m", os.path.join("pkg", "flagged.py"), 3, 9, 3, 9)
+    got = _scripts_to_run(found.files, ["pkg", "named.py"], [flagged])
+    assert sorted(os.path.basename(p) for p in got) == ["flagged.py", "named.py"]
+    assert _scripts_to_run(found.files, ["pkg"], []) == []
