@@ -24,14 +24,13 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
-
-import sys
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 # Packages whose behaviour lives in tfpar_lint.tfapi: never looked for in the project.
