@@ -3,7 +3,7 @@
     .venv/bin/python scripts/fixture_report.py [--all]
 
 Lints each fixture with the default rules plus its folder's own rule (as tests/test_fixtures.py
-does; --all enables every rule everywhere) and prints, per code, true positives, false positives,
+does; --all enables every rule everywhere; the bug zoo fixtures/zoo/ is left to scripts/zoo_report.py) and prints, per code, true positives, false positives,
 false negatives, precision and recall, as a Markdown table.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ def main() -> int:
     tp: dict[str, int] = defaultdict(int)
     fp: dict[str, int] = defaultdict(int)
     fn: dict[str, int] = defaultdict(int)
-    files = fixture_files(ROOT / "fixtures")
+    files = fixture_files(ROOT / "fixtures", exclude_dirs=("zoo",))  # the zoo: scripts/zoo_report.py
     for path in files:
         expected = expected_in_source(path.read_text())
         enabled = set(codes) if every else set(default_codes()) | ({path.parent.name} & set(codes))

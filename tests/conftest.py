@@ -107,10 +107,18 @@ def cli(capsys, monkeypatch) -> Callable[..., Result]:
     return run
 
 
+def _package_root() -> str:
+    """The folder holding the tfpar_lint this process imported (the worktree's src/ or site-packages)."""
+    import tfpar_lint
+
+    return str(Path(tfpar_lint.__file__).resolve().parents[1])
+
+
 def run_subprocess(args: Sequence[str], cwd: Path | str, stdin: Optional[bytes] = None,
                    env: Optional[dict] = None, timeout: int = 300) -> Result:
     e = dict(os.environ)
-    e.pop("PYTHONPATH", None)
+    # the subprocess (tfpar-lint, flake8 and its plugin) imports the same tfpar_lint as the tests
+    e["PYTHONPATH"] = _package_root()
     if env:
         e.update(env)
     p = subprocess.run(list(args), cwd=str(cwd), input=stdin, capture_output=True, env=e, timeout=timeout)
@@ -160,3 +168,17 @@ def tfp101_notebook(notebook) -> str:
         ("code", "%%bash\necho this cell is not python (\n"),
         ("code", "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n"),
     ])
+
+
+@pytest.fixture(scope="session")
+def pypi_corpus(tmp_path_factory):
+    """The PyPI precision corpus (tests/pypi_wheels.py), extracted once per session.
+
+    Skips, with pip's reason, only when the package index cannot be reached and a wheel is not cached;
+    every other download problem fails."""
+    import pypi_wheels
+
+    try:
+        return pypi_wheels.build(tmp_path_factory.mktemp("pypi-corpus"))
+    except pypi_wheels.NetworkUnavailable as exc:
+        pytest.skip(f"network unavailable, PyPI corpus not downloaded: {exc}")

@@ -40,17 +40,20 @@ with strategy.scope(:
 
 
 class Counter:
-    """Counts the files actually linted (cache misses) in lint_paths' serial path."""
+    """Counts the files actually linted (cache misses): the tasks lint_paths hands to its workers."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from tfpar_lint import workers
+
         self.paths: list[str] = []
-        real = engine._worker_digest
+        real = workers.run_tasks
 
-        def counting(args):
-            self.paths.append(args[0])
-            return real(args)
+        def counting(fn, tasks, **kw):
+            if fn is engine._worker_digest:  # runs that use the cache
+                self.paths.extend(t[0] for t in tasks)
+            return real(fn, tasks, **kw)
 
-        monkeypatch.setattr(engine, "_worker_digest", counting)
+        monkeypatch.setattr(workers, "run_tasks", counting)
 
     def take(self) -> list[str]:
         out, self.paths = self.paths, []

@@ -112,16 +112,50 @@ def test_missing_path(project, tfpar, snippets):
     assert _tfp101_line() in r.out
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="file permissions do not stop root (or non-POSIX systems)")
+def _obey_file_permissions() -> None:
+    """preexec_fn for a root subprocess: drop CAP_DAC_OVERRIDE (1) and CAP_DAC_READ_SEARCH (2) from the
+    capability bounding set (prctl PR_CAPBSET_DROP = 24), so the program it runs, still uid 0, can no
+    longer read a file whose mode denies its owner (running as `nobody` instead does not work where the
+    interpreter lives under root's private home)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes (chmod 0) are what this test relies on")
 def test_unreadable_file(project, cli, snippets):
+    import subprocess
+
+    from conftest import _package_root
+
     p = project.write("secret.py", snippets.tfp101)
+    project.write("ok.py", snippets.tfp101)
     p.chmod(0)
     try:
-        r = cli("secret.py")
+        if os.geteuid() != 0:
+            r = cli("--no-cache", "secret.py", "ok.py")
+            rc, lines = r.rc, r.lines
+        else:  # root reads anything: run the CLI in a subprocess without that power
+            try:
+                probe = subprocess.run(["cat", "secret.py"], cwd=project.root, capture_output=True,
+                                       preexec_fn=_obey_file_permissions)
+            except (OSError, subprocess.SubprocessError) as exc:
+                pytest.skip(f"running as root and the capabilities that bypass file modes cannot be dropped "
+                            f"here ({exc}); as any non-root user this test runs in-process")
+            assert probe.returncode != 0, "the capability drop did not take effect"
+            env = dict(os.environ, PYTHONPATH=_package_root())
+            pr = subprocess.run([sys.executable, "-m", "tfpar_lint", "--no-cache", "secret.py", "ok.py"],
+                                cwd=project.root, capture_output=True, text=True, env=env,
+                                preexec_fn=_obey_file_permissions, timeout=300)
+            rc, lines = pr.returncode, [ln for ln in pr.stdout.splitlines() if ln.strip()]
     finally:
         p.chmod(0o644)
-    assert r.rc == 2 and r.lines[0].startswith("secret.py:") and "E902" in r.lines[0]
+    assert rc == 2, lines
+    assert lines[0].startswith("ok.py:3:9: TFP101 "), lines  # the readable file is still linted
+    assert lines[1].startswith("secret.py:") and "E902" in lines[1], lines
 
 
 def test_dash_reads_stdin_under_stdin_filename(project, cli, snippets):

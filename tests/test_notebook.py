@@ -87,9 +87,20 @@ def test_cli_notebook_json_sarif_github(project, cli, tfp101_notebook):
     res = json.loads(cli("--format", "sarif", "train.ipynb").out)["runs"][0]["results"][0]
     assert res["properties"]["cell"] == 3
     assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "train.ipynb"
+    # SARIF and github point into the .ipynb file's JSON text, where the flagged code is written
+    file_lines = tfp101_notebook.split("\n")
+    region = res["locations"][0]["physicalLocation"]["region"]
+    at = file_lines[region["startLine"] - 1][region["startColumn"] - 1:]
+    assert at.startswith("tf.keras.Sequential([tf.keras.layers.Dense(1)])"), (region, at)
+    assert region["endLine"] == region["startLine"]
+    assert file_lines[region["endLine"] - 1][region["endColumn"] - 1:].startswith("\\n\""), region
+    assert f["data"]["ipynb_region"] == {"line": region["startLine"], "col": region["startColumn"],
+                                         "end_line": region["endLine"], "end_col": region["endColumn"]}
     gh = cli("--format", "github", "train.ipynb").out
-    assert gh.startswith("::error file=train.ipynb,title=TFP101 (cell 3)::cell 3, line 2, col 9: ") or \
-        gh.startswith("::warning file=train.ipynb,title=TFP101 (cell 3)::cell 3, line 2, col 9: ")
+    where = (f"file=train.ipynb,line={region['startLine']},col={region['startColumn']},"
+             f"endLine={region['endLine']},endColumn={region['endColumn']},title=TFP101 (cell 3)::"
+             "cell 3, line 2, col 9: ")
+    assert gh.startswith(f"::error {where}") or gh.startswith(f"::warning {where}"), gh
 
 
 def test_cli_finds_notebooks_in_folders_and_noqa_in_cells(project, cli, tfp101_notebook, notebook):

@@ -64,9 +64,19 @@ def test_family_of():
 
 def test_expected_findings(tmp_path):
     p = tmp_path / "s.py"
-    p.write_text("a = 1\nb = 2  # expect: TFP101, TFP105\nc = 3  # expect: tfp201\n")
+    p.write_text("a = 1\nb = 2  # expect: TFP101, TFP105\nc = 3  # Expect: TFP201\n")
     got = [(f.code, f.line) for f in expected_findings(str(p))]
     assert got == [("TFP101", 2), ("TFP105", 2), ("TFP201", 3)]
+
+
+@pytest.mark.parametrize("comment", ["# expect: tfp201", "# expect: TFP299", "# expect: TFP104"])
+def test_expected_findings_uses_the_one_strict_parser(tmp_path, comment):
+    from tfpar_lint.expectations import ExpectationError
+
+    p = tmp_path / "s.py"
+    p.write_text(f"a = 1\nb = 2  {comment}\n")
+    with pytest.raises(ExpectationError, match="s.py:2"):
+        expected_findings(str(p))
 
 
 def test_scriptrun_summary_and_dict():

@@ -95,7 +95,10 @@ class Cache:
     """The cache for one configuration (see the module docstring)."""
 
     def __init__(self, directory: str, enabled: Optional[Collection[str]], options: Any,
-                 apply_noqa: bool = True) -> None:
+                 apply_noqa: bool = True, max_file_size: Optional[int] = None) -> None:
+        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE
+
+        self.max_file_size = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
         self.root = os.path.abspath(directory)
         self.key = config_key(enabled, options, apply_noqa)
         self.bucket = os.path.join(self.root, f"v{FORMAT}", self.key[:32])
@@ -131,10 +134,10 @@ class Cache:
             self.misses += 1
             return None
         if data is None:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
+            from tfpar_lint.engine import read_bytes
+
+            data, _err = read_bytes(path, self.max_file_size)  # never blocks on a FIFO, never unbounded
+            if data is None:
                 self.misses += 1
                 return None
         d = digest(data)

@@ -37,12 +37,21 @@ class UsageError(Exception):
 
 # -- helpers -------------------------------------------------------------------
 
+def _stderr_write(text: str) -> None:
+    if sys.stderr is None:  # standard error is closed: nowhere to say it
+        return
+    try:
+        sys.stderr.write(text)
+    except (OSError, ValueError):
+        pass
+
+
 def _err(msg: str) -> None:
-    sys.stderr.write(f"{PROG}: error: {msg}\n")
+    _stderr_write(f"{PROG}: error: {msg}\n")
 
 
 def _warn(msg: str) -> None:
-    sys.stderr.write(f"{PROG}: warning: {msg}\n")
+    _stderr_write(f"{PROG}: warning: {msg}\n")
 
 
 def _positive_int(name: str) -> Callable[[str], int]:
@@ -58,13 +67,35 @@ def _positive_int(name: str) -> Callable[[str], int]:
 
 
 def _positive_float(s: str) -> float:
+    import math
+
     try:
         v = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--timeout must be a positive number of seconds, got {s!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"--timeout must be a positive number of seconds, got {s!r}")
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"--timeout must be a positive, finite number of seconds, got {s!r}")
     return v
+
+
+def _seconds(name: str) -> Callable[[str], float]:
+    def conv(s: str) -> float:
+        from tfpar_lint.config import parse_seconds
+
+        try:
+            return parse_seconds(s)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return conv
+
+
+def _size(s: str) -> int:
+    from tfpar_lint.config import parse_size
+
+    try:
+        return parse_size(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _devices(s: str) -> str:
@@ -111,8 +142,18 @@ def build_parser() -> argparse.ArgumentParser:
     cfg = p.add_argument_group("configuration")
     cfg.add_argument("--config", metavar="PATH", help="read settings from this TOML file")
     cfg.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
+    cfg.add_argument("--tf-version", metavar="X.Y", default=None,
+                     help="the TensorFlow version the code targets, like ruff's --target-version "
+                          "(default: tf-version in [tool.tfpar-lint], else 2.16: tf.keras is Keras 3)")
     cfg.add_argument("-j", "--jobs", type=_positive_int("--jobs"), default=None,
-                     help="worker processes (default: all cores)")
+                     help="worker processes (default and maximum: the number of CPUs; files are always "
+                          "parsed in supervised workers, also with -j1)")
+    cfg.add_argument("--max-file-size", type=_size, default=None, metavar="SIZE",
+                     help="skip files larger than SIZE with E902 (bytes, or 512K, 10M, 1G; 0: no limit; "
+                          "default: max-file-size from the settings, 10M)")
+    cfg.add_argument("--file-timeout", type=_seconds("--file-timeout"), default=None, metavar="SECONDS",
+                     help="give up one file's analysis after SECONDS with E903 and go on (0: no limit; "
+                          "default: file-timeout from the settings, 60)")
     cfg.add_argument("--no-cache", action="store_true",
                      help="neither read nor write the result cache")
     cfg.add_argument("--cache-dir", metavar="DIR", default=None,
@@ -120,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
                           ".tfpar_lint_cache in the project root)")
     ver = p.add_argument_group("runtime verification (needs tfpar-lint[verify])")
     ver.add_argument("--verify", action="store_true",
-                     help="run the PATHs as scripts on real devices to confirm or refute each finding")
+                     help="run scripts on real devices to confirm or refute each finding: the files named on the "
+                          "command line, and the files with findings found in the folders given (other files in "
+                          "those folders are linted, never run). Each run is sandboxed: see README, Security")
+    ver.add_argument("--show-output", action="store_true",
+                     help="print each verified script's stdout and stderr (always shown, last lines, when it fails)")
     ver.add_argument("--devices", type=_devices, default="auto", help="auto, cpu:N or gpu[:N] (default: auto)")
     ver.add_argument("--max-steps", type=_positive_int("--max-steps"), default=None,
                      help="stop each script after N training steps")
@@ -231,20 +276,15 @@ class _Progress:
 
 # -- linting -------------------------------------------------------------------
 
-def _read_stdin() -> bytes:
-    return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
-
-
-def _decode(data: bytes, name: str) -> str:
-    import io
-    import tokenize
-
-    try:
-        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        text = data.decode(enc)
-    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
-        raise ValueError(f"cannot decode: {e}") from None
-    return text[1:] if text.startswith("\ufeff") else text
+def _read_stdin(limit: int) -> bytes:
+    """Standard input, at most ``limit`` + 1 bytes (0: no limit); OSError when it is closed."""
+    stdin = sys.stdin
+    if stdin is None:
+        raise OSError("standard input is closed")
+    n = limit + 1 if limit else -1
+    if hasattr(stdin, "buffer"):
+        return stdin.buffer.read(n)
+    return stdin.read(n).encode("utf-8")
 
 
 def _lint_stdin(settings: Settings, display: Optional[str], options: Any) -> Any:
@@ -253,15 +293,18 @@ def _lint_stdin(settings: Settings, display: Optional[str], options: Any) -> Any
     name = display or "<stdin>"
     enabled = settings.enabled_for(name)
     try:
-        data = _read_stdin()
-    except OSError as e:
+        data = _read_stdin(settings.max_file_size)
+    except (OSError, ValueError) as e:
         return engine.FileResult(path=name, findings=[], error=FileError(name, f"cannot read stdin: {e}"))
-    try:
-        source = _decode(data, name)
-    except ValueError as e:
-        return engine.FileResult(path=name, findings=[], error=FileError(name, str(e)))
+    if settings.max_file_size and len(data) > settings.max_file_size:
+        return engine.FileResult(path=name, error=engine.too_large(name, None, settings.max_file_size))
+    # the same decoding as a file's: the same bytes give the same result from a path or stdin
+    source, err = engine.decode_source(name, data)
+    if source is None:
+        return engine.FileResult(path=name, findings=[], error=err)
     # lint_source treats a name ending in .ipynb as notebook JSON.
-    return engine.lint_source(source, name, enabled=enabled, options=options)
+    return engine.lint_source_supervised(source, name, enabled=enabled, options=options,
+                                         timeout=settings.file_timeout, max_file_size=settings.max_file_size)
 
 
 def _offset_progress(progress: Callable[[int, int], None], offset: int,
@@ -287,7 +330,8 @@ def _lint_files(files: list[str], settings: Settings, options: Any, jobs: Option
         if progress is not None:
             cb = _offset_progress(progress, offset, total)
         results.extend(engine.lint_paths(group, enabled=enabled, options=options, jobs=jobs, progress=cb,
-                                         cache_dir=cache_dir))
+                                         cache_dir=cache_dir, timeout=settings.file_timeout,
+                                         max_file_size=settings.max_file_size))
         offset += len(group)
     return results
 
@@ -341,7 +385,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _err(str(e))
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+        _stderr_write("interrupted\n")
         return 130
     except BrokenPipeError:
         try:
@@ -382,6 +426,8 @@ def _main(argv: list[str]) -> int:
     except SystemExit as e:  # --help / --version
         return int(e.code or 0)
     paths = list(args.paths) + extra_paths
+    if sys.stdout is None and not args.output_file and not args.explain:
+        raise UsageError("standard output is closed; write the report with -o FILE")
 
     if args.explain:
         sys.stdout.write(rule_page(args.explain))
@@ -396,6 +442,9 @@ def _main(argv: list[str]) -> int:
         extend_exclude=_csv(args.extend_exclude),
         jobs=args.jobs,
         format=args.format,
+        tf_version=args.tf_version,
+        max_file_size=args.max_file_size,
+        file_timeout=args.file_timeout,
     )
     fmt = settings.format
 
@@ -410,8 +459,8 @@ def _main(argv: list[str]) -> int:
         paths = ["-"] if args.stdin_filename else ["."]
     if args.verify and "-" in paths:
         raise UsageError("--verify runs scripts from files; it cannot read standard input")
-    if not args.verify and (script_args or args.max_steps or args.timeout):
-        raise UsageError("--max-steps/--timeout and script arguments need --verify")
+    if not args.verify and (script_args or args.max_steps or args.timeout or args.show_output):
+        raise UsageError("--max-steps/--timeout/--show-output and script arguments need --verify")
 
     from tfpar_lint.discovery import discover, is_excluded
 
@@ -449,10 +498,17 @@ def _main(argv: list[str]) -> int:
         _warn("no Python files or notebooks found under the given paths")
 
     runs: list[Any] = []
+    interrupted = 0
     if args.verify:
-        scripts = [f for f in found.files]
-        if scripts:  # clean scripts run too: their per-family observations show "not reproduced"
-            runs = _verify(scripts, findings, args, script_args, settings.jobs)
+        scripts = _scripts_to_run(found.files, paths, findings)
+        if scripts:  # a named clean script runs too: its per-family observations show "not reproduced"
+            try:
+                runs = _verify(scripts, findings, args, script_args, settings.jobs)
+            except KeyboardInterrupt as e:  # lose nothing: report the findings and the finished runs
+                runs = list(getattr(e, "runs", []) or [])
+                interrupted = getattr(e, "signum", 2) or 2
+                sys.stderr.write(f"{PROG}: interrupted: {len(runs)} of {len(scripts)} script(s) verified; "
+                                 f"the others were stopped or not started\n")
 
     from tfpar_lint.output import Report, write
 
@@ -466,15 +522,57 @@ def _main(argv: list[str]) -> int:
 
     if args.output_file:
         try:
-            with open(args.output_file, "w", encoding="utf-8", newline="") as fh:
+            with open(args.output_file, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
                 write(fmt, report, fh, statistics=args.statistics)
         except OSError as e:
             raise UsageError(f"cannot write {args.output_file}: {e.strerror or e}") from None
     else:
-        write(fmt, report, sys.stdout, statistics=args.statistics)
-        sys.stdout.flush()
+        try:
+            if hasattr(sys.stdout, "reconfigure"):
+                sys.stdout.reconfigure(errors="backslashreplace")
+            write(fmt, report, sys.stdout, statistics=args.statistics)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise UsageError(f"cannot write the report to standard output: {e.strerror or e}") from None
 
+    if runs:
+        _show_outputs(runs, always=args.show_output)
+    if interrupted:
+        return 128 + interrupted
     return exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero)
+
+
+def _scripts_to_run(files: Sequence[str], paths: Sequence[str], findings: Sequence[Finding]) -> list[str]:
+    """What ``--verify`` runs: files named on the command line, and files with findings found in the
+    folders given (a folder's other files, ``setup.py`` included, are never executed)."""
+    named = {os.path.realpath(p) for p in paths if p != "-" and not os.path.isdir(p)}
+    flagged = {os.path.realpath(f.path) for f in findings}
+    return [f for f in files if os.path.realpath(f) in named or os.path.realpath(f) in flagged]
+
+
+OUTPUT_TAIL_LINES = 20
+
+
+def _show_outputs(runs: Sequence[Any], always: bool) -> None:
+    """The scripts' own stdout/stderr on stderr: all of it with --show-output, else the last lines of a
+    script that failed (an argparse error shows as its usage line, not as ``SystemExit: 2``)."""
+    for run in runs:
+        failed = getattr(run, "outcome", "") in ("error", "failed", "hung")
+        if not (always or failed):
+            continue
+        for name in ("stdout", "stderr"):
+            text = getattr(run, name, "") or ""
+            if not text.strip():
+                continue
+            lines = text.rstrip("\n").split("\n")
+            if not always and len(lines) > OUTPUT_TAIL_LINES:
+                head = f"---- {run.path}: last {OUTPUT_TAIL_LINES} lines of {name} (--show-output for all) ----"
+                lines = lines[-OUTPUT_TAIL_LINES:]
+            else:
+                head = f"---- {run.path}: {name} ----"
+            sys.stderr.write(head + "\n" + "\n".join(lines) + "\n")
 
 
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,

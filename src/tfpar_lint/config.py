@@ -14,8 +14,13 @@ Keys
     ``per-file-ignores`` (table: glob -> list of selectors), ``exclude``
     (replaces the default excludes), ``extend-exclude`` (adds to them),
     ``strategy-factories``, ``dataset-distributors`` (qualified names),
-    ``markers`` (extra pre-filter substrings), ``jobs`` (int >= 1),
-    ``cache-dir`` (the result cache folder), ``format`` (text|json|sarif|github).
+    ``markers`` (extra pre-filter substrings), ``jobs`` (int >= 1; at most
+    the number of CPUs is used), ``cache-dir`` (the result cache folder),
+    ``format`` (text|json|sarif|github), ``max-file-size`` (files larger are
+    skipped with E902: bytes, or a string with a unit K, M or G (powers of
+    1024), e.g. ``"10M"``; 0 = no limit; default 10M), ``file-timeout``
+    (seconds one file's analysis may take before it is given up with E903;
+    0 = no limit; default 60).
 
 Selectors
     A code (``TFP101``), a prefix (``TFP1``, ``TFP``), ``ALL``, or a rule's
@@ -43,6 +48,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE, DEFAULT_TIMEOUT
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -61,8 +68,24 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 
 _KNOWN_KEYS = (
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
-    "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format",
+    "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "tf-version",
+    "max-file-size", "file-timeout",
 )
+
+# The TensorFlow version the linted code targets (like ruff's target-version): rules whose truth
+# depends on it read it (``tf.keras`` is Keras 3 from TF 2.16 on, Keras 2 before).  The default
+# is the first Keras 3 release, so code for any current TensorFlow is judged right; projects on
+# TF <= 2.15 set ``tf-version = "2.15"``.
+DEFAULT_TF_VERSION = "2.16"
+_TF_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
+
+
+def parse_tf_version(value: object, where: str) -> str:
+    """``"2.15"`` / ``"2.15.1"`` -> ``"2.15"``; anything else is a ConfigError naming ``where``."""
+    m = _TF_VERSION.fullmatch(value.strip()) if isinstance(value, str) else None
+    if m is None or not (1 <= int(m.group(1)) <= 9):
+        raise ConfigError(f"{where}: 'tf-version' must be a TensorFlow version like \"2.15\", got {value!r}")
+    return f"{int(m.group(1))}.{int(m.group(2))}"
 
 
 class ConfigError(Exception):
@@ -94,6 +117,9 @@ class Settings:
     jobs: Optional[int] = None
     cache_dir: str = ".tfpar_lint_cache"
     format: str = "text"
+    tf_version: str = DEFAULT_TF_VERSION
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    file_timeout: float = DEFAULT_TIMEOUT
 
     # -- derived -------------------------------------------------------------
     @property
@@ -107,14 +133,19 @@ class Settings:
             strategy_factories=tuple(self.strategy_factories),
             dataset_distributors=tuple(self.dataset_distributors),
             extra_markers=tuple(self.markers),
+            tf_version=self.tf_version,
         )
 
     def with_cli(self, *, select: Optional[Sequence[str]] = None,
                  extend_select: Sequence[str] = (), ignore: Sequence[str] = (),
                  exclude: Optional[Sequence[str]] = None, extend_exclude: Sequence[str] = (),
-                 jobs: Optional[int] = None, format: Optional[str] = None) -> "Settings":
-        """These settings with the command line's flags on top (validates the selectors)."""
+                 jobs: Optional[int] = None, format: Optional[str] = None,
+                 tf_version: Optional[str] = None,
+                 max_file_size: Optional[int] = None, file_timeout: Optional[float] = None) -> "Settings":
+        """These settings with the command line's flags on top (validates the selectors and globs)."""
         where = "command line"
+        check_globs(exclude or (), "--exclude", where)
+        check_globs(extend_exclude, "--extend-exclude", where)
         sel = Selection(
             select=None if select is None else tuple(_check_selectors(select, "--select", where)),
             extend_select=tuple(_check_selectors(extend_select, "--extend-select", where)),
@@ -130,6 +161,12 @@ class Settings:
             changes["jobs"] = jobs
         if format is not None:
             changes["format"] = format
+        if tf_version is not None:
+            changes["tf_version"] = parse_tf_version(tf_version, "--tf-version")
+        if max_file_size is not None:
+            changes["max_file_size"] = max_file_size
+        if file_timeout is not None:
+            changes["file_timeout"] = file_timeout
         return replace(self, **changes)
 
     # -- rule selection ----------------------------------------------------------
@@ -290,6 +327,62 @@ def _glob_regex(pat: str) -> "re.Pattern[str]":
     return re.compile("".join(out) + r"(?:/.*)?\Z", re.DOTALL)
 
 
+def glob_error(pattern: str) -> Optional[str]:
+    """Why ``pattern`` is not a valid glob (a reversed range such as ``[z-a]``), or None."""
+    pat = pattern.strip().replace("\\", "/").rstrip("/")
+    try:
+        _glob_regex(pat)
+        fnmatch.translate(pat)
+        re.compile(fnmatch.translate(pat))
+    except (re.error, ValueError, RecursionError) as e:
+        return str(e)
+    return None
+
+
+def check_globs(patterns: Iterable[str], key: str, where: str) -> None:
+    for pat in patterns:
+        why = glob_error(pat)
+        if why is not None:
+            raise ConfigError(f"{where}: '{key}' has an invalid glob {pat!r}: {why}")
+
+
+def parse_size(value: Any) -> int:
+    """``10485760``, ``"10M"``, ``"512 KiB"``, ``"1.5G"`` -> bytes (K, M, G are powers of 1024).
+
+    Raises ValueError with the reason.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size such as 10M, got {value!r}")
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(?:([kKmMgG])(?:i?[bB])?|[bB])?\s*", value)
+        if not m:
+            raise ValueError(f"expected a size such as 10M, 512K or a number of bytes, got {value!r}")
+        scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[(m.group(2) or "").lower()]
+        n = int(float(m.group(1)) * scale)
+    else:
+        raise ValueError(f"expected a size such as 10M, got {value!r}")
+    if n < 0:
+        raise ValueError(f"a size cannot be negative, got {value!r}")
+    return n
+
+
+def parse_seconds(value: Any) -> float:
+    """A finite number of seconds >= 0 (0: no limit); raises ValueError with the reason."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"expected a number of seconds, got {value!r}")
+    try:
+        v = float(value)
+    except ValueError:
+        raise ValueError(f"expected a number of seconds, got {value!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"expected a finite number of seconds >= 0, got {value!r}")
+    return v
+
+
 def path_matches(path: str, pattern: str, root: str) -> bool:
     """Does ``pattern`` (an exclude or per-file-ignores glob) match ``path``?
 
@@ -422,6 +515,7 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
                 raise ConfigError(f"{where}: '{key}' must be a list of strings, e.g. [{codes!r}]")
             if not isinstance(codes, list):
                 raise ConfigError(f"{where}: '{key}' must be a list of strings, got {codes!r}")
+            check_globs([glob], "per-file-ignores", where)
             items.append((glob, tuple(_check_selectors(codes, key, where))))
         kw["per_file_ignores"] = tuple(items)
 
@@ -435,6 +529,8 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
                     if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", v.strip()):
                         raise ConfigError(f"{where}: '{key}' entry {v!r} is not a qualified name like 'pkg.module.func'")
                 val = [v.strip() for v in val]
+            if key in ("exclude", "extend-exclude"):
+                check_globs(val, key, where)
             if key == "markers" and any(not v for v in val):
                 raise ConfigError(f"{where}: 'markers' entries must be non-empty strings")
             kw[attr] = tuple(val)
@@ -449,6 +545,18 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
         if not isinstance(cd, str) or not cd:
             raise ConfigError(f"{where}: 'cache-dir' must be a path string, got {cd!r}")
         kw["cache_dir"] = cd if os.path.isabs(cd) else os.path.join(root, cd)
+    if "tf-version" in table:
+        kw["tf_version"] = parse_tf_version(table["tf-version"], where)
+    if "max-file-size" in table:
+        try:
+            kw["max_file_size"] = parse_size(table["max-file-size"])
+        except ValueError as e:
+            raise ConfigError(f"{where}: 'max-file-size': {e}") from None
+    if "file-timeout" in table:
+        try:
+            kw["file_timeout"] = parse_seconds(table["file-timeout"])
+        except ValueError as e:
+            raise ConfigError(f"{where}: 'file-timeout': {e}") from None
     if "format" in table:
         fmt = table["format"]
         if fmt not in FORMATS:

@@ -6,13 +6,23 @@
   by all rules; positions (libcst ``PositionProvider``) are computed only for
   files that have a finding.
 * Never imports TensorFlow.
+* Files are parsed in supervised worker processes (:mod:`tfpar_lint.workers`),
+  also at ``-j1``: a file that crashes libcst, runs past the per-file timeout
+  or exhausts memory gets an E903 error of its own and the run goes on.  Files
+  that are not regular files (FIFOs, devices) or are over the size limit are
+  skipped with an E902 error, before anything reads them.
 """
 from __future__ import annotations
 
+import ast
+
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Optional, Sequence
+
+import ast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -22,12 +32,15 @@ from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
 from tfpar_lint.semantic import Module
 
+from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE
+
 
 @dataclass(frozen=True)
 class AnalysisOptions:
     strategy_factories: tuple[str, ...] = ()
     dataset_distributors: tuple[str, ...] = ()
     extra_markers: tuple[str, ...] = ()
+    tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
 
 
 @dataclass
@@ -142,6 +155,16 @@ def code_text(source: str) -> str:
     return "".join(parts)
 
 
+def gave_up(path: str, reason: str) -> FileError:
+    """The E903 error of a file whose analysis gave up."""
+    return FileError(path, f"analysis gave up: {reason}", code="E903")
+
+
+def _first_line(msg: str) -> str:
+    lines = [ln.strip() for ln in str(msg).splitlines() if ln.strip()]
+    return " ".join(lines[:2])[:200] if lines else "no reason given"
+
+
 def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str] = None) -> FileError:
     line = getattr(exc, "raw_line", 0) or 0
     col = (getattr(exc, "raw_column", 0) or 0) + 1
@@ -149,12 +172,14 @@ def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str
     if source is not None:
         # CPython's own parser names the line users expect (libcst's recovery point can be later).
         try:
-            compile(source, path, "exec", dont_inherit=True)
+            compile(source, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
         except SyntaxError as py_exc:
             if py_exc.lineno:
                 line, col, msg = py_exc.lineno, py_exc.offset or 1, py_exc.msg
         except (ValueError, RecursionError, MemoryError):
             pass
+        else:  # Python accepts it: a limit of libcst's parser, not the user's syntax error
+            return gave_up(path, f"libcst cannot parse this file, though Python can ({_first_line(msg)})")
     if line_map is not None and line:
         cell, cline = line_map(line)
         return FileError(path, f"syntax error in cell {cell}: {msg}", line=cline, col=col)
@@ -164,7 +189,8 @@ def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str
 def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[Finding]:
     """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError."""
     tree = cst.parse_module(source)
-    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors)
+    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
+                    tf_version=options.tf_version)
     reports = []
     for rule_cls in rules:
         for rep in rule_cls(module).check():
@@ -272,21 +298,43 @@ def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
     return [f for f in findings if not nmap.is_suppressed(f.line, f.code, f.name)]
 
 
+# A file the pre-filter rejects is not parsed by libcst; if it mentions TensorFlow or Keras it is
+# still syntax-checked (CPython's parser, several times cheaper) so that a broken training script
+# gives E999 and exit 2 rather than silence.
+_TF_MENTIONS = re.compile(r"\b(?:tensorflow|keras|tf_keras)\b")
+
+
+def _syntax_check(source: str, path: str) -> Optional[FileError]:
+    if not _TF_MENTIONS.search(source):
+        return None
+    try:
+        compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return FileError(path, f"syntax error: {exc.msg}", line=exc.lineno or 0, col=exc.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        return None  # libcst was never asked; nothing we can say more precisely
+    return None
+
+
 def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection[str]] = None,
-                options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True) -> FileResult:
+                options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True,
+                check_syntax: bool = True) -> FileResult:
     if path.endswith(".ipynb"):
         return _lint_notebook(source, path, enabled, options, apply_noqa)
     rules = candidate_rules(source, _rules_for(enabled), options)
     if not rules:
-        return FileResult(path, skipped=True)
+        err = _syntax_check(source, path) if check_syntax else None
+        return FileResult(path, error=err) if err is not None else FileResult(path, skipped=True)
     try:
         findings = analyse(source, path, rules, options)
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, source=source))
     except RecursionError:
-        return FileResult(path, error=FileError(path, "file too deeply nested to parse"))
+        return FileResult(path, error=gave_up(path, "file too deeply nested (Python's recursion limit)"))
+    except MemoryError:
+        return FileResult(path, error=gave_up(path, "out of memory"))
     except Exception as exc:  # an engine bug must not lose the other files
-        return FileResult(path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}"))
+        return FileResult(path, error=gave_up(path, f"internal error: {type(exc).__name__}: {exc}"))
     if apply_noqa:
         findings = _apply_noqa(findings, source)
     for f in findings:
@@ -329,11 +377,14 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, where, source))
     except RecursionError:
-        return FileResult(path, error=FileError(path, "notebook too deeply nested to parse"))
+        return FileResult(path, error=gave_up(path, "notebook too deeply nested (Python's recursion limit)"))
+    except MemoryError:
+        return FileResult(path, error=gave_up(path, "out of memory"))
     except Exception as exc:
-        return FileResult(path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}"))
+        return FileResult(path, error=gave_up(path, f"internal error: {type(exc).__name__}: {exc}"))
     if apply_noqa:
         findings = _apply_noqa(findings, source)
+    positions: list = []
     for f in findings:
         f.cell, f.line = where(f.line)
         cell_end, f.end_line = where(f.end_line)
@@ -341,20 +392,85 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
             rcell, rline = where(f.data["related_line"])
             f.data["related_line"], f.data["related_cell"] = rline, rcell
             f.message = _name_related_line(f.message, f"cell {rcell}, line {rline}")
+        _add_ipynb_region(f, cell_end, text, positions)
     return FileResult(path, findings)
 
 
-def read_source(path: str) -> tuple[Optional[str], Optional[FileError]]:
-    data, err = read_bytes(path)
+def _add_ipynb_region(f: Finding, cell_end: int, text: str, positions: list) -> None:
+    """``f.data["ipynb_region"]``: the finding's place in the .ipynb JSON text (SARIF, github)."""
+    from tfpar_lint.notebook import NotebookPositions
+
+    if not positions:
+        positions.append(NotebookPositions(text))
+    npos = positions[0]
+    start = npos.position(f.cell, f.line, f.col)
+    end = npos.position(cell_end, f.end_line, f.end_col)
+    if start is not None and end is not None and end >= start:
+        f.data["ipynb_region"] = {"line": start[0], "col": start[1], "end_line": end[0], "end_col": end[1]}
+
+
+def read_source(path: str, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[Optional[str], Optional[FileError]]:
+    data, err = read_bytes(path, max_size)
     if data is None:
         return None, err
     return decode_source(path, data)
 
 
-def read_bytes(path: str) -> tuple[Optional[bytes], Optional[FileError]]:
+def format_size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}".replace(".0 ", " ")
+    return f"{n} bytes"
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"  # pragma: no cover
+
+
+def check_file(path: str, st: os.stat_result, max_size: int) -> Optional[FileError]:
+    """The E902 error that skips ``path`` (not a regular file, over ``max_size`` bytes), or None."""
+    if stat.S_ISDIR(st.st_mode):
+        return FileError(path, "is a directory", code="E902")
+    if not stat.S_ISREG(st.st_mode):
+        return FileError(path, f"skipped: not a regular file ({_file_kind(st.st_mode)})", code="E902")
+    if max_size and st.st_size > max_size:
+        return too_large(path, st.st_size, max_size)
+    return None
+
+
+def too_large(path: str, size: Optional[int], max_size: int) -> FileError:
+    what = f"{format_size(size)}, " if size is not None else ""
+    return FileError(path, f"skipped: {what}over the size limit of {format_size(max_size)} "
+                           "(max-file-size, --max-file-size)", code="E902")
+
+
+def read_bytes(path: str, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[Optional[bytes], Optional[FileError]]:
+    """The bytes of ``path``, or the error that says why not.
+
+    Never blocks and never reads without bound: what is not a regular file
+    (a FIFO, a device, a symlink to one) is skipped before it is opened, and
+    checked again on the open descriptor; a file over ``max_size`` bytes
+    (0: no limit) is skipped, also when it grows while being read.
+    """
     try:
-        with open(path, "rb") as fh:
-            return fh.read(), None
+        err = check_file(path, os.stat(path), max_size)
+        if err is not None:
+            return None, err
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags)
+        with open(fd, "rb") as fh:
+            err = check_file(path, os.fstat(fd), max_size)
+            if err is not None:
+                return None, err
+            data = fh.read(max_size + 1) if max_size else fh.read()
+        if max_size and len(data) > max_size:
+            return None, too_large(path, None, max_size)
+        return data, None
     except IsADirectoryError:
         return None, FileError(path, "is a directory")
     except FileNotFoundError:
@@ -363,9 +479,16 @@ def read_bytes(path: str) -> tuple[Optional[bytes], Optional[FileError]]:
         return None, FileError(path, "permission denied")
     except OSError as exc:
         return None, FileError(path, f"cannot read: {exc.strerror or exc}")
+    except MemoryError:
+        return None, FileError(path, "cannot read: out of memory", code="E902")
 
 
 def decode_source(path: str, data: bytes) -> tuple[Optional[str], Optional[FileError]]:
+    """The text of a file's bytes: UTF-8 (BOM dropped), else the PEP 263 coding cookie's encoding.
+
+    Files and standard input both go through here, so the same bytes give
+    the same result whichever way they come.
+    """
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
@@ -385,22 +508,24 @@ def decode_source(path: str, data: bytes) -> tuple[Optional[str], Optional[FileE
 
 
 def lint_file(path: str, enabled: Optional[Collection[str]] = None,
-              options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True) -> FileResult:
-    source, err = read_source(path)
+              options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True,
+              max_size: int = DEFAULT_MAX_FILE_SIZE) -> FileResult:
+    """Lint one file in this process (no supervision: see :func:`lint_paths`)."""
+    source, err = read_source(path, max_size)
     if err is not None:
         return FileResult(path, error=err)
     return lint_source(source, path, enabled, options, apply_noqa)
 
 
 def _worker(args) -> FileResult:
-    path, enabled, options, apply_noqa = args
-    return lint_file(path, enabled, options, apply_noqa)
+    path, enabled, options, apply_noqa, max_size = args
+    return lint_file(path, enabled, options, apply_noqa, max_size)
 
 
 def _worker_digest(args) -> tuple[FileResult, Optional[str]]:
     """lint_file, plus the SHA-256 of the bytes it linted (None if unreadable), for the cache."""
-    path, enabled, options, apply_noqa = args
-    data, err = read_bytes(path)
+    path, enabled, options, apply_noqa, max_size = args
+    data, err = read_bytes(path, max_size)
     if data is None:
         return FileResult(path, error=err), None
     from tfpar_lint.cache import digest
@@ -411,20 +536,78 @@ def _worker_digest(args) -> tuple[FileResult, Optional[str]]:
     return lint_source(source, path, enabled, options, apply_noqa), digest(data)
 
 
+def _source_task(args) -> FileResult:
+    source, path, enabled, options, apply_noqa = args
+    return lint_source(source, path, enabled, options, apply_noqa)
+
+
+# Most worker processes one run may start (each can hold a few hundred MB).
+MAX_JOBS = 64
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def effective_jobs(jobs: Optional[int]) -> int:
+    """Worker processes to start: ``jobs`` (default: the CPUs), at most the CPUs and MAX_JOBS."""
+    cpus = cpu_count()
+    return max(1, min(jobs or cpus, cpus, MAX_JOBS))
+
+
+def worker_memory_limit(max_file_size: int) -> Optional[int]:
+    """Address-space cap of a worker: 4 GiB, or 400 bytes per byte of the largest file allowed."""
+    if not max_file_size:
+        return None
+    return max(4 << 30, 400 * max_file_size)
+
+
+def lint_source_supervised(source: str, path: str = "<stdin>", enabled: Optional[Collection[str]] = None,
+                           options: AnalysisOptions = AnalysisOptions(), apply_noqa: bool = True,
+                           timeout: Optional[float] = None,
+                           max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> FileResult:
+    """:func:`lint_source` in a supervised worker (a crash or a hang costs only this result)."""
+    from tfpar_lint import workers
+
+    out: list[FileResult] = []
+    enabled_f = None if enabled is None else frozenset(enabled)
+    workers.run_tasks(
+        _source_task, [(source, path, enabled_f, options, apply_noqa)], jobs=1,
+        timeout=workers.DEFAULT_TIMEOUT if timeout is None else timeout,
+        memory_limit=worker_memory_limit(max_file_size),
+        on_result=lambda k, r: out.append(r),
+        on_failure=lambda k, why: out.append(FileResult(path, error=gave_up(path, why))))
+    return out[0]
+
+
 def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
                options: AnalysisOptions = AnalysisOptions(), jobs: Optional[int] = None,
                apply_noqa: bool = True,
                progress: Optional[Callable[[int, int], None]] = None,
-               cache_dir: Optional[str] = None) -> list[FileResult]:
-    """Lint files, in a process pool when there are several and ``jobs`` > 1.
+               cache_dir: Optional[str] = None,
+               timeout: Optional[float] = None,
+               max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> list[FileResult]:
+    """Lint files in supervised worker processes (:mod:`tfpar_lint.workers`), also at ``jobs=1``.
 
-    With ``cache_dir`` the on-disk cache (:mod:`tfpar_lint.cache`) is asked
-    first, in this process; only the misses are linted, and their results
-    are stored.  Results come back in the order of ``paths``.
+    Every path gets a result: findings, or a per-file error (E902 skipped or
+    unreadable, E999 syntax error, E903 the analysis gave up: the worker
+    crashed, ran past ``timeout`` seconds (default
+    ``workers.DEFAULT_TIMEOUT``; 0: no limit) or ran out of memory).
+    ``jobs`` is capped at the CPUs (:func:`effective_jobs`).  With
+    ``cache_dir`` the on-disk cache (:mod:`tfpar_lint.cache`) is asked first,
+    in this process; only the misses are linted, and their results are
+    stored.  Results come back in the order of ``paths``.
     """
+    from tfpar_lint import workers
+
     paths = list(paths)
     total = len(paths)
-    jobs = jobs or os.cpu_count() or 1
+    jobs = effective_jobs(jobs)
+    if timeout is None:
+        timeout = workers.DEFAULT_TIMEOUT
     enabled_f = None if enabled is None else frozenset(enabled)
     results: list[Optional[FileResult]] = [None] * total
     done = 0
@@ -433,7 +616,7 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
     if cache_dir:
         from tfpar_lint.cache import Cache
 
-        cache = Cache(cache_dir, enabled_f, options, apply_noqa)
+        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size)
         todo = []
         for i, p in enumerate(paths):
             hit = cache.get(p)
@@ -445,10 +628,11 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
             if progress:
                 progress(done, total)
     worker = _worker if cache is None else _worker_digest
-    work = [(paths[i], enabled_f, options, apply_noqa) for i in todo]
+    work = [(paths[i], enabled_f, options, apply_noqa, max_file_size) for i in todo]
 
-    def record(i: int, out) -> None:
+    def record(k: int, out) -> None:
         nonlocal done
+        i = todo[k]
         if cache is not None:
             out, file_digest = out
             if file_digest is not None:
@@ -458,31 +642,24 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
         if progress:
             progress(done, total)
 
+    def failed(k: int, reason: str) -> None:
+        nonlocal done
+        i = todo[k]
+        results[i] = FileResult(paths[i], error=gave_up(paths[i], reason))
+        done += 1
+        if progress:
+            progress(done, total)
+
     if not work:
         return results  # type: ignore[return-value]
-    old_gc = _tune_gc()
-    try:
-        if jobs <= 1 or len(work) < 4:
-            for i, args in zip(todo, work):
-                record(i, worker(args))
-            return results  # type: ignore[return-value]
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-        n = len(work)
-        chunk = max(1, min(32, n // (jobs * 8) or 1))
-        # Largest files first (longest-processing-time-first, roughly: the few big
-        # files that reach the parser start early instead of landing in the last
-        # chunk and leaving the other workers idle); results are put back in order.
-        order = sorted(range(n), key=lambda k: -_file_size(work[k][0]))
-        with ctx.Pool(processes=min(jobs, n), initializer=_tune_gc) as pool:
-            for k, out in pool.imap_unordered(_indexed, [(worker, k, work[k]) for k in order], chunksize=chunk):
-                record(todo[k], out)
-        return results  # type: ignore[return-value]
-    finally:
-        import gc
-
-        gc.set_threshold(*old_gc)
+    # Largest files first (longest-processing-time-first, roughly: the few big
+    # files that reach the parser start early instead of landing last and
+    # leaving the other workers idle); results are put back in order.
+    order = sorted(range(len(work)), key=lambda k: -_file_size(work[k][0]))
+    workers.run_tasks(worker, work, jobs=jobs, timeout=timeout,
+                      memory_limit=worker_memory_limit(max_file_size), order=order,
+                      on_result=record, on_failure=failed)
+    return results  # type: ignore[return-value]
 
 
 # libcst allocates millions of small objects per parsed file; with CPython's
@@ -500,11 +677,6 @@ def _tune_gc() -> tuple[int, ...]:
     old = gc.get_threshold()
     gc.set_threshold(*(max(a, b) for a, b in zip(old, GC_THRESHOLD)))
     return old
-
-
-def _indexed(task):
-    fn, k, args = task
-    return k, fn(args)
 
 
 def _file_size(path: str) -> int:

@@ -90,14 +90,22 @@ class Finding:
 
 @dataclass
 class FileError:
-    """A file that could not be linted (unreadable, undecodable, unparsable)."""
+    """A file that could not be linted (unreadable, undecodable, unparsable, skipped, given up).
+
+    ``code`` is the flake8-style code it is reported under: ``E999`` syntax
+    error, ``E902`` not read (I/O, decoding, invalid notebook, skipped),
+    ``E903`` analysis gave up (the worker crashed, timed out, ran out of
+    memory, or libcst could not parse code Python accepts).  Empty: decided
+    from the message (:func:`tfpar_lint.output.error_code`).
+    """
 
     path: str
     message: str
     line: int = 0
     col: int = 0
+    code: str = ""
 
     def render(self) -> str:
-        if self.line:
-            return f"{self.path}:{self.line}:{self.col}: E902 {self.message}"
-        return f"{self.path}:0:0: E902 {self.message}"
+        from tfpar_lint.output import error_code
+
+        return f"{self.path}:{self.line}:{self.col}: {error_code(self)} {self.message}"

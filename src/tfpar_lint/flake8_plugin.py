@@ -14,14 +14,27 @@ Options (command line, or ``[flake8]`` in ``setup.cfg``/``tox.ini``/``.flake8``)
     --tfp-dataset-distributors=pkg.data.distributed_input
     --tfp-markers=my_strategy_helper
 
-Columns are handed to flake8 0-based (flake8 prints them 1-based).  A syntax
-error yields nothing here: flake8 reports E999 itself.
+Columns are handed to flake8 0-based (flake8 prints them 1-based).
+
+A file the engine could not analyse is reported as the CLI reports it, under
+the code ``TFP000`` (a code of this plugin, so ``--select TFP`` shows it)
+followed by the CLI's code and message, e.g. ``TFP000 E903 analysis gave up:
+file too deeply nested (Python's recursion limit)`` or ``TFP000 E903 analysis
+gave up: libcst cannot parse this file, though Python can (...)``.  flake8
+runs the plugin only on files Python parses (it reports E999 itself
+otherwise), so every such error is one flake8 would not show.  Files over the
+CLI's default size limit (``max-file-size``, 10M) are not parsed
+(``TFP000 E902 skipped: ...``).  The plugin parses in flake8's own process:
+unlike the CLI it is not protected from a crash of libcst.
 """
 from __future__ import annotations
 
 from typing import Any, ClassVar, Iterator, Optional, Sequence
 
 from tfpar_lint import __version__
+
+# The code under which the plugin reports a file it could not analyse.
+ERROR_CODE = "TFP000"
 
 
 def _rules() -> tuple[Any, ...]:
@@ -37,6 +50,7 @@ class Plugin:
     strategy_factories: ClassVar[tuple[str, ...]] = ()
     dataset_distributors: ClassVar[tuple[str, ...]] = ()
     markers: ClassVar[tuple[str, ...]] = ()
+    tf_version: ClassVar[Optional[str]] = None
     _all_codes: ClassVar[Optional[frozenset[str]]] = None
     _options: ClassVar[Any] = None
 
@@ -61,6 +75,10 @@ class Plugin:
         ):
             option_manager.add_option(
                 flag, default="", parse_from_config=True, comma_separated_list=True, help=help_text)
+        option_manager.add_option(
+            "--tfp-tf-version", default="", parse_from_config=True,
+            help="The TensorFlow version the code targets, e.g. 2.15 (default: tf-version from "
+                 "[tool.tfpar-lint] in pyproject.toml, else 2.16).")
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
@@ -73,17 +91,27 @@ class Plugin:
         cls.strategy_factories = get("tfp_strategy_factories")
         cls.dataset_distributors = get("tfp_dataset_distributors")
         cls.markers = get("tfp_markers")
+        cls.tf_version = (getattr(options, "tfp_tf_version", "") or "").strip() or None
         cls._options = None
 
     @classmethod
     def _analysis_options(cls) -> Any:
         if cls._options is None:
+            from tfpar_lint import config
             from tfpar_lint.engine import AnalysisOptions
 
+            if cls.tf_version is not None:
+                tf_version = config.parse_tf_version(cls.tf_version, "--tfp-tf-version")
+            else:
+                try:  # the project's own setting, as the CLI reads it
+                    tf_version = config.load_settings(None).tf_version
+                except config.ConfigError:
+                    tf_version = config.DEFAULT_TF_VERSION  # flake8 is not the place to report it
             cls._options = AnalysisOptions(
                 strategy_factories=cls.strategy_factories,
                 dataset_distributors=cls.dataset_distributors,
                 extra_markers=cls.markers,
+                tf_version=tf_version,
             )
         return cls._options
 
@@ -96,9 +124,20 @@ class Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         from tfpar_lint.engine import lint_source
 
-        result = lint_source("".join(self.lines), self.filename, enabled=self._codes(),
-                             options=self._analysis_options(), apply_noqa=False)
+        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE, too_large
+        from tfpar_lint.output import error_code
+
+        source = "".join(self.lines)
+        if len(source) > DEFAULT_MAX_FILE_SIZE and len(source.encode("utf-8", "surrogatepass")) > DEFAULT_MAX_FILE_SIZE:
+            err = too_large(self.filename, None, DEFAULT_MAX_FILE_SIZE)
+            yield 1, 0, f"{ERROR_CODE} {error_code(err)} {err.message}", type(self)
+            return
+        # check_syntax=False: flake8 reports E999 itself for files we do not parse
+        result = lint_source(source, self.filename, enabled=self._codes(),
+                             options=self._analysis_options(), apply_noqa=False, check_syntax=False)
         if result.error is not None:
-            return  # flake8 reports E902/E999 itself
+            err = result.error
+            yield max(err.line, 1), max(err.col - 1, 0), f"{ERROR_CODE} {error_code(err)} {err.message}", type(self)
+            return
         for f in result.findings:
             yield f.line, max(f.col - 1, 0), f"{f.code} {f.message}", type(self)

@@ -138,6 +138,10 @@ def code_cells(text: str) -> list[tuple[int, str]]:
         nb = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"invalid notebook JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise ValueError("invalid notebook: its JSON is nested too deeply to read") from None
+    except MemoryError:
+        raise ValueError("invalid notebook: its JSON does not fit in memory") from None
     if not isinstance(nb, dict):
         raise ValueError("invalid notebook: the top level is not a JSON object")
     cells = nb.get("cells")
@@ -162,3 +166,121 @@ def code_cells(text: str) -> list[tuple[int, str]]:
             continue
         out.append((i, cleaned))
     return out
+
+
+# -- positions in the .ipynb file -------------------------------------------------
+#
+# Findings in a notebook are counted in cell lines (``path:cell_N:line:col``);
+# SARIF viewers and GitHub annotations show the ``.ipynb`` file itself, so
+# they need the place in the JSON text.  A small scanner finds the string
+# literals of each code cell's ``source`` (its character offsets in the file),
+# and a cell position is mapped through them, escapes (``\"``, ``\n``,
+# ``\uXXXX``) included.
+
+_TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|([{}\[\],:])|([^\s{}\[\],:"]+))', re.S)
+
+
+def source_literals(text: str) -> dict[int, list[tuple[int, str]]]:
+    """cell number (1-based, all cells) -> ``[(offset of the opening quote, raw literal), ...]``
+    of its ``source`` string(s), for an nbformat 4 notebook; {} when the text is not one."""
+    out: dict[int, list[tuple[int, str]]] = {}
+    stack: list[list[Any]] = []  # [kind, key or index, expecting a key]
+    pos, n = 0, len(text)
+    while pos < n:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            break
+        pos = m.end()
+        string, punct = m.group(1), m.group(2)
+        top = stack[-1] if stack else None
+        if punct is None:
+            if string is not None and top is not None and top[0] == "obj" and top[2]:
+                try:
+                    top[1] = json.loads(string)
+                except ValueError:
+                    return {}
+                top[2] = False
+                continue
+            if string is not None and len(stack) in (3, 4):
+                path = [f[1] for f in stack]
+                if path[0] == "cells" and isinstance(path[1], int) and path[2] == "source":
+                    out.setdefault(path[1] + 1, []).append((m.start(1), string))
+            continue
+        if punct == "{":
+            stack.append(["obj", None, True])
+        elif punct == "[":
+            stack.append(["arr", 0, False])
+        elif punct in "}]":
+            if stack:
+                stack.pop()
+        elif punct == ",":
+            if top is not None:
+                if top[0] == "obj":
+                    top[2] = True
+                else:
+                    top[1] += 1
+    return out
+
+
+def _raw_offset(raw: str, index: int) -> int:
+    """Offset in the literal ``raw`` (quotes included) of its decoded character ``index``."""
+    i, k = 1, 0
+    end = len(raw) - 1
+    while k < index and i < end:
+        if raw[i] == "\\":
+            if raw[i + 1] == "u":
+                code = int(raw[i + 2:i + 6], 16)
+                i += 6
+                if 0xD800 <= code < 0xDC00 and raw.startswith("\\u", i):
+                    i += 6  # a surrogate pair is one character
+            else:
+                i += 2
+        else:
+            i += 1
+        k += 1
+    return min(i, end)
+
+
+class NotebookPositions:
+    """Maps ``(cell, line, col)`` of a notebook's code to ``(line, col)`` in its JSON text (1-based)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.literals = source_literals(text)
+        self._line_starts: list[int] | None = None
+        self._cells: dict[int, tuple[list[int], list[int]]] = {}
+
+    def _cell(self, cell: int) -> tuple[list[int], list[int]] | None:
+        if cell not in self._cells:
+            lits = self.literals.get(cell)
+            if not lits:
+                return None
+            cum, line_starts, pos = [], [0], 0
+            for _off, raw in lits:
+                cum.append(pos)
+                piece = json.loads(raw)
+                for j, ch in enumerate(piece):
+                    if ch == "\n":
+                        line_starts.append(pos + j + 1)
+                pos += len(piece)
+            cum.append(pos)
+            self._cells[cell] = (cum, line_starts)
+        return self._cells[cell]
+
+    def position(self, cell: int, line: int, col: int) -> tuple[int, int] | None:
+        import bisect
+
+        data = self._cell(cell)
+        if data is None:
+            return None
+        cum, cell_lines = data
+        if not 1 <= line <= len(cell_lines):
+            return None
+        index = min(cell_lines[line - 1] + max(col - 1, 0), max(cum[-1] - 1, 0))
+        k = max(0, min(bisect.bisect_right(cum, index) - 1, len(self.literals[cell]) - 1))
+        off, raw = self.literals[cell][k]
+        at = off + _raw_offset(raw, index - cum[k])
+        if self._line_starts is None:
+            self._line_starts = [0] + [i + 1 for i, ch in enumerate(self.text) if ch == "\n"]
+        jline = bisect.bisect_right(self._line_starts, at)
+        return jline, at - self._line_starts[jline - 1] + 1

@@ -19,6 +19,7 @@ LOSS = "loss"
 CHECKPOINT = "checkpoint"
 CHECKPOINT_MANAGER = "checkpoint_manager"
 VARIABLE = "variable"
+VARIABLES = "variables"  # a list of tf.Variables (``model.trainable_variables``)
 GENERATOR = "generator"
 DATASET = "dataset"  # plain tf.data.Dataset
 DIST_DATASET = "dist_dataset"  # DistributedDataset
@@ -386,3 +387,8 @@ def initializes_runtime(q: str) -> bool:
             and q != "tensorflow.distribute.Strategy":
         return True
     return False
+
+# Attributes of a Keras model or layer that hold its variables.
+VARIABLE_LIST_ATTRS = frozenset({"trainable_variables", "variables", "weights", "trainable_weights",
+                                 "non_trainable_variables", "non_trainable_weights"})
+VARIABLE_ATTRS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "moving_mean", "moving_variance"})

@@ -5,8 +5,11 @@ not be linted, and the verifier's script runs when ``--verify`` ran) and
 writes it to a text stream.
 
 Files that could not be linted (unreadable, not UTF-8, syntax error, broken
-notebook) are reported in every format, with flake8's codes: ``E999`` for a
-syntax error, ``E902`` for anything else (I/O, decoding, invalid notebook).
+notebook, skipped, given up) are reported in every format, with flake8's
+codes: ``E999`` for a syntax error, ``E902`` for a file not read (I/O,
+decoding, invalid notebook, not a regular file, over the size limit), and
+``E903`` when the analysis gave up (the worker crashed, timed out or ran out
+of memory, or libcst cannot parse code that Python accepts).
 """
 from __future__ import annotations
 
@@ -37,7 +40,8 @@ class Report:
 
 
 def error_code(err: FileError) -> str:
-    """E999 for a syntax error, E902 for the rest (flake8's codes)."""
+    """The error's own code (E903: the analysis gave up), else E999 for a syntax error and
+    E902 for the rest (flake8's codes)."""
     code = getattr(err, "code", None)
     if isinstance(code, str) and code:
         return code
@@ -48,7 +52,7 @@ def error_code(err: FileError) -> str:
 
 
 def error_name(code: str) -> str:
-    return "syntax-error" if code == "E999" else "io-error"
+    return {"E999": "syntax-error", "E903": "analysis-gave-up"}.get(code, "io-error")
 
 
 def status_label(status: str) -> str:
@@ -79,15 +83,44 @@ def verification_line(f: Finding) -> Optional[str]:
     return f"-> {status_label(v.status)}: {v.evidence} ({', '.join(extra)})"
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\udc80-\udcff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(m: "re.Match[str]") -> str:
+    c = m.group()
+    if c in _NAMED:
+        return _NAMED[c]
+    o = ord(c)
+    if o >= 0xDC80:  # a byte of the file name that is not UTF-8 (os.fsdecode's surrogateescape)
+        o -= 0xDC00
+    return f"\\x{o:02x}"
+
+
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
+def display_path(path: str, controls: bool = True) -> str:
+    """``path`` as the reports print it: control characters (a newline in a file name would
+    split the one-line-per-finding output) and bytes that are not UTF-8 are written as
+    ``\\n``, ``\\r``, ``\\t`` and ``\\xNN``; every other path is printed as it is.
+    ``controls=False``: only the bytes that are not UTF-8."""
+    rx = _UNPRINTABLE if controls else _NOT_UTF8
+    return rx.sub(_escape_char, path) if rx.search(path) else path
+
+
 def relative_uri(path: str, root: str) -> tuple[str, bool]:
-    """``(uri, is_relative)``: a forward-slash path relative to ``root`` when inside it."""
+    """``(uri, is_relative)``: a forward-slash path relative to ``root`` when inside it,
+    else a ``file://`` URI; percent-encoded from the file name's bytes (RFC 3986)."""
+    from urllib.parse import quote
+
     ab = os.path.abspath(path)
     try:
         rel = os.path.relpath(ab, os.path.abspath(root))
     except ValueError:
         rel = None
     if rel is not None and not rel.startswith(os.pardir):
-        return PurePosixPath(*Path(rel).parts).as_posix(), True
+        return quote(os.fsencode(PurePosixPath(*Path(rel).parts).as_posix()), safe="/"), True
     return Path(ab).as_uri(), False
 
 
@@ -102,5 +135,5 @@ def write(fmt: str, report: Report, stream: TextIO, *, statistics: bool = False)
     writers[fmt](report, stream, statistics=statistics)
 
 
-__all__ = ["FORMATS", "Report", "write", "error_code", "verification_line", "relative_uri"]
+__all__ = ["FORMATS", "Report", "write", "error_code", "verification_line", "relative_uri", "display_path"]
 

@@ -3,15 +3,16 @@
 ``::warning file=PATH,line=L,col=C,endLine=EL,endColumn=EC,title=CODE::message``
 
 ``::error`` for rules whose severity is ``error`` and for files that could not
-be linted.  A notebook finding is annotated on the file (GitHub cannot point
-into a cell) with ``cell N, line L, col C`` in the message.  The verifier's
+be linted.  A notebook finding is annotated at its place in the ``.ipynb``
+file's JSON text (``data.ipynb_region``: the line of the cell's ``source``
+string), with ``cell N, line L, col C`` in the message.  The verifier's
 verdict, when present, is appended to the message on a new line.
 """
 from __future__ import annotations
 
 from typing import TextIO
 
-from tfpar_lint.output import Report, error_code, verification_line
+from tfpar_lint.output import Report, display_path, error_code, verification_line
 
 
 def _data(s: str) -> str:
@@ -19,7 +20,8 @@ def _data(s: str) -> str:
 
 
 def _prop(s: str) -> str:
-    return _data(s).replace(":", "%3A").replace(",", "%2C")
+    # %0A/%0D carry a newline in a file name exactly; only bytes that are not UTF-8 are escaped
+    return _data(display_path(s, controls=False)).replace(":", "%3A").replace(",", "%2C")
 
 
 def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
@@ -33,8 +35,13 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
     for f in report.sorted_findings():
         level = "error" if f.severity == "error" else "warning"
         msg = f.message
+        region = f.data.get("ipynb_region") if f.cell is not None and isinstance(f.data, dict) else None
         if f.cell is not None:
-            props = [f"file={_prop(f.path)}", f"title={_prop(f'{f.code} (cell {f.cell})')}"]
+            props = [f"file={_prop(f.path)}"]
+            if isinstance(region, dict):  # the place in the .ipynb file's JSON text
+                props += [f"line={region['line']}", f"col={region['col']}",
+                          f"endLine={region['end_line']}", f"endColumn={region['end_col']}"]
+            props.append(f"title={_prop(f'{f.code} (cell {f.cell})')}")
             msg = f"cell {f.cell}, line {f.line}, col {f.col}: {msg}"
         else:
             props = [f"file={_prop(f.path)}", f"line={f.line}", f"col={f.col}",

@@ -10,16 +10,19 @@ notebooks, ``data`` when the rule recorded facts, and ``verification``
 Design choice for files that could not be linted: the top level stays a list
 (so ``jq '.[]'`` and every consumer of the findings keep working) and each
 such file is one more object of the same shape with flake8's code ``E999``
-(syntax error) or ``E902`` (unreadable, not UTF-8, invalid notebook), name
-``syntax-error`` / ``io-error``, ``severity: "error"``, and ``"error": true``
-to pick them out.  Objects are sorted by path, then position.
+(syntax error), ``E902`` (unreadable, not UTF-8, invalid notebook, skipped)
+or ``E903`` (the analysis gave up), name ``syntax-error`` / ``io-error`` /
+``analysis-gave-up``, ``severity: "error"``, and ``"error": true`` to pick
+them out.  Objects are sorted by path, then position.  In a path, bytes that
+are not UTF-8 are written ``\\xNN`` (JSON text is Unicode); everything else,
+a newline included, is the path itself.
 """
 from __future__ import annotations
 
 import json
 from typing import Any, TextIO
 
-from tfpar_lint.output import Report, error_code, error_name
+from tfpar_lint.output import Report, display_path, error_code, error_name
 
 
 def error_record(err: Any) -> dict[str, Any]:
@@ -28,7 +31,7 @@ def error_record(err: Any) -> dict[str, Any]:
         "code": code,
         "name": error_name(code),
         "message": err.message,
-        "path": err.path,
+        "path": display_path(err.path, controls=False),
         "line": err.line,
         "col": err.col,
         "end_line": err.line,
@@ -44,7 +47,9 @@ def records(report: Report) -> list[dict[str, Any]]:
     for err in report.sorted_errors():
         rows.append(((err.path, 0, err.line, err.col, error_code(err)), error_record(err)))
     for f in report.sorted_findings():
-        rows.append((f.sort_key(), f.to_dict()))
+        d = f.to_dict()
+        d["path"] = display_path(f.path, controls=False)
+        rows.append((f.sort_key(), d))
     rows.sort(key=lambda r: r[0])
     return [r for _, r in rows]
 

@@ -9,7 +9,9 @@
   ``originalUriBaseIds``; files outside the root get an absolute ``file://``
   URI) and ``region`` ``startLine``/``startColumn``/``endLine``/``endColumn``
   (1-based, end column exclusive, as SARIF wants).  A notebook finding's region
-  is counted inside its cell, which ``properties.cell`` names.  The
+  is its place in the ``.ipynb`` file's JSON text (the characters of the
+  cell's ``source`` strings, from ``data.ipynb_region``); its cell and the
+  line inside the cell are in the message and ``properties.cell``.  The
   verifier's verdict goes into the result's ``properties.verification``.
 * Files that could not be linted: ``invocations[0].toolExecutionNotifications``
   (level ``error``, ``descriptor.id`` E999/E902, with the location), and
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tfpar_lint import __version__
-from tfpar_lint.output import Report, error_code, relative_uri
+from tfpar_lint.output import Report, display_path, error_code, relative_uri
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://github.com/tfpar-lint/tfpar-lint"
@@ -70,6 +72,15 @@ def _location(path: str, root: str, line: int, col: int, end_line: int, end_col:
     return {"physicalLocation": phys}
 
 
+def _finding_location(f: Any, root: str) -> dict[str, Any]:
+    if f.cell is None:
+        return _location(f.path, root, f.line, f.col, f.end_line, f.end_col)
+    region = f.data.get("ipynb_region") if isinstance(f.data, dict) else None
+    if isinstance(region, dict):  # the place in the .ipynb file's JSON text
+        return _location(f.path, root, region["line"], region["col"], region["end_line"], region["end_col"])
+    return _location(f.path, root, 0, 0, 0, 0)  # the notebook, no region: cell lines are not file lines
+
+
 def build(report: Report) -> dict[str, Any]:
     from tfpar_lint import registry
 
@@ -82,13 +93,13 @@ def build(report: Report) -> dict[str, Any]:
             index[f.code] = len(descriptors)
             descriptors.append({"id": f.code, "name": f.name, "shortDescription": {"text": f.message},
                                 "helpUri": help_uri(f.code)})
-        text = f.message if f.cell is None else f"{f.message} (cell {f.cell})"
+        text = f.message if f.cell is None else f"{f.message} (cell {f.cell}, line {f.line}, col {f.col})"
         res: dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": level(f.severity),
             "message": {"text": text},
-            "locations": [_location(f.path, report.root, f.line, f.col, f.end_line, f.end_col)],
+            "locations": [_finding_location(f, report.root)],
         }
         props: dict[str, Any] = {}
         if f.cell is not None:
@@ -108,7 +119,7 @@ def build(report: Report) -> dict[str, Any]:
         code = error_code(err)
         notifications.append({
             "level": "error",
-            "message": {"text": f"{err.path}: {err.message}"},
+            "message": {"text": f"{display_path(err.path)}: {err.message}"},
             "descriptor": {"id": code},
             "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0)],
         })

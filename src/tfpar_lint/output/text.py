@@ -1,7 +1,9 @@
 """flake8-style text: ``path:line:col: CODE message`` (1-based line and column).
 
 Notebook findings read ``path:cell_N:line:col: CODE message`` (line inside the
-cell).  Files that could not be linted read ``path:line:col: E999 reason`` /
+cell).  Control characters and bytes that are not UTF-8 in a path are
+escaped (:func:`tfpar_lint.output.display_path`), so each finding stays on
+one line.  Files that could not be linted read ``path:line:col: E999 reason`` /
 ``path:0:0: E902 reason``, on standard output like flake8.  With ``--verify``
 an indented ``-> CONFIRMED: ...`` line follows each finding and each script's
 run summary follows the findings.  ``--statistics`` appends flake8's
@@ -13,13 +15,14 @@ from collections import Counter
 from typing import TextIO
 
 from tfpar_lint.finding import Finding
-from tfpar_lint.output import Report, error_code, verification_line
+from tfpar_lint.output import Report, display_path, error_code, verification_line
 
 
 def location(f: Finding) -> str:
+    path = display_path(f.path)
     if f.cell is not None:
-        return f"{f.path}:cell_{f.cell}:{f.line}:{f.col}"
-    return f"{f.path}:{f.line}:{f.col}"
+        return f"{path}:cell_{f.cell}:{f.line}:{f.col}"
+    return f"{path}:{f.line}:{f.col}"
 
 
 def one_line(s: str) -> str:
@@ -36,7 +39,7 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
     for err in report.sorted_errors():
         code = error_code(err)
         rows.append(((err.path, 0, err.line, err.col, code),
-                     [f"{err.path}:{err.line}:{err.col}: {code} {one_line(err.message)}"]))
+                     [f"{display_path(err.path)}:{err.line}:{err.col}: {code} {one_line(err.message)}"]))
     for f in report.sorted_findings():
         lines = [format_finding(f)]
         v = verification_line(f)

@@ -289,20 +289,13 @@ def loss_object(m: Module, call: cst.Call, scope: Scope, order: int) -> Optional
     return vals[0]
 
 
-def legacy_keras_module(m: Module) -> bool:
-    """The module selects Keras 2 for ``tf.keras`` (``TF_USE_LEGACY_KERAS=1`` set in the file)."""
-    v = m.sets_env("TF_USE_LEGACY_KERAS")
-    return v is not None and v.strip().lower() in ("1", "true", "yes")
-
-
 def is_legacy(m: Module, v: Value) -> bool:
-    flavor = api.keras_flavor(v.raw_qname)
-    return flavor == "tf_keras" or (flavor == "tf.keras" and legacy_keras_module(m))
+    """Keras 2 (``tf_keras``, or ``tf.keras`` with ``TF_USE_LEGACY_KERAS=1`` or a ``tf-version`` before 2.16)."""
+    return m.keras_flavor(v) == "tf_keras"
 
 
 def is_keras3(m: Module, v: Value) -> bool:
-    flavor = api.keras_flavor(v.raw_qname)
-    return flavor == "keras" or (flavor == "tf.keras" and not legacy_keras_module(m))
+    return m.keras_flavor(v) == "keras"
 
 
 DEFAULT_REDUCTIONS = frozenset({"auto", "sum_over_batch_size"})

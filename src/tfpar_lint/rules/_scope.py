@@ -120,11 +120,11 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
     for fid, strategies in table.items():
         fn = m.replica_fn_infos[fid]
         refs = m.refs_to(origin, fn)
-        if refs and v.kind == api.MODEL and not _trained_in(m, fn, {r.node.value for r in refs}):
+        if refs and v.kind == api.MODEL and not _trained_in(m, fn, {m.code(r.node) for r in refs}):
             continue  # inference only (a teacher or eval model): its plain variables are read correctly
         if refs:
             yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
-                                    f"`strategy.run` ({{line}})", "strategy", refs[0].node.value)
+                                    f"`strategy.run` ({{line}})", "strategy", m.code(refs[0].node))
 
 
 TRAINABLE = ("trainable_variables", "trainable_weights")

@@ -18,11 +18,12 @@ class RunOnUndistributedInput(Rule):
     FIX_HINT = ("Iterate `strategy.experimental_distribute_dataset(ds)` (or "
                 "`distribute_datasets_from_function`) and pass its elements to `strategy.run`.")
     PROBE = "input"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"))
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        for cs, recv, meth, strat in m.strategy_method_calls(api.RUN_METHODS):
+        for cs, recv, _meth, _strat in m.replica_runs():
+            strat = m.strategies(recv, cs)  # every possible receiver is a strategy
             if not replicated(strat):
                 continue  # one replica (OneDeviceStrategy, one device) cannot duplicate data
             args = arg(cs.node, 1, "args")
@@ -45,3 +46,28 @@ class RunOnUndistributedInput(Rule):
                         {"argument": m.code(e)},
                     )
                     break
+            else:
+                read = self._closure_read(cs)
+                if read is not None:
+                    yield Report(
+                        cs.node,
+                        f"the function run by `{m.code(cs.node.func)}` draws `{m.code(read)}` from a tf.data "
+                        f"dataset that was never distributed (through a closure or global, not `args=`): every "
+                        f"replica gets the same batch (N-times updates, no speed-up); iterate "
+                        f"`{m.code(recv)}.experimental_distribute_dataset(...)` and pass its elements in `args=`",
+                        {"argument": m.code(read)},
+                    )
+
+    def _closure_read(self, cs) -> "cst.Call | None":
+        """A ``next(it)`` / ``it.get_next()`` inside the replica function on an iterator of a plain
+        dataset created outside it (a closure or global): every replica draws the same element."""
+        m = self.module
+        for fn in m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
+            for inner in m.calls_within(fn):
+                vals = m.infer_at(inner.node, inner)
+                if vals and all(v.kind == api.ELEMENT and v.source is not None
+                                and v.source.kind in (api.ITERATOR, api.DATASET)
+                                and v.source.origin is not None and not m.created_within(v.source.origin, fn)
+                                for v in vals):
+                    return inner.node
+        return None

@@ -29,8 +29,9 @@ class DatasetReplicatedByHand(Rule):
     FIX_HINT = ("Let the strategy split the input: `strategy.experimental_distribute_dataset(ds)`, or use "
                 "`ctx.replica_id_in_sync_group` in the values function.")
     PROBE = "input"
-    # a per-device copy only matters where a strategy (or device placement) is in play
-    MARKERS = (STRATEGY_MARKERS + ("tf.device", "device("), ("Dataset", "dataset", "distribute_values_from_function"))
+    # a strategy, device placement, or a sequence repeated by hand ([ds] * n, [ds for _ in ...])
+    MARKERS = (STRATEGY_MARKERS + ("tf.device", "device(", "] *", "]*", "* [", "*[", "for _ in"),
+               ("Dataset", "dataset", "distribute_values_from_function"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

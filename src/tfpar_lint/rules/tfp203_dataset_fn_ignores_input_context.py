@@ -7,7 +7,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import arg
+from tfpar_lint.semantic import arg, replicated
 
 # Parameter-server training does not shard by design (each worker is one replica and reads the
 # whole dataset, shuffled differently): the PS tutorial's dataset_fn ignores its context.
@@ -27,12 +27,22 @@ class DatasetFnIgnoresInputContext(Rule):
     def check(self) -> Iterator[Report]:
         m = self.module
         for cs, recv, meth, strat in m.strategy_method_calls(api.DISTRIBUTE_FN_METHODS):
-            if any(v.qname in api.PARAMETER_SERVER_STRATEGIES for v in strat):
-                continue
+            if any(v.qname in api.PARAMETER_SERVER_STRATEGIES for v in strat) or not replicated(strat):
+                continue  # parameter servers read whole datasets by design; one replica needs no split
             fns = m.resolve_function(arg(cs.node, 0, "dataset_fn"), cs.scope, cs.order)
             if not fns:
                 continue
             multi = all(v.qname in MULTI for v in strat)
+            misused = [fn for fn in fns if self._context_used_as_dataset(fn)]
+            if misused and len(misused) == len(fns):
+                fn = misused[0]
+                yield Report(cs.node, f"the dataset function passed to `{meth}` treats its input context "
+                                      f"`{fn.params[0].name.value}` as a dataset: TensorFlow calls it with a "
+                                      f"`tf.distribute.InputContext`, so it raises `AttributeError: 'InputContext' "
+                                      f"object has no attribute ...`, and nothing shards the data or sizes the "
+                                      f"per-replica batch; build the dataset inside the function, shard with "
+                                      f"`ctx.input_pipeline_id` and batch with `ctx.get_per_replica_batch_size(...)`")
+                continue
             if all(m.param_used(fn, 0) is False for fn in fns) and (multi or not PER_REPLICA_BY_HAND.search(m.source)):
                 # Single-worker strategies: the TPU guide ignores the context and batches with
                 # `global // strategy.num_replicas_in_sync` computed by hand, which is correct.
@@ -48,6 +58,21 @@ class DatasetFnIgnoresInputContext(Rule):
                 yield Report(cs.node, f"under a multi-worker strategy the dataset function passed to `{meth}` never "
                                       f"calls `.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)`: every worker "
                                       f"reads the same data")
+
+    def _context_used_as_dataset(self, fn) -> bool:
+        """Every use of the context parameter is a tf.data method call on it (``ctx.batch(...)``):
+        the function was written for a dataset, not for an InputContext."""
+        m = self.module
+        if not fn.params or fn.params[0].star:
+            return False
+        pname = fn.params[0].name.value
+        refs = {id(r.node) for r in m.function_refs(fn) if r.node.value == pname}
+        if not refs:
+            return False
+        as_dataset = {id(c.node.func.value) for c in m.calls_within(fn)
+                      if isinstance(c.node.func, cst.Attribute) and c.node.func.attr.value in api.DATASET_METHODS
+                      and id(c.node.func.value) in refs}
+        return as_dataset == refs
 
     def _shards(self, fn, depth: int = 0) -> bool:
         """``fn``, or a local function it calls (e.g. ``lambda ctx: make(gbs, ctx)``), calls ``.shard``;

@@ -101,18 +101,14 @@ class ThreadUnlockedReadModifyWrite(Rule):
 
     @staticmethod
     def _rmw(m: Module, cs: CallSite, fn: FunctionInfo, value: cst.BaseExpression, var: str) -> bool:
-        if _reads_of(m, value, var):
-            return True
-        # x = v.numpy(); v.assign(x + 1)
-        names = set()
-
-        class N(cst.CSTVisitor):
-            def visit_Name(self, n: cst.Name) -> None:
-                names.add(n.value)
-
-        value.visit(N())
-        for name in names:
-            for b in m.lookup(name, cs.scope, cs.order):
-                if b.scope is fn.scope and b.value is not None and _reads_of(m, b.value, var):
+        """The written value was computed from a read of ``var`` inside the thread's function:
+        ``v.assign(v + 1)``, or through local names (``x = v.numpy(); x += 1.0; v.assign(x)``)."""
+        def in_fn(b) -> bool:
+            s = b.scope
+            while s is not None:
+                if s is fn.scope:
                     return True
-        return False
+                s = s.parent
+            return False
+
+        return any(_reads_of(m, e, var) for e, _s, _o in m.feeding_exprs(value, cs.scope, cs.order, within=in_fn))

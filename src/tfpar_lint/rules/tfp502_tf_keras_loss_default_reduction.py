@@ -14,7 +14,7 @@ class TfKerasLossDefaultReduction(Rule):
                 "`tf.nn.compute_average_loss(..., global_batch_size=...)`.")
     SEVERITY = "error"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, ("tf_keras", "TF_USE_LEGACY_KERAS"))
+    MARKERS = (STRATEGY_MARKERS, ("keras",))  # tf.keras is Keras 2 too when tf-version < 2.16
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -13,12 +13,12 @@ Owners = Optional[frozenset]  # origins of the models whose variables a list hol
 
 
 def owners(m: Module, expr: Optional[cst.BaseExpression], scope: Scope, order: int, _depth: int = 0) -> Owners:
-    """The models a variable-list expression takes its variables from."""
+    """The models (or layers) a variable-list expression takes its variables from."""
     if expr is None or _depth > 8:
         return None
     if isinstance(expr, cst.Attribute) and expr.attr.value in VAR_ATTRS:
         vals = m.infer(expr.value, scope, order)
-        if vals and all(v.kind == api.MODEL and v.origin is not None for v in vals) and len(vals) == 1:
+        if vals and all(v.kind in (api.MODEL, api.LAYER) and v.origin is not None for v in vals) and len(vals) == 1:
             return frozenset({vals[0].origin})
         return None
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):

@@ -39,6 +39,7 @@ def main(argv: list[str]) -> int:
     result: dict = {"outcome": "failed", "notes": [], "pid": os.getpid()}
     stacks = open(spec["stacks"], "w")
     _STATE.update(spec=spec, result=result, stacks=stacks)
+    _contain(spec, result)
     remaining = spec["deadline"] - time.time()
     if remaining > 0:
         faulthandler.dump_traceback_later(max(0.5, remaining), exit=False, file=stacks)
@@ -64,6 +65,51 @@ def main(argv: list[str]) -> int:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _contain(spec: dict, result: dict) -> None:
+    """Enter the sandbox (namespaces) or arm the Python-level guard, then go to
+    the directory ``python script.py`` would run in.  In namespaces mode this
+    process becomes a relay and the rest runs in a forked child (PID 1 of its
+    own PID namespace)."""
+    import resource
+    import tempfile
+
+    from tfpar_lint.verify import sandbox
+
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file in the user's folder
+    except (ValueError, OSError):
+        pass
+    rundir = os.path.dirname(os.path.abspath(spec["result"]))
+    _STATE["result_dirfd"] = os.open(rundir, os.O_RDONLY | os.O_DIRECTORY)
+    mode = spec.get("sandbox") or "python"
+    cwd = spec.get("cwd") or os.getcwd()
+    if mode == "namespaces":
+        try:
+            c = sandbox.enter(spec["scratch"], cwd, spec.get("netns_pid"))
+            result["sandbox"] = "namespaces"
+            result["sandbox_detail"] = c.detail
+            result["pid"] = os.getpid()
+        except BaseException as e:  # noqa: BLE001 - fall back, and say so
+            mode = "python"
+            result["sandbox_error"] = f"{type(e).__name__}: {e}"
+    if mode != "namespaces":
+        result["sandbox"] = "python"
+        _STATE["python_guard"] = [rundir, spec.get("tmpdir") or rundir]
+        try:
+            os.chdir(cwd)
+        except OSError:
+            pass
+    tempfile.tempdir = None  # the zygote may have cached its own TMPDIR
+    deadline = float(spec.get("deadline", 0) or 0)
+    if deadline:
+        # A last resort when the driver itself is gone: nobody else would end this process.
+        def _watchdog():
+            time.sleep(max(1.0, deadline - time.time() + float(spec.get("hard_grace", 30))))
+            os._exit(124)
+
+        threading.Thread(target=_watchdog, name="tfpar-verify-watchdog", daemon=True).start()
 
 
 def _on_sigterm(signum, frame):  # pragma: no cover - exercised by the hang test
@@ -164,12 +210,15 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
     mod.__loader__ = None
     old_main = sys.modules.get("__main__")
     sys.modules["__main__"] = mod
-    sys.argv = [spec["script"]] + list(spec.get("script_args", []))
+    sys.argv = [spec.get("argv0") or spec["script"]] + list(spec.get("script_args", []))
     sdir = os.path.dirname(script)
     guard = os.path.realpath(spec.get("guard_dir") or sdir)
     sys.path[:0] = [guard] if guard == sdir else [guard, sdir]
     sys.dont_write_bytecode = True
-    _guard_writes(guard)
+    if _STATE.get("python_guard"):
+        from tfpar_lint.verify import sandbox
+
+        sandbox.install_python_guard(_STATE["python_guard"], protected_pids=spec.get("protected_pids") or [])
     t0 = time.time()
     try:
         exec(code, mod.__dict__)
@@ -215,36 +264,6 @@ def _protect_linecache(files: dict) -> None:
     linecache.updatecache = updatecache
 
 
-def _guard_writes(folder: str) -> None:
-    """Refuse Python-level writes into the script's own folder (the run's
-    working directory is a temporary folder; this catches absolute paths)."""
-    folder = os.path.realpath(folder) + os.sep
-
-    def hook(event, args):
-        if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
-            mode = args[1] if len(args) > 1 else "r"
-            flags = args[2] if len(args) > 2 else 0
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
-            if writing and _inside(args[0], folder):
-                raise PermissionError(f"tfpar-lint --verify: the script may not write into its own folder: {args[0]}")
-        elif event in ("os.mkdir", "os.remove", "os.rename", "os.rmdir", "shutil.rmtree", "os.truncate"):
-            if args and _inside(args[0], folder):
-                raise PermissionError(f"tfpar-lint --verify: the script may not modify its own folder: {args[0]}")
-
-    sys.addaudithook(hook)
-
-
-def _inside(path, folder: str) -> bool:
-    try:
-        p = os.fsdecode(path) if not isinstance(path, int) else ""
-        if not p:
-            return False
-        return os.path.realpath(os.path.abspath(p)).startswith(folder)
-    except Exception:
-        return False
-
-
 def _finish(R, result: dict, spec: dict, t_start: float) -> None:
     try:
         if R is not None:
@@ -268,10 +287,21 @@ def _finish(R, result: dict, spec: dict, t_start: float) -> None:
             result["fn_errors"] = R.fn_errors
             result["run_sites"] = R.run_sites
         result["seconds"] = round(time.time() - t_start, 3)
-        tmp = spec["result"] + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(result, f, default=_json_default)
-        os.replace(tmp, spec["result"])
+        from tfpar_lint.verify.sandbox import own_writes
+
+        data = json.dumps(result, default=_json_default).encode()
+        dfd = _STATE.get("result_dirfd")
+        name = os.path.basename(spec["result"])
+        if dfd is None:  # pragma: no cover - before _contain
+            dfd = os.open(os.path.dirname(os.path.abspath(spec["result"])), os.O_RDONLY | os.O_DIRECTORY)
+        # Through the run folder's descriptor, opened before the sandbox: the real folder, not the overlay.
+        with own_writes():
+            fd = os.open(name + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=dfd)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(name + ".tmp", name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException as e:  # pragma: no cover
         sys.stderr.write(f"tfpar-verify child: could not write the result: {e!r}\n")
 

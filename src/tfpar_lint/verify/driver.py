@@ -33,15 +33,50 @@ from typing import Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding, Verification
 from tfpar_lint.verify import probes as probes_pkg
+from tfpar_lint.verify import procs, sandbox
+from tfpar_lint.verify import procs as procs_mod
 from tfpar_lint.verify.devices import DeviceRequest, host_has_gpu, parse_devices
 from tfpar_lint.verify.probes import RunData
 from tfpar_lint.verify.result import FAMILIES, FamilyObservation, ScriptRun, family_of
 
 KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
+# Limits per run (overridable through the environment): captured stdout and stderr, each; resident memory
+# of the script and every process it started.
+OUTPUT_MB = 4.0
+
+
+def _output_cap() -> int:
+    return int(float(os.environ.get("TFPAR_VERIFY_OUTPUT_MB", OUTPUT_MB)) * 1024 * 1024)
+
+
 PEER_GRACE = 10.0  # seconds a worker may outlive a failed peer
 NUM_WORKERS = 2
 FORCED_SEED = 1234
 _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _memory_limit() -> int:
+    env = os.environ.get("TFPAR_VERIFY_MEMORY_MB")
+    if env:
+        return int(float(env) * 1024 * 1024)
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024 * 3 // 4
+    except (OSError, ValueError, IndexError):
+        pass
+    return 16 << 30
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during ``--verify``: ``runs`` holds every run that had finished."""
+
+    def __init__(self, runs, signum: int):
+        super().__init__()
+        self.runs = runs
+        self.signum = signum
+
 
 # Codes whose symptom is a scale: the script runs again on one replica (same
 # data, same seeds) and the probe compares the first step of both runs.
@@ -125,11 +160,18 @@ class _Slots:
         self.total = n
         self.cv = threading.Condition()
 
+    cancel: Optional[threading.Event] = None
+
     def acquire(self, n: int) -> int:
+        """Take n slots; 0 when the verifier was interrupted meanwhile (the run must not start)."""
         n = min(n, self.total)
         with self.cv:
             while self.free < n:
-                self.cv.wait()
+                if self.cancel is not None and self.cancel.is_set():
+                    return 0
+                self.cv.wait(0.2)
+            if self.cancel is not None and self.cancel.is_set():
+                return 0
             self.free -= n
         return n
 
@@ -188,34 +230,103 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
         ))
     n_jobs = jobs if jobs and jobs > 0 else default_jobs(req)
     slots = _Slots(n_jobs)
+    base_env = _child_env(req, None)
+    mode, mode_detail = sandbox.probe(os.path.join(root, "probe"), base_env)
     ctx = dict(req=req, max_steps=max_steps, timeout=timeout, script_args=list(script_args or ()),
-               root=root, slots=slots, zygote=None)
+               root=root, slots=slots, zygote=None, cwd=os.getcwd(), display=display, sandbox=mode,
+               sandbox_detail=mode_detail, cancel=threading.Event(), live=set(), live_lock=threading.Lock(),
+               marker=f"{os.getpid()}-{os.path.basename(root)}", memory_limit=_memory_limit(),
+               output_cap=_output_cap())
+    slots.cancel = ctx["cancel"]
+    was_subreaper = sandbox.set_subreaper()  # orphans of the runs come back to this process, not to init
     n_runs = sum((NUM_WORKERS if j.multiworker else 1) * (2 if j.rerun else 1) for j in jobs_list)
-    if n_runs > 1 and os.environ.get("TFPAR_VERIFY_FORK", "1") != "0":
-        try:
-            ctx["zygote"] = _Zygote(_child_env(req, None), os.path.join(root, "zygote.log"))
-        except OSError:
-            ctx["zygote"] = None
+    main_thread = threading.current_thread() is threading.main_thread()
+    old_handlers = {}
+    interrupted = [0]
+
+    def on_signal(signum, frame):
+        if interrupted[0]:  # the second Ctrl-C: kill everything and leave now
+            _kill_everything(ctx)
+            os._exit(128 + signum)
+        interrupted[0] = signum
+        ctx["cancel"].set()
+        raise KeyboardInterrupt
+
+    if main_thread:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                old_handlers[sig] = signal.signal(sig, on_signal)
+            except (ValueError, OSError):
+                pass
+    runs: list[ScriptRun] = []
+    ex = cf.ThreadPoolExecutor(max_workers=max(1, n_jobs) * 2)
     try:
+        if n_runs > 1 and os.environ.get("TFPAR_VERIFY_FORK", "1") != "0":
+            try:
+                ctx["zygote"] = _Zygote(dict(base_env, **{procs.MARKER: ctx["marker"]}),
+                                        os.path.join(root, "zygote.log"))
+            except OSError:
+                ctx["zygote"] = None
         # One task per run (a job with a re-run gives two tasks running in parallel).
-        with cf.ThreadPoolExecutor(max_workers=max(1, n_jobs) * 2) as ex:
-            futs = {}
-            for job in jobs_list:
-                futs[(job.index, 0)] = ex.submit(_execute, job, ctx, False)
-                if job.rerun:
-                    futs[(job.index, 1)] = ex.submit(_execute, job, ctx, True)
-            runs: list[ScriptRun] = []
-            for job in jobs_list:
-                data = futs[(job.index, 0)].result()
-                if job.rerun:
-                    data.rerun = futs[(job.index, 1)].result()
-                runs.append(_conclude(job, data, display.get(job.script, job.script), req, root if keep else ""))
+        futs = {}
+        for job in jobs_list:
+            futs[(job.index, 0)] = ex.submit(_execute, job, ctx, False)
+            if job.rerun:
+                futs[(job.index, 1)] = ex.submit(_execute, job, ctx, True)
+        for job in jobs_list:
+            data = futs[(job.index, 0)].result()
+            if job.rerun:
+                data.rerun = futs[(job.index, 1)].result()
+            runs.append(_conclude(job, data, display.get(job.script, job.script), req, root if keep else "", ctx))
+    except KeyboardInterrupt:
+        ctx["cancel"].set()
+        signum = interrupted[0] or signal.SIGINT
+        interrupted[0] = interrupted[0] or signal.SIGINT
+        ex.shutdown(wait=False, cancel_futures=True)
+        _kill_everything(ctx)
+        raise Interrupted(runs, signum) from None
     finally:
+        ex.shutdown(wait=not interrupted[0], cancel_futures=True)
         if ctx["zygote"] is not None:
-            ctx["zygote"].close()
+            ctx["zygote"].close(kill=bool(interrupted[0]))
+        procs.sweep(ctx["marker"])
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+        if was_subreaper:
+            try:
+                sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 0)
+            except OSError:
+                pass
+        for sig, h in old_handlers.items():
+            try:
+                signal.signal(sig, h)
+            except (ValueError, OSError):
+                pass
     return runs
+
+
+def _kill_everything(ctx: dict) -> None:
+    """SIGKILL every run now (their whole process trees), the fork server, and what carries the marker."""
+    with ctx["live_lock"]:
+        live = list(ctx["live"])
+    roots = []
+    for proc in live:
+        proc.killed = True
+        proc.kill_reason = proc.kill_reason or "interrupted"
+        roots.append(proc.p.pid)
+        try:
+            os.killpg(proc.p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+    zyg = ctx.get("zygote")
+    if zyg is not None:
+        try:
+            os.killpg(zyg.p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        roots.append(zyg.p.pid)
+    procs.kill(procs.descendants(roots))
+    procs.sweep(ctx["marker"])
 
 
 # ------------------------------------------------------------------ running
@@ -259,6 +370,16 @@ class _ForkedProc:
     def poll(self) -> Optional[int]:
         if self.returncode is None:
             self.returncode = self.z.exit_code(self.pid)
+            if self.returncode is None and self.z.dead:
+                # The zygote died (killed by a script?): this child was re-parented to the driver
+                # (a child subreaper), which reaps it; or it is someone else's and /proc says if it lives.
+                try:
+                    pid, status = os.waitpid(self.pid, os.WNOHANG)
+                    if pid == self.pid:
+                        self.returncode = os.waitstatus_to_exitcode(status)
+                except ChildProcessError:
+                    if not os.path.exists(f"/proc/{self.pid}") or _zombie(self.pid):
+                        self.returncode = -9
         return self.returncode
 
     def wait(self, timeout: Optional[float] = None) -> int:
@@ -317,11 +438,7 @@ class _Zygote:
 
     def exit_code(self, pid: int) -> Optional[int]:
         with self.cv:
-            if pid in self.exits:
-                return self.exits[pid]
-            if self.dead:
-                return -9
-            return None
+            return self.exits.get(pid)
 
     def spawn(self, spec_path: str, cwd: str, env: dict[str, str], stdout: str, stderr: str) -> _ForkedProc:
         with self.write_lock:
@@ -329,8 +446,11 @@ class _Zygote:
             self.next_id += 1
             req = {"id": rid, "spec": spec_path, "cwd": cwd, "env": env, "stdout": stdout, "stderr": stderr}
             assert self.p.stdin is not None
-            self.p.stdin.write((json.dumps(req) + "\n").encode())
-            self.p.stdin.flush()
+            try:
+                self.p.stdin.write((json.dumps(req) + "\n").encode())
+                self.p.stdin.flush()
+            except (OSError, ValueError) as e:  # the zygote is gone: the caller starts a fresh interpreter
+                raise RuntimeError(f"the zygote died: {e}") from None
         with self.cv:
             while rid not in self.pids:
                 if self.dead:
@@ -338,14 +458,14 @@ class _Zygote:
                 self.cv.wait(0.1)
             return _ForkedProc(self, self.pids[rid])
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
         try:
             if self.p.stdin:
                 self.p.stdin.close()
         except OSError:
             pass
         try:
-            self.p.wait(30)
+            self.p.wait(0.1 if kill else 30)
         except subprocess.TimeoutExpired:
             try:
                 os.killpg(self.p.pid, signal.SIGKILL)
@@ -354,30 +474,51 @@ class _Zygote:
         self.logf.close()
 
 
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        return data[data.rfind(b")") + 2:][:1] in (b"Z", b"X")
+    except OSError:
+        return True
+
+
 class _Proc:
-    def __init__(self, popen: subprocess.Popen, rundir: str, worker: Optional[int]):
+    def __init__(self, popen: subprocess.Popen, rundir: str, worker: Optional[int], relays=()):
         self.p = popen
         self.rundir = rundir
         self.worker = worker
         self.killed = False
         self.kill_reason = ""
+        self.relays = list(relays)
 
 
 def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, tf_config=None,
-           seed=None, one=False) -> _Proc:
+           seed=None, one=False, netns_pid=None) -> _Proc:
     os.makedirs(rundir, exist_ok=True)
-    cwd = os.path.join(rundir, "cwd")
-    os.makedirs(cwd, exist_ok=True)
+    start_dir = os.path.join(rundir, "cwd")  # where the interpreter starts; the script runs in ctx["cwd"]
+    tmpdir = os.path.join(rundir, "tmp")
+    for d in (start_dir, tmpdir):
+        os.makedirs(d, exist_ok=True)
+    marker = f"{ctx['marker']}/{os.path.relpath(rundir, ctx['root'])}"
     spec = {
         "script": job.run_path or job.script,
+        "argv0": ctx["display"].get(job.script, job.script),
+        "cwd": ctx["cwd"],
         "guard_dir": os.path.dirname(job.script),
         "script_args": ctx["script_args"],
         "devices": _one_device(ctx["req"]) if one else str(ctx["req"]),
         "max_steps": ctx["max_steps"],
         "lines": job.lines,
         "deadline": deadline,
+        "hard_grace": KILL_GRACE + PEER_GRACE + 20,
         "result": os.path.join(rundir, "result.json"),
         "stacks": os.path.join(rundir, "stacks.txt"),
+        "sandbox": ctx["sandbox"],
+        "scratch": os.path.join(rundir, "fs"),
+        "tmpdir": tmpdir,
+        "netns_pid": netns_pid,
+        "protected_pids": [os.getpid()] + ([ctx["zygote"].p.pid] if ctx.get("zygote") is not None else []),
         "worker_index": worker,
         "num_workers": NUM_WORKERS if worker is not None else 1,
         "tf_config": tf_config,
@@ -390,26 +531,47 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     env = _child_env(ctx["req"], tf_config)
-    zyg: Optional[_Zygote] = ctx.get("zygote")
-    if zyg is not None and zyg.wait_ready(120) and not zyg.dead:
-        try:
-            fp = zyg.spawn(spec_path, cwd, env, os.path.join(rundir, "stdout.txt"),
-                           os.path.join(rundir, "stderr.txt"))
-            return _Proc(fp, rundir, worker)  # type: ignore[arg-type]
-        except RuntimeError:
-            pass
-    out = open(os.path.join(rundir, "stdout.txt"), "wb")
-    err = open(os.path.join(rundir, "stderr.txt"), "wb")
+    env[procs.MARKER] = marker
+    env["TMPDIR"] = tmpdir
+    relays = []
+    fifos = []
+    for name in ("stdout", "stderr"):
+        fifo = os.path.join(rundir, f"{name}.fifo")
+        os.mkfifo(fifo, 0o600)
+        fifos.append(fifo)
+        relays.append(procs.OutputRelay(fifo, os.path.join(rundir, f"{name}.txt"), ctx["output_cap"]))
     try:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "tfpar_lint.verify.child", spec_path],
-            cwd=cwd, env=env, stdout=out, stderr=err,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    finally:
-        out.close()
-        err.close()
-    return _Proc(p, rundir, worker)
+        zyg: Optional[_Zygote] = ctx.get("zygote")
+        if zyg is not None and zyg.wait_ready(120) and not zyg.dead:
+            try:
+                fp = zyg.spawn(spec_path, start_dir, env, fifos[0], fifos[1])
+                return _register(ctx, _Proc(fp, rundir, worker, relays))  # type: ignore[arg-type]
+            except RuntimeError:
+                pass
+        out = open(fifos[0], "wb")
+        err = open(fifos[1], "wb")
+        try:
+            p = subprocess.Popen(
+                [sys.executable, "-m", "tfpar_lint.verify.child", spec_path],
+                cwd=start_dir, env=env, stdout=out, stderr=err,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        finally:
+            out.close()
+            err.close()
+        return _register(ctx, _Proc(p, rundir, worker, relays))
+    except BaseException:
+        for r in relays:
+            r.finish(1.0)
+        raise
+
+
+def _register(ctx: dict, proc: _Proc) -> _Proc:
+    with ctx["live_lock"]:
+        ctx["live"].add(proc)
+    if ctx["cancel"].is_set():  # interrupted while it was starting
+        _kill_group(proc, "interrupted", grace=0.0)
+    return proc
 
 
 def _one_device(req: DeviceRequest) -> str:
@@ -419,23 +581,30 @@ def _one_device(req: DeviceRequest) -> str:
     return f"{kind}:1"
 
 
-def _kill_group(proc: _Proc, reason: str) -> None:
+def _kill_group(proc: _Proc, reason: str, grace: float = KILL_GRACE) -> None:
+    """SIGTERM to the run's process group (the child dumps its stacks and writes its result),
+    SIGKILL after ``grace``, then SIGKILL to every process below it (a ``setsid`` child has left
+    the group; in namespaces mode the PID namespace takes them all when the script dies)."""
     if proc.p.poll() is not None:
         return
     proc.killed = True
     proc.kill_reason = reason
+    tree = procs.descendants([proc.p.pid])
     try:
         os.killpg(proc.p.pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
-        return
-    try:
-        proc.p.wait(KILL_GRACE)
-    except subprocess.TimeoutExpired:
         pass
+    if grace > 0:
+        try:
+            proc.p.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    tree |= procs.descendants([proc.p.pid])
     try:
-        os.killpg(proc.p.pid, signal.SIGKILL)  # also any child the script left behind
+        os.killpg(proc.p.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    procs.kill(tree)
     try:
         proc.p.wait(5)
     except subprocess.TimeoutExpired:  # pragma: no cover
@@ -447,6 +616,8 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
     got = ctx["slots"].acquire(n)
     t0 = time.time()
     try:
+        if ctx["cancel"].is_set() or not got:
+            raise _NotStarted()
         data = _execute_now(job, ctx, rerun)
         if job.multiworker and _step_bound_race(data):
             # One worker left at the verifier's step bound while its peer was still in a collective:
@@ -458,7 +629,9 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
             return again
         return data
     except Exception as e:  # the driver itself failed (spawn, disk): report, never crash the CLI
-        err = {"type": type(e).__name__, "message": f"the verifier could not run the script: {e}",
+        msg = ("not run: the verifier was interrupted" if isinstance(e, _NotStarted)
+               else f"the verifier could not run the script: {e}")
+        err = {"type": "Interrupted" if isinstance(e, _NotStarted) else type(e).__name__, "message": msg,
                "frames": [], "script_lines": [], "location": ""}
         data = RunData(path=job.script, workers=[{"outcome": "failed", "error": err, "notes": []}],
                        outcome="failed", seconds=time.time() - t0)
@@ -466,6 +639,10 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
         return data
     finally:
         ctx["slots"].release(got)
+
+
+class _NotStarted(Exception):
+    """The verifier was interrupted before this run started."""
 
 
 def _step_bound_race(data: RunData) -> bool:
@@ -483,18 +660,43 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
     t0 = time.time()
     deadline = t0 + timeout
     seed = FORCED_SEED if job.rerun else None
-    procs: list[_Proc] = []
+    running: list[_Proc] = []
     notes: list[str] = []
-    if job.multiworker:
-        ports = _free_ports(NUM_WORKERS)
-        cluster = {"worker": [f"localhost:{p}" for p in ports]}
-        for w in range(NUM_WORKERS):
-            tfc = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": w}})
-            procs.append(_spawn(job, ctx, os.path.join(base, f"worker{w}"), deadline, worker=w,
-                                tf_config=tfc, seed=seed))
-        notes.append(f"local cluster of {NUM_WORKERS} workers on loopback ports {', '.join(map(str, ports))}")
-    else:
-        procs.append(_spawn(job, ctx, base, deadline, seed=seed, one=rerun and job.one_replica))
+    holder = None
+    try:
+        if job.multiworker:
+            if ctx["sandbox"] == "namespaces":
+                try:
+                    holder = sandbox.NetnsHolder(_child_env(ctx["req"], None))
+                except OSError as e:
+                    notes.append(f"no private network namespace for the cluster ({e})")
+            ports = _free_ports(NUM_WORKERS)
+            cluster = {"worker": [f"localhost:{p}" for p in ports]}
+            for w in range(NUM_WORKERS):
+                tfc = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": w}})
+                running.append(_spawn(job, ctx, os.path.join(base, f"worker{w}"), deadline, worker=w,
+                                      tf_config=tfc, seed=seed, netns_pid=holder.pid if holder else None))
+            where = ("in a private network namespace whose only interface is loopback" if holder else
+                     "(TensorFlow's gRPC servers listen on every interface: no network namespace on this machine)")
+            notes.append(f"local cluster of {NUM_WORKERS} workers on loopback ports {', '.join(map(str, ports))} "
+                         f"{where}")
+        else:
+            running.append(_spawn(job, ctx, base, deadline, seed=seed, one=rerun and job.one_replica))
+        return _wait_runs(job, ctx, base, running, notes, t0, deadline)
+    finally:
+        for p in running:
+            _kill_group(p, p.kill_reason or "interrupted", grace=0.0)
+            with ctx["live_lock"]:
+                ctx["live"].discard(p)
+        if holder is not None:
+            holder.close()
+
+
+def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: float, deadline: float) -> RunData:
+    procs = procs_
+    timeout = ctx["timeout"]
+    limit = ctx["memory_limit"]
+    next_mem = 0.0
     hung = False
     peer_deadline = None
     while True:
@@ -516,11 +718,30 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
             for p in alive:
                 _kill_group(p, f"timeout {timeout:g} s")
             continue
+        if ctx["cancel"].is_set():
+            for p in alive:
+                _kill_group(p, "interrupted", grace=0.5)
+            continue
+        if now >= next_mem:
+            next_mem = now + 0.5
+            for p in alive:
+                rss = procs_mod.tree_rss([p.p.pid])
+                if rss > limit:
+                    p.memory_killed = True
+                    _kill_group(p, f"memory limit: its processes used {rss >> 20} MB, the limit is {limit >> 20} MB")
+                    notes.append(f"killed at the memory limit ({limit >> 20} MB; TFPAR_VERIFY_MEMORY_MB raises it)")
         try:
             alive[0].p.wait(0.05)
         except subprocess.TimeoutExpired:
             pass
     seconds = time.time() - t0
+    # Whatever the script left behind (a Popen child, a setsid child, a fork ignoring SIGTERM) dies now.
+    swept = procs_mod.sweep(ctx["marker"] + "/" + os.path.relpath(base, ctx["root"]), [p.p.pid for p in procs])
+    for p in procs:
+        for r in p.relays:
+            r.finish(5.0)
+    if swept:
+        notes.append(f"killed {swept} process{'es' if swept != 1 else ''} the script left running")
     results = []
     for p in procs:
         results.append(_read_json(os.path.join(p.rundir, "result.json")))
@@ -533,6 +754,10 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
                 if loc:
                     locs.append((f"worker {p.worker}: " if p.worker is not None else "") + loc)
         hang_loc = "; ".join(locs)
+    for p, r in zip(procs, results):
+        if getattr(p, "memory_killed", False):
+            r.update({"outcome": "failed", "error": {"type": "MemoryLimit", "message": f"killed ({p.kill_reason})",
+                                                     "frames": [], "script_lines": [], "location": ""}})
     outcome = _outcome(procs, results, hung)
     # A child that died without a result (segfault, SIGKILL): keep its stderr tail.
     for p, r in zip(procs, results):
@@ -550,6 +775,21 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
     data.killed = [p.killed for p in procs]  # type: ignore[attr-defined]
     data.driver_notes = notes  # type: ignore[attr-defined]
     data.rundir = base  # type: ignore[attr-defined]
+    data.outputs = [_outputs(p, ctx["output_cap"]) for p in procs]  # type: ignore[attr-defined]
+    data.sandbox = [(r or {}).get("sandbox", "") for r in results]  # type: ignore[attr-defined]
+    sb_notes = []
+    for r in results:
+        r = r or {}
+        if r.get("sandbox_error"):
+            sb_notes.append(f"sandbox failed, Python-level guard used instead: {r['sandbox_error']}")
+        elif r.get("sandbox_detail"):
+            sb_notes.append(f"sandbox: {r['sandbox_detail']}")
+        elif r.get("sandbox") == "python" or (not r.get("sandbox") and ctx["sandbox"] == "python"):
+            sb_notes.append(f"no sandbox: {ctx['sandbox_detail']}; Python-level guard (writes outside the run's "
+                            f"scratch folder are refused)")
+        elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
+            sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
+    data.sandbox_notes = sb_notes  # type: ignore[attr-defined]
     strategies = data.strategies()
     data.replicas = max((s.get("replicas", 0) for s in strategies), default=0)
     devs: list[str] = []
@@ -567,10 +807,20 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
     return data
 
 
+def _outputs(p: _Proc, cap: int) -> dict:
+    out = {}
+    for r, name in zip(p.relays, ("stdout", "stderr")):
+        out[name] = procs_mod.read_text(os.path.join(p.rundir, f"{name}.txt"), cap + 128 * 1024)
+        out[name + "_bytes"] = r.total
+    return out
+
+
 def _outcome(procs, results, hung) -> str:
     if hung:
         return "hung"
     outs = [(r or {}).get("outcome", "failed") for r in results]
+    if any(getattr(p, "memory_killed", False) for p in procs):
+        return "failed"
     if any(p.killed for p in procs):
         # a worker killed after its peer failed
         return "error" if "error" in outs else "hung"
@@ -641,8 +891,12 @@ def _hang_location(stacks_path: str, script: str) -> str:
 
 
 # ------------------------------------------------------------------ verdicts
-def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_root: str) -> ScriptRun:
+def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_root: str,
+              ctx: Optional[dict] = None) -> ScriptRun:
     notes: list[str] = list(getattr(data, "driver_notes", []))
+    for n in getattr(data, "sandbox_notes", []):
+        if n not in notes:
+            notes.append(n)
     for r in data.workers:
         for n in (r or {}).get("notes", []):
             if n not in notes:
@@ -673,6 +927,9 @@ def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_r
         notes=notes,
         startup_seconds=max(((r or {}).get("startup_seconds", 0) or 0) for r in data.workers) if data.workers else 0,
         workdir=getattr(data, "rundir", "") if keep_root else "",
+        sandbox=_sandbox_name(data, ctx),
+        stdout=_joined(data, "stdout"),
+        stderr=_joined(data, "stderr"),
     )
     if data.outcome == "hung":
         run.notes.insert(0, f"hung after {data.hang_seconds or data.seconds:.0f} s; killed")
@@ -699,6 +956,22 @@ def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_r
         f.verification = Verification(status=status, evidence=evidence, replicas=data.replicas,
                                       devices=list(data.devices), seconds=round(data.seconds, 2))
     return run
+
+
+def _sandbox_name(data: RunData, ctx: Optional[dict]) -> str:
+    modes = [m for m in getattr(data, "sandbox", []) if m]
+    if modes and all(m == "namespaces" for m in modes):
+        return "namespaces"
+    if modes:
+        return "python"
+    return (ctx or {}).get("sandbox", "")
+
+
+def _joined(data: RunData, name: str) -> str:
+    outs = getattr(data, "outputs", [])
+    if len(outs) == 1:
+        return outs[0].get(name, "")
+    return "".join(f"--- worker {i} ---\n{o.get(name, '')}" for i, o in enumerate(outs) if o.get(name))
 
 
 def _unique_strategies(data: RunData) -> list[dict]:

@@ -66,6 +66,9 @@ class ScriptRun:
     observations: list[FamilyObservation] = field(default_factory=list)
     startup_seconds: float = 0.0  # TensorFlow import + device set-up in the child
     workdir: str = ""
+    sandbox: str = ""  # "namespaces" (user/mount/PID namespaces, overlays) or "python" (Python-level guard)
+    stdout: str = ""  # the script's output (capped; see TFPAR_VERIFY_OUTPUT_MB)
+    stderr: str = ""
 
     @property
     def status(self) -> str:

@@ -33,6 +33,13 @@ def _reply(out, obj) -> None:
 
 
 def main() -> int:
+    from tfpar_lint.verify import sandbox
+
+    try:  # die with the driver; adopt the orphans of the children (reaped below, killed by the driver)
+        sandbox.prctl(sandbox.PR_SET_PDEATHSIG, 9)
+    except (OSError, AttributeError):
+        pass
+    sandbox.set_subreaper()
     proto_in = os.fdopen(os.dup(0), "r")
     proto_out = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -83,8 +90,12 @@ def main() -> int:
                 break
             if pid == 0:
                 break
-            children.discard(pid)
-            _reply(proto_out, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+            if pid in children:
+                children.discard(pid)
+                try:
+                    _reply(proto_out, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+                except (BrokenPipeError, OSError):  # the driver is gone
+                    eof = True
     return 0
 
 

@@ -1,0 +1,147 @@
+"""The semantic model of one module: the only place where names are resolved.
+
+One traversal (:mod:`.builder`, walked iteratively by :mod:`.walk`) records scopes, bindings,
+call sites with their ``with``/``if``/``try`` context, stores and name references
+(:mod:`.model`).  Everything else is computed lazily, each part with one job:
+
+* :mod:`.bindings` - which binding a name refers to; qualified API names of imports;
+* :mod:`.values` - what an expression holds (value inference);
+* :mod:`.callgraph` - local callees and callers, callbacks, run-order traces;
+* :mod:`.contexts` - strategy scopes, replica functions, thread targets, ``tf.function``;
+* :mod:`.flow` - which right-hand sides feed an expression through local names;
+* :mod:`.environment` - environment variables the module writes;
+* :mod:`tfpar_lint.tfapi` - what TensorFlow and Keras APIs create and do.
+
+:class:`Module` ties them together; rules query it and never walk the tree themselves.
+
+We deliberately do not use libcst's ``ScopeProvider``/``QualifiedNameProvider``: they cost
+~7.5x the parse (see ../shared/design/performance-notes.md); the handful of names the rules
+need are resolved here, on demand.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic.bindings import Bindings
+from tfpar_lint.semantic.builder import Builder
+from tfpar_lint.semantic.callgraph import CallGraph
+from tfpar_lint.semantic.contexts import Contexts
+from tfpar_lint.semantic.environment import Environment
+from tfpar_lint.semantic.flow import Flow, names_read  # noqa: F401  (names_read re-exported)
+from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
+    UNKNOWN, Binding, CallSite, ClassInfo, FunctionInfo, IndirectCall, NameRef, Scope, StoreSite, TraceEvent, Value,
+)
+from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
+    arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
+)
+from tfpar_lint.semantic.values import Inference
+
+# ============================================================================ strategy facts
+SINGLE_REPLICA = frozenset({"tensorflow.distribute.OneDeviceStrategy"}) | api.PARAMETER_SERVER_STRATEGIES
+
+
+def replicated(strategies: list[Value]) -> bool:
+    """Every strategy may run several replicas in sync (not OneDevice / parameter server,
+    not ``get_strategy()`` (the default strategy unless called in a scope), not
+    ``MirroredStrategy(devices=["/gpu:0"])``)."""
+    if not strategies:
+        return False
+    for v in strategies:
+        if v.qname in SINGLE_REPLICA or v.qname in api.STRATEGY_GETTERS:
+            return False
+        o = v.origin
+        if isinstance(o, cst.Call):
+            devs = keyword(o, "devices")
+            if isinstance(devs, (cst.List, cst.Tuple)) and len(devs.elements) <= 1:
+                return False
+    return True
+
+
+# Module method -> the part that answers it.
+_DELEGATES = {
+    "bindings": ("lookup", "qualified_name"),
+    "values": ("infer_at", "infer", "infer_one", "kinds", "created_within", "class_kind", "binding_values",
+               "container_items", "keras_flavor"),
+    "callgraph": ("resolve_function", "callers", "callees", "function_refs", "function_attr_refs",
+                  "passing_refs", "is_passed_around", "indirect_calls", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
+                  "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
+    "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
+                 "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
+                 "strategies", "strategy_method_calls"),
+    "environment": ("sets_env", "env_writes", "env_unsets"),
+    "flow": ("feeding_exprs",),
+}
+
+
+class Module:
+    """The semantic model of one parsed module (a facade over its parts)."""
+
+    def __init__(self, tree: cst.Module, source: str = "", path: str = "<string>",
+                 strategy_factories: Sequence[str] = (), dataset_distributors: Sequence[str] = (),
+                 tf_version: str = "2.16") -> None:
+        self.tree = tree
+        # the TensorFlow the code targets (``tf-version``): ``tf.keras`` is Keras 3 from 2.16 on
+        self.tf_version = tuple(int(x) for x in tf_version.split(".")[:2])
+        self.source = source
+        self.path = path
+        self.strategy_factories = frozenset(strategy_factories)
+        self.dataset_distributors = frozenset(dataset_distributors)
+        self.scope = Scope("module", tree, None)
+        # what the traversal records
+        self.functions: list[FunctionInfo] = []
+        self.classes: list[ClassInfo] = []
+        self.calls: list[CallSite] = []
+        self.refs: list[NameRef] = []
+        self.attr_refs: list[NameRef] = []  # name.attr (``self.model``): node is the Attribute
+        self.site_of_call: dict[int, CallSite] = {}
+        self.function_of_node: dict[int, FunctionInfo] = {}
+        self.module_bindings_in_order: list[Binding] = []
+        # [x] * n  and  [f(x) for ...]: (node, scope, order)
+        self.sequence_repeats: list[tuple[cst.BinaryOperation, Scope, int]] = []
+        self.comprehensions: list[tuple[cst.BaseExpression, Scope, int]] = []
+        # obj.attr = value (any receiver): (target, value, scope, order)
+        self.attr_assigns: list[tuple[cst.Attribute, cst.BaseExpression, Scope, int]] = []
+        # {expr[:spec]} inside f-strings: (FormattedStringExpression, scope, order)
+        self.fstring_exprs: list[tuple[cst.FormattedStringExpression, Scope, int]] = []
+        # x[key] = value, del x[key]
+        self.stores: list[StoreSite] = []
+        Builder(self).walk(tree)
+        # the parts that answer questions about it
+        self.bindings = Bindings(self)
+        self.values = Inference(self)
+        self.callgraph = CallGraph(self)
+        self.contexts = Contexts(self)
+        self.environment = Environment(self)
+        self.flow = Flow(self)
+
+    @property
+    def replica_fn_infos(self) -> dict[int, FunctionInfo]:
+        self.contexts.replica_functions()
+        return self.contexts.replica_fn_infos
+
+    @property
+    def thread_fn_infos(self) -> dict[int, FunctionInfo]:
+        self.contexts.thread_targets()
+        return self.contexts.thread_fn_infos
+
+    def code(self, node: cst.CSTNode) -> str:
+        """Source text of a node, on one line, shortened for messages."""
+        text = " ".join(self.tree.code_for_node(node).split())
+        return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _delegate(part: str, name: str):
+    def method(self, *args, **kwargs):
+        return getattr(getattr(self, part), name)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"See :meth:`{part}.{name}`."
+    return method
+
+
+for _part, _names in _DELEGATES.items():
+    for _name in _names:
+        setattr(Module, _name, _delegate(_part, _name))

@@ -1,0 +1,56 @@
+"""Scopes and bindings: which binding a name refers to at a point, and the qualified API
+name an imported reference stands for (every import spelling reduced to one canonical name)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Union
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic.model import Binding, Scope
+from tfpar_lint.semantic.nodes import dotted_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tfpar_lint.semantic import Module
+
+
+class Bindings:
+    def __init__(self, m: "Module") -> None:
+        self.m = m
+
+    def lookup(self, name: str, scope: Scope, order: int) -> list[Binding]:
+        s: Optional[Scope] = scope
+        first = True
+        while s is not None:
+            if s.kind == "class" and not first:
+                s = s.parent
+                continue
+            if name in s.globals:
+                s = self.m.scope
+                first = False
+                continue
+            bs = s.bindings.get(name)
+            if bs and name not in s.nonlocals:
+                if first:
+                    before = [b for b in bs if b.order < order]
+                    if before:
+                        return [before[-1]]
+                return list(bs)
+            s = s.parent
+            first = False
+        return []
+
+    def qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int) -> tuple[str, str]:
+        """(canonical, raw) qualified name of an imported API reference, or ("", "")."""
+        d = dotted_name(expr)
+        if not d:
+            return "", ""
+        head, _, rest = d.partition(".")
+        bs = self.lookup(head, scope, order)
+        if not bs or any(b.kind != "import" or not b.qname for b in bs):
+            return "", ""
+        q = bs[0].qname
+        if any(b.qname != q for b in bs):
+            return "", ""
+        raw = f"{q}.{rest}" if rest else q
+        return api.canonical(raw), raw

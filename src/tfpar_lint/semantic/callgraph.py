@@ -1,0 +1,375 @@
+"""The module's call graph: which local functions an expression denotes, who calls a function,
+whether it is passed around as a callback, the names it references, and run-order traces."""
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Union
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic.model import CallSite, FunctionInfo, IndirectCall, NameRef, Scope, StoreSite, TraceEvent
+from tfpar_lint.semantic.nodes import arg, attr_name, call_method, keyword
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tfpar_lint.semantic import Module
+
+
+class CallGraph:
+    def __init__(self, m: "Module") -> None:
+        self.m = m
+        self._callers: Optional[dict[int, list[CallSite]]] = None
+        self._fn_refs: Optional[dict[int, list[NameRef]]] = None
+        self._fn_attr_refs: Optional[dict[int, list[NameRef]]] = None
+        self._traces: Optional[list[list[TraceEvent]]] = None
+        self._names: Optional[frozenset[str]] = None
+        self._refs_by_name: Optional[dict[str, list[NameRef]]] = None
+        self._attr_args: dict[str, list[cst.Attribute]] = {}
+        self._indirect: Optional[dict[int, list[IndirectCall]]] = None
+        self._nested: Optional[dict[int, list[FunctionInfo]]] = None
+
+    def resolve_function(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int) -> list[FunctionInfo]:
+        """Local functions an expression may denote (through tf.function, partial, lambdas)."""
+        if expr is None:
+            return []
+        if isinstance(expr, cst.Call):
+            q, _ = self.m.qualified_name(expr.func, scope, order)
+            if q in api.TF_FUNCTION or q == "functools.partial":
+                return self.resolve_function(arg(expr, 0, "func"), scope, order)
+        out = []
+        for v in self.m.infer(expr, scope, order):
+            if v.kind == api.FUNCTION and v.info is not None:
+                out.append(v.info)
+        return out
+
+    def callers(self, fn: FunctionInfo) -> list[CallSite]:
+        """Call sites in this module whose callee resolves to ``fn``."""
+        if self._callers is None:
+            table: dict[int, list[CallSite]] = {}
+            for cs in self.m.calls:
+                f = cs.node.func
+                if isinstance(f, (cst.Name, cst.Attribute)):
+                    for target in self.callees(cs):
+                        table.setdefault(id(target), []).append(cs)
+            self._callers = table
+        return self._callers.get(id(fn), [])
+
+    def _function_names(self) -> frozenset[str]:
+        if self._names is None:
+            self._names = frozenset([fi.name for fi in self.m.functions] + [c.name for c in self.m.classes])
+        return self._names
+
+    def callees(self, cs: CallSite) -> list[FunctionInfo]:
+        """Local functions the call site ``cs`` may call (``C(...)`` of a local class calls
+        ``C.__init__``)."""
+        f = cs.node.func
+        names = self._function_names()
+        if isinstance(f, cst.Name):
+            if f.value not in names:
+                return []
+        elif isinstance(f, cst.Attribute):
+            if f.attr.value not in names:
+                return []
+        out = []
+        for v in self.m.infer(f, cs.scope, cs.order):
+            if v.kind == api.FUNCTION and v.info is not None:
+                out.append(v.info)
+            elif v.kind == api.CLASS and v.info is not None and "__init__" in v.info.methods:
+                out.append(v.info.methods["__init__"])
+        return out
+
+    def function_refs(self, fn: FunctionInfo) -> list[NameRef]:
+        """Name references inside ``fn`` (including nested functions and lambdas)."""
+        if self._fn_refs is None:
+            self._fn_refs = self._by_function(self.m.refs)
+        return self._fn_refs.get(id(fn), [])
+
+    def function_attr_refs(self, fn: FunctionInfo) -> list[NameRef]:
+        """``name.attr`` references inside ``fn`` (``self.model``), nested functions included."""
+        if self._fn_attr_refs is None:
+            self._fn_attr_refs = self._by_function(self.m.attr_refs)
+        return self._fn_attr_refs.get(id(fn), [])
+
+    @staticmethod
+    def _by_function(refs: list[NameRef]) -> dict[int, list[NameRef]]:
+        table: dict[int, list[NameRef]] = {}
+        for r in refs:
+            s: Optional[Scope] = r.scope
+            while s is not None:
+                if s.func is not None:
+                    table.setdefault(id(s.func), []).append(r)
+                s = s.parent
+        return table
+
+    def passing_refs(self, fn: FunctionInfo) -> list[cst.CSTNode]:
+        """References to ``fn`` other than the callee of a direct call: the places it is handed
+        on as a callback (``strategy.run(step)``, ``Thread(target=work)``, ``self.step`` as an
+        argument).  A lambda is its own reference."""
+        if isinstance(fn.node, cst.Lambda):
+            return [fn.node]
+        name = fn.name
+        direct = {id(cs.node.func) for cs in self.callers(fn)}
+        if self._refs_by_name is None:
+            self._refs_by_name = {}
+            for r in self.m.refs:
+                self._refs_by_name.setdefault(r.node.value, []).append(r)
+            # obj.method handed to a call without being called (e.g. strategy.run(self.step))
+            self._attr_args = {}
+            for cs in self.m.calls:
+                for a in cs.node.args:
+                    if isinstance(a.value, cst.Attribute):
+                        self._attr_args.setdefault(a.value.attr.value, []).append(a.value)
+        out: list[cst.CSTNode] = []
+        for r in self._refs_by_name.get(name, ()):
+            if id(r.node) not in direct and any(v.info is fn for v in self.m.infer(r.node, r.scope, r.order)):
+                out.append(r.node)
+        if fn.cls is not None:
+            out.extend(self._attr_args.get(name, ()))
+        return out
+
+    def is_passed_around(self, fn: FunctionInfo) -> bool:
+        """True when ``fn`` is referenced other than by a direct call (a callback)."""
+        return bool(self.passing_refs(fn))
+
+    def indirect_calls(self, fn: FunctionInfo) -> list[IndirectCall]:
+        """Calls of ``fn`` made by an API it is handed to, with the arguments it receives:
+        ``strategy.run(fn, args=(a,), kwargs={...})`` (and ``experimental_run_v2``,
+        ``extended.call_for_each_replica``), ``threading.Thread(target=fn, args=(a,))``,
+        ``executor.submit(fn, a)``, ``pool.apply_async(fn, args=(a,))``; ``functools.partial(fn, a)``
+        handed to one of them prepends its arguments.  ``map``-style calls are recorded with
+        unknown arguments."""
+        if self._indirect is None:
+            self._indirect = {}
+            for cs in self.m.calls:
+                for target, pos, kw in self._handed_over(cs):
+                    pre: list = []
+                    prekw: dict = {}
+                    via = target
+                    for _ in range(4):  # partial(partial(f, a), b)
+                        if isinstance(via, cst.Call) and self.m.qualified_name(via.func, cs.scope, cs.order)[0] \
+                                == "functools.partial" and via.args and not via.args[0].keyword:
+                            pre = [a.value for a in via.args[1:] if a.keyword is None and not a.star] + pre
+                            prekw.update({a.keyword.value: a.value for a in via.args[1:] if a.keyword is not None})
+                            if any(a.star for a in via.args[1:]):
+                                pos = None
+                            via = via.args[0].value
+                        else:
+                            break
+                    args = None if pos is None else pre + pos
+                    kws = None if kw is None else {**prekw, **kw}
+                    for f in self.resolve_function(via, cs.scope, cs.order):
+                        self._indirect.setdefault(id(f), []).append(IndirectCall(cs, via, args, kws))
+        return self._indirect.get(id(fn), [])
+
+    def _handed_over(self, cs: CallSite) -> Iterator[tuple[cst.BaseExpression, Optional[list], Optional[dict]]]:
+        """(callable, positional argument expressions or None, keyword expressions or None) for
+        each callable this call hands to an API that calls it."""
+        node = cs.node
+        cm = call_method(node)
+        meth = cm[1] if cm is not None else None
+        if meth in api.RUN_METHODS or meth == "call_for_each_replica":
+            fn = arg(node, 0, "fn")
+            if fn is not None:
+                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs"))
+            return
+        if meth in ("submit", "apply", "apply_async", "map", "imap", "imap_unordered", "starmap", "map_async",
+                    "starmap_async"):
+            fn = arg(node, 0, "fn") or arg(node, 0, "func")
+            if fn is None:
+                return
+            if meth == "submit":
+                if any(a.star for a in node.args):
+                    yield fn, None, None
+                else:
+                    yield fn, [a.value for a in node.args[1:] if a.keyword is None], \
+                        {a.keyword.value: a.value for a in node.args[1:] if a.keyword is not None}
+            elif meth in ("apply", "apply_async"):
+                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwds"))
+            else:
+                yield fn, None, None
+            return
+        if isinstance(node.func, (cst.Name, cst.Attribute)) and attr_name(node.func) in ("Thread", "Timer"):
+            q = self.m.qualified_name(node.func, cs.scope, cs.order)[0]
+            if q in api.THREAD_CLASSES:
+                fn = keyword(node, "target") or arg(node, 1)
+                if fn is not None:
+                    yield fn, _seq(keyword(node, "args") or arg(node, 2), empty=True), \
+                        _mapping(keyword(node, "kwargs") or arg(node, 3))
+            elif q == "threading.Timer":
+                fn = arg(node, 1, "function")
+                if fn is not None:
+                    yield fn, _seq(arg(node, 2, "args"), empty=True), _mapping(arg(node, 3, "kwargs"))
+
+    def enclosing_method(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
+        """``fn`` itself if it is a method, else the innermost method it is nested in."""
+        for f in self.enclosing_functions(fn.scope):
+            if f.cls is not None:
+                return f
+        return None
+
+    def enclosing_functions(self, scope: Scope) -> Iterator[FunctionInfo]:
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s.func is not None:
+                yield s.func
+            s = s.parent
+
+    def calls_within(self, fn: FunctionInfo) -> Iterator[CallSite]:
+        """Call sites in ``fn`` and in functions nested in it."""
+        if self._nested is None:
+            self._nested = {}
+            for other in self.m.functions:
+                for f in self.enclosing_functions(other.parent):
+                    self._nested.setdefault(id(f), []).append(other)
+        yield from fn.calls
+        for other in self._nested.get(id(fn), ()):
+            yield from other.calls
+
+    def calls_to(self, qnames: Iterable[str]) -> Iterator[tuple[CallSite, str]]:
+        """Call sites whose callee is one of the canonical API names."""
+        wanted = frozenset(qnames)
+        lasts = {q.rsplit(".", 1)[-1] for q in wanted}
+        for cs in self.m.calls:
+            last = attr_name(cs.node.func)
+            if last not in lasts:
+                continue
+            q, _ = self.m.qualified_name(cs.node.func, cs.scope, cs.order)
+            if q in wanted:
+                yield cs, q
+
+    def method_calls(self, names: Iterable[str]) -> Iterator[tuple[CallSite, cst.BaseExpression, str]]:
+        wanted = frozenset(names)
+        for cs in self.m.calls:
+            cm = call_method(cs.node)
+            if cm is not None and cm[1] in wanted:
+                yield cs, cm[0], cm[1]
+
+    def param_used(self, fn: FunctionInfo, index: int = 0) -> Optional[bool]:
+        """Whether ``fn``'s parameter ``index`` is referenced in its body (None: no such param)."""
+        if len(fn.params) <= index:
+            return None
+        pname = fn.params[index].name.value
+        return any(r.node.value == pname for r in self.function_refs(fn))
+
+    def refs_to(self, value_origin: cst.CSTNode, within: FunctionInfo) -> list[NameRef]:
+        """References inside ``within`` (names, and ``self.attr``-style attributes) whose every
+        possible value was created at ``value_origin``."""
+        out = []
+        for r in itertools.chain(self.function_refs(within), self.function_attr_refs(within)):
+            vals = self.m.infer(r.node, r.scope, r.order)
+            if vals and all(v.origin is value_origin for v in vals):
+                out.append(r)
+        return out
+
+    def reaching_exprs(self, name: cst.Name, scope: Scope, order: int,
+                       _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """Right-hand sides whose value may reach ``name`` here, as (expr, scope, order):
+        ``x = e`` -> e; ``x += e`` -> e plus what reached ``x`` before.  None when a
+        binding is anything else (parameter, import, unpacking, loop target, ``x /= e``, ...)."""
+        if _depth > 20:
+            return None
+        bs = self.m.lookup(name.value, scope, order)
+        if not bs:
+            return None
+        out: list[tuple[cst.BaseExpression, Scope, int]] = []
+        for b in bs:
+            if b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path:
+                out.append((b.value, b.scope, b.order))
+            elif b.kind == "aug" and isinstance(b.node, cst.AugAssign) \
+                    and isinstance(b.node.operator, cst.AddAssign):
+                out.append((b.node.value, b.scope, b.order))
+                prev = self.reaching_exprs(name, b.scope, b.order, _depth + 1)
+                if prev is None:
+                    return None
+                out.extend(prev)
+            else:
+                return None
+        return out
+
+    def traces(self, max_events: int = 50000) -> list[list[TraceEvent]]:
+        """Calls and subscript stores in the order a run executes them.  A call of a module-local
+        function is followed by the callee's body (``C()`` of a local class by ``C.__init__``);
+        loops count once; every ``if`` branch is included, its condition recorded in
+        ``TraceEvent.conds``.  The first trace starts at module level; every function that no
+        local code calls (``main`` handed to ``app.run``, callbacks, methods called from
+        elsewhere) starts a trace of its own.  Events of different traces are not ordered."""
+        if self._traces is not None:
+            return self._traces
+        by_fn: dict[Optional[int], list[Union[CallSite, StoreSite]]] = {}
+        for site in itertools.chain(self.m.calls, self.m.stores):
+            by_fn.setdefault(id(site.func) if site.func is not None else None, []).append(site)
+        for sites in by_fn.values():
+            sites.sort(key=lambda e: e.order)
+        names = {f.name for f in self.m.functions} | {c.name for c in self.m.classes}
+        reached: set[int] = set()
+        budget = [max_events]
+
+        def callees(cs: CallSite) -> list[FunctionInfo]:
+            if attr_name(cs.node.func) not in names:
+                return []
+            out = []
+            for v in self.m.infer(cs.node.func, cs.scope, cs.order):
+                if v.kind == api.FUNCTION and v.info is not None:
+                    out.append(v.info)
+                elif v.kind == api.CLASS and v.info is not None and "__init__" in v.info.methods:
+                    out.append(v.info.methods["__init__"])
+            return out
+
+        def walk(key: Optional[int], conds, via, stack: frozenset, out: list[TraceEvent]) -> None:
+            for site in by_fn.get(key, ()):
+                if budget[0] <= 0:
+                    return
+                budget[0] -= 1
+                c = conds + site.ifs
+                out.append(TraceEvent(site, c, via))
+                if isinstance(site, CallSite) and len(stack) < 10:
+                    for callee in callees(site):
+                        if id(callee) not in stack:
+                            reached.add(id(callee))
+                            walk(id(callee), c, via + (site,), stack | {id(callee)}, out)
+
+        traces: list[list[TraceEvent]] = [[]]
+        walk(None, (), (), frozenset(), traces[0])
+        for fn in self.m.functions:
+            if id(fn) not in reached and not self.callers(fn):
+                t: list[TraceEvent] = []
+                reached.add(id(fn))
+                walk(id(fn), (), (), frozenset({id(fn)}), t)
+                traces.append(t)
+        for fn in self.m.functions:  # only reached through a cycle of calls
+            if id(fn) not in reached:
+                t = []
+                reached.add(id(fn))
+                walk(id(fn), (), (), frozenset({id(fn)}), t)
+                traces.append(t)
+        self._traces = traces
+        return traces
+
+
+def _seq(expr: Optional[cst.BaseExpression], empty: bool = False) -> Optional[list]:
+    """The items of a tuple/list literal (``args=(a, b)``); ``[]`` for a missing argument when
+    ``empty``; None when they cannot be told."""
+    if expr is None:
+        return [] if empty else None
+    if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        return [e.value for e in expr.elements]
+    return None
+
+
+def _mapping(expr: Optional[cst.BaseExpression]) -> Optional[dict]:
+    """The entries of a dict literal with string keys (``kwargs={"x": a}``); ``{}`` when missing."""
+    if expr is None:
+        return {}
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return {}
+    if isinstance(expr, cst.Dict):
+        out = {}
+        for el in expr.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                return None
+            key = el.key.evaluated_value
+            if not isinstance(key, str):
+                return None
+            out[key] = el.value
+        return out
+    return None

@@ -1,0 +1,276 @@
+"""Contexts a piece of code runs in: inside ``strategy.scope()`` (lexically or through every
+caller), in a replica function (run by ``strategy.run`` and friends), in a Python thread, in a
+``tf.function`` trace."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Union
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic.model import CallSite, ClassInfo, FunctionInfo, Scope, Value
+from tfpar_lint.semantic.nodes import arg, attr_name, call_method, keyword
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tfpar_lint.semantic import Module
+
+
+# Callers followed up a chain (f called only from g, called only from h, ...) at most.
+MAX_CALL_DEPTH = 50
+
+
+class Contexts:
+    def __init__(self, m: "Module") -> None:
+        self.m = m
+        self._replica: Optional[dict[int, list[Value]]] = None
+        self._runs: Optional[list[tuple[CallSite, cst.BaseExpression, str, list[Value]]]] = None
+        self._threads: Optional[dict[int, list[CallSite]]] = None
+        self._traced_memo: dict[int, Optional[bool]] = {}
+        self._fn_scope_memo: dict[int, tuple[list[Value], bool]] = {}
+        self.replica_fn_infos: dict[int, FunctionInfo] = {}
+        self.thread_fn_infos: dict[int, FunctionInfo] = {}
+
+    def scope_items(self, site: CallSite) -> tuple[list[Value], bool]:
+        """Strategies whose ``scope()`` is lexically open at ``site`` and whether an
+        unresolved ``X.scope()`` is open too (then the site may be in a scope)."""
+        known: list[Value] = []
+        maybe = False
+        for item in site.withs:
+            e = item.item
+            if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "scope":
+                vals = self.m.infer(e.func.value, site.scope, site.order)
+                strat = [v for v in vals if v.kind == api.STRATEGY]
+                if strat and len(strat) == len(vals):
+                    known.extend(strat)
+                else:
+                    maybe = True
+        return known, maybe
+
+    def scope_strategies(self, site: CallSite) -> tuple[list[Value], bool]:
+        """Strategies in scope at ``site``: lexical ones plus, when the enclosing
+        function is only ever called from inside a scope, that scope's.
+        Second item: True when it cannot be decided (unknown scope / callers)."""
+        known, maybe = self.scope_items(site)
+        if site.func is not None:
+            fk, fmaybe = self.function_scope(site.func)
+            known = known + fk
+            maybe = maybe or fmaybe
+        return known, maybe
+
+    def function_scope(self, fn: FunctionInfo, _seen: Optional[set] = None) -> tuple[list[Value], bool]:
+        """Strategies in scope for the whole body of ``fn`` (from its callers)."""
+        key = id(fn)
+        if key in self._fn_scope_memo:
+            return self._fn_scope_memo[key]
+        _seen = _seen or set()
+        if key in _seen or len(_seen) > MAX_CALL_DEPTH:  # a cycle, or a caller chain too long to follow
+            return [], True
+        _seen.add(key)
+        if self.m.is_passed_around(fn):
+            res: tuple[list[Value], bool] = ([], True)
+        else:
+            callers = self.m.callers(fn)
+            if not callers and self.m.enclosing_method(fn) is not None:
+                # a method (or a function in one) that no code here calls: its object is built and
+                # driven from elsewhere, maybe under a scope (a trainer built in `with strategy.scope()`)
+                res = ([], True)
+            elif not callers:
+                # a function defined but never called here (main() handed to app.run): judge the
+                # body as written
+                res = ([], False)
+            else:
+                per_caller = []
+                maybe = False
+                for cs in callers:
+                    k, m = self.scope_items(cs)
+                    if cs.func is not None:
+                        fk, fm = self.function_scope(cs.func, _seen)
+                        k, m = k + fk, m or fm
+                    per_caller.append(k)
+                    maybe = maybe or m
+                if all(per_caller):
+                    res = (per_caller[0], maybe)
+                else:
+                    # some callers are outside every scope
+                    res = ([], maybe or any(per_caller))
+        self._fn_scope_memo[key] = res
+        return res
+
+    def replica_runs(self) -> list[tuple[CallSite, cst.BaseExpression, str, list[Value]]]:
+        """Calls that run a function on every replica: ``strategy.run(fn, args=...)`` (and
+        ``experimental_run_v2``), ``strategy.extended.call_for_each_replica(fn, args=...)``; as
+        (call site, strategy expression, method, the strategies it may be)."""
+        if self._runs is None:
+            self._runs = []
+            for cs in self.m.calls:
+                cm = call_method(cs.node)
+                if cm is None:
+                    continue
+                recv, meth = cm
+                if meth == "call_for_each_replica" and isinstance(recv, cst.Attribute) \
+                        and recv.attr.value == "extended":
+                    recv = recv.value
+                elif meth not in api.RUN_METHODS:
+                    continue
+                strat = [v for v in self.m.infer(recv, cs.scope, cs.order) if v.kind == api.STRATEGY]
+                if strat:
+                    self._runs.append((cs, recv, meth, strat))
+        return self._runs
+
+    def replica_functions(self) -> dict[int, list[Value]]:
+        """id(FunctionInfo) -> strategies whose ``run`` executes it (transitively
+        including local functions called from a replica function)."""
+        if self._replica is not None:
+            return self._replica
+        table: dict[int, list[Value]] = {}
+        self.replica_fn_infos: dict[int, FunctionInfo] = {}
+        work: list[FunctionInfo] = []
+        for cs, _recv, _meth, strat in self.replica_runs():
+            fn_expr = arg(cs.node, 0, "fn")
+            for fn in self.m.resolve_function(fn_expr, cs.scope, cs.order):
+                table.setdefault(id(fn), []).extend(strat)
+                self.replica_fn_infos[id(fn)] = fn
+                work.append(fn)
+        seen = set()
+        while work:
+            fn = work.pop()
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            for cs in self.m.calls_within(fn):
+                for callee in self.m.callees(cs):
+                    if id(callee) not in table:
+                        table[id(callee)] = list(table[id(fn)])
+                        self.replica_fn_infos[id(callee)] = callee
+                        work.append(callee)
+        self._replica = table
+        return table
+
+    def replica_strategies(self, scope: Scope) -> list[Value]:
+        """Strategies whose replica function contains ``scope`` (empty if none)."""
+        table = self.replica_functions()
+        for f in self.m.enclosing_functions(scope):
+            if id(f) in table:
+                return table[id(f)]
+        return []
+
+    def in_replica_fn(self, scope: Scope) -> bool:
+        return bool(self.replica_strategies(scope))
+
+    def thread_targets(self) -> dict[int, list[CallSite]]:
+        """id(FunctionInfo) -> call sites that start it in a Python thread."""
+        if self._threads is not None:
+            return self._threads
+        table: dict[int, list[CallSite]] = {}
+        self.thread_fn_infos: dict[int, FunctionInfo] = {}
+        for cs in self.m.calls:
+            target = None
+            q, _ = self.m.qualified_name(cs.node.func, cs.scope, cs.order)
+            if q in api.THREAD_CLASSES:
+                target = keyword(cs.node, "target")
+                if target is None:
+                    target = arg(cs.node, 1)
+            else:
+                cm = call_method(cs.node)
+                if cm is not None and cm[1] in ("submit", "map", "apply_async", "apply", "imap",
+                                                "imap_unordered", "starmap", "map_async", "starmap_async"):
+                    recv_vals = self.m.infer(cm[0], cs.scope, cs.order)
+                    if recv_vals and all(v.kind == api.EXECUTOR for v in recv_vals):
+                        target = arg(cs.node, 0, "fn") or arg(cs.node, 0, "func")
+            if target is None:
+                continue
+            for fn in self.m.resolve_function(target, cs.scope, cs.order):
+                table.setdefault(id(fn), []).append(cs)
+                self.thread_fn_infos[id(fn)] = fn
+        # class Worker(threading.Thread): def run(self): ...  -- started by Worker(...).start()
+        for cls in self.m.classes:
+            run = cls.methods.get("run")
+            if run is None or not self._thread_class(cls):
+                continue
+            for cs in self.m.calls:
+                if attr_name(cs.node.func) == cls.name and any(
+                        v.kind == api.CLASS and v.info is cls for v in self.m.infer(cs.node.func, cs.scope, cs.order)):
+                    table.setdefault(id(run), []).append(cs)
+                    self.thread_fn_infos[id(run)] = run
+        self._threads = table
+        return table
+
+    def _thread_class(self, cls: ClassInfo, _depth: int = 0) -> bool:
+        """``cls`` derives from ``threading.Thread`` (directly or through local classes)."""
+        if _depth > 8:
+            return False
+        scope = cls.scope.parent or self.m.scope
+        for base in cls.bases:
+            if self.m.qualified_name(base, scope, 10**9)[0] in api.THREAD_CLASSES:
+                return True
+            for v in self.m.infer(base, scope, 10**9):
+                if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls \
+                        and self._thread_class(v.info, _depth + 1):
+                    return True
+        return False
+
+    def in_tf_function(self, scope: Scope) -> bool:
+        for f in self.m.enclosing_functions(scope):
+            for d in f.decorators:
+                target = d.func if isinstance(d, cst.Call) else d
+                q, _ = self.m.qualified_name(target, f.parent, f.order)
+                if q in api.TF_FUNCTION:
+                    return True
+        return False
+
+    def runs_traced(self, fn: FunctionInfo, _seen: Optional[set] = None) -> Optional[bool]:
+        """Whether the body of ``fn`` runs inside a ``tf.function`` trace.  True: ``fn`` or an
+        enclosing function is decorated with ``tf.function``, wrapped by ``tf.function(f)`` in
+        this module, or is a ``train_step``/``test_step``/``predict_step``/``call`` method of a
+        Keras model or layer class; or every local caller runs traced.  False: every local
+        caller runs eagerly (module-level code or eager functions).  None: cannot be told
+        (no local caller, passed around as a callback, or mixed)."""
+        key = id(fn)
+        if key in self._traced_memo:
+            return self._traced_memo[key]
+        _seen = _seen or set()
+        if key in _seen or len(_seen) > MAX_CALL_DEPTH:
+            return None
+        _seen.add(key)
+        wrapped = self._tf_function_wrapped()
+        res: Optional[bool] = None
+        for f in self.m.enclosing_functions(fn.scope):
+            if id(f) in wrapped or self.in_tf_function(f.scope):
+                res = True
+                break
+            if f.cls is not None and f.name in ("train_step", "test_step", "predict_step", "call") \
+                    and self.m.class_kind(f.cls) in (api.MODEL, api.LAYER):
+                res = True
+                break
+        else:
+            callers = self.m.callers(fn)
+            if callers and not self.m.is_passed_around(fn):
+                kinds = set()
+                for cs in callers:
+                    kinds.add(False if cs.func is None else self.runs_traced(cs.func, _seen))
+                res = kinds.pop() if len(kinds) == 1 else None
+        self._traced_memo[key] = res
+        return res
+
+    def _tf_function_wrapped(self) -> set[int]:
+        """ids of local functions passed to ``tf.function(...)`` as a call (not as a decorator)."""
+        memo = getattr(self, "_tf_wrapped_memo", None)
+        if memo is None:
+            memo = set()
+            for cs, _q in self.m.calls_to(api.TF_FUNCTION):
+                for f in self.m.resolve_function(arg(cs.node, 0, "func"), cs.scope, cs.order):
+                    memo.add(id(f))
+            self._tf_wrapped_memo = memo
+        return memo
+
+    def strategies(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
+        """The strategy values ``expr`` holds at ``site``; [] unless every possibility is a strategy."""
+        vals = self.m.infer_at(expr, site)
+        return vals if vals and all(v.kind == api.STRATEGY for v in vals) else []
+
+    def strategy_method_calls(self, names: Iterable[str]) -> Iterator[tuple[CallSite, cst.BaseExpression, str, list[Value]]]:
+        """``strategy.<name>(...)`` calls whose receiver is certainly a strategy, with its values."""
+        for cs, recv, meth in self.m.method_calls(names):
+            strat = self.strategies(recv, cs)
+            if strat:
+                yield cs, recv, meth, strat

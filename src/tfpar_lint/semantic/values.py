@@ -1,0 +1,597 @@
+"""Value inference: what an expression holds (a strategy, a Keras model, a plain or distributed
+dataset, a ``tf.Variable``...), following assignments, imports, module-local functions' returns,
+parameters (annotations and every local call site), ``self.attr``, ``for`` targets, containers.
+
+Unknown stays unknown: a receiver that cannot be resolved yields ``UNKNOWN`` and rules stay
+silent on it.  Inference never recurses without bound: past ``MAX_DEPTH`` nested questions the
+answer is ``UNKNOWN``."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Union
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic.model import Binding, CallSite, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.nodes import arg, dotted_name, literal_str
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tfpar_lint.semantic import Module
+
+
+# Nested questions (an expression's value depends on a binding's, which depends on ...) followed
+# at most; deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
+MAX_DEPTH = 160
+
+
+class Inference:
+    def __init__(self, m: "Module") -> None:
+        self.m = m
+        self._infer_memo: dict[int, list[Value]] = {}
+        self._binding_memo: dict[int, list[Value]] = {}
+        self._in_progress: set[int] = set()
+
+    def infer_at(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
+        return self.infer(expr, site.scope, site.order, site)
+
+    def infer(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
+              site: Optional[CallSite] = None) -> list[Value]:
+        """Possible values of ``expr`` (never empty; [UNKNOWN] when unknown)."""
+        if expr is None:
+            return [UNKNOWN]
+        key = id(expr)
+        memo = self._infer_memo.get(key)
+        if memo is not None:
+            return memo
+        if key in self._in_progress or len(self._in_progress) >= MAX_DEPTH:
+            return [UNKNOWN]  # a cycle, or too deep to follow: unknown (not memoised)
+        self._in_progress.add(key)
+        try:
+            vals = self._infer(expr, scope, order, site) or [UNKNOWN]
+        finally:
+            self._in_progress.discard(key)
+        self._infer_memo[key] = vals
+        return vals
+
+    def infer_one(self, expr, scope, order, site=None) -> Value:
+        """The value when every possibility has the same kind and origin, else UNKNOWN."""
+        vals = self.infer(expr, scope, order, site)
+        first = vals[0]
+        if all(v.kind == first.kind and v.origin is first.origin for v in vals[1:]):
+            return first
+        return UNKNOWN
+
+    def kinds(self, expr, scope, order) -> set[str]:
+        return {v.kind for v in self.infer(expr, scope, order)}
+
+    def _infer(self, expr, scope: Scope, order: int, site) -> list[Value]:
+        if isinstance(expr, cst.Name):
+            bs = self.m.lookup(expr.value, scope, order)
+            if not bs:
+                return [UNKNOWN]
+            out: list[Value] = []
+            for b in bs:
+                out.extend(self.binding_values(b))
+            return out
+        if isinstance(expr, cst.Attribute):
+            q, raw = self.m.qualified_name(expr, scope, order)
+            if q:
+                return [Value(api.API, q, raw_qname=raw)]
+            # self.attr inside a method
+            fn = scope.func
+            if (fn is not None and fn.cls is None and isinstance(expr.value, cst.Name)):
+                fn = self._method_of(scope)
+            if fn is not None and fn.cls is not None and isinstance(expr.value, cst.Name) \
+                    and fn.params and expr.value.value == fn.params[0].name.value:
+                attr = expr.attr.value
+                if attr in fn.cls.methods:
+                    m = fn.cls.methods[attr]
+                    return [Value(api.FUNCTION, info=m, origin=m.node)]
+                bs = fn.cls.attrs.get(attr)
+                if bs:
+                    out = []
+                    for b in bs:
+                        out.extend(self.binding_values(b))
+                    return out
+                return [UNKNOWN]
+            return self._attribute_of(expr, scope, order)
+        if isinstance(expr, cst.Call):
+            return self._infer_call(expr, scope, order)
+        if isinstance(expr, cst.Lambda):
+            info = self.m.function_of_node.get(id(expr))
+            return [Value(api.FUNCTION, info=info, origin=expr)] if info else [UNKNOWN]
+        if isinstance(expr, cst.Subscript):
+            items = self.container_items(expr.value, scope, order, _subscript_key(expr))
+            if items is not None:
+                out = []
+                for e, s, o in items:
+                    out.extend(self.infer(e, s, o))
+                return out
+            base = self.infer(expr.value, scope, order)
+            if all(v.kind in (api.ELEMENT, api.DIST_VALUES) for v in base):
+                return list(base)
+            return [UNKNOWN]
+        if isinstance(expr, cst.Await):
+            return [UNKNOWN]
+        return [UNKNOWN]
+
+    def _method_of(self, scope: Scope) -> Optional[FunctionInfo]:
+        """Innermost enclosing method (for ``self`` inside nested functions)."""
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s.func is not None and s.func.cls is not None:
+                return s.func
+            s = s.parent
+        return None
+
+    def created_within(self, node: Optional[cst.CSTNode], fn: FunctionInfo) -> bool:
+        site = self.m.site_of_call.get(id(node)) if node is not None else None
+        s = site.scope if site is not None else None
+        while s is not None:
+            if s is fn.scope:
+                return True
+            s = s.parent
+        return False
+
+    def _infer_call(self, call: cst.Call, scope: Scope, order: int) -> list[Value]:
+        site = self.m.site_of_call.get(id(call))
+        func = call.func
+        q, raw = self.m.qualified_name(func, scope, order)
+        if q:
+            return self._infer_api_call(q, raw, call, scope, order, site)
+        # builtins and local callables
+        if isinstance(func, cst.Name) and not self.m.lookup(func.value, scope, order):
+            return self._infer_builtin(func.value, call, scope, order, site)
+        if isinstance(func, cst.Attribute):
+            recv_vals = self.infer(func.value, scope, order)
+            out = []
+            for rv in recv_vals:
+                out.append(self._infer_method(rv, func.attr.value, call, scope, order, site))
+            return out
+        callee_vals = self.infer(func, scope, order)
+        out = []
+        for cv in callee_vals:
+            if cv.kind == api.FUNCTION and cv.info is not None:
+                out.extend(self._returns_of(cv.info, call, site))
+            elif cv.kind == api.CLASS and cv.info is not None:
+                out.append(self._instance_of(cv.info, call, site))
+            elif cv.kind == api.API:
+                out.extend(self._infer_api_call(cv.qname, cv.raw_qname, call, scope, order, site))
+            else:
+                out.append(UNKNOWN)
+        return out
+
+    def _returns_of(self, fn: FunctionInfo, call: cst.Call, site: Optional[CallSite]) -> list[Value]:
+        if not fn.returns:
+            return [UNKNOWN]
+        out = []
+        for expr, order in fn.returns:
+            for v in self.infer(expr, fn.scope, order):
+                if v.kind != api.UNKNOWN and self.created_within(v.origin, fn):
+                    # created by the call: the creation context is the caller's
+                    v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
+                              info=v.info, source=v.source)
+                out.append(v)
+        return out
+
+    def _instance_of(self, cls: ClassInfo, call: cst.Call, site) -> Value:
+        kind = self.class_kind(cls)
+        if kind:
+            return Value(kind, cls.name, origin=call, site=site, info=cls)
+        return Value(api.UNKNOWN, cls.name, origin=call, site=site, info=cls)
+
+    def class_kind(self, cls: ClassInfo, _depth: int = 0) -> Optional[str]:
+        """MODEL / LAYER / ... for a local class by its bases."""
+        if _depth > 8:
+            return None
+        for base in cls.bases:
+            q, _ = self.m.qualified_name(base, cls.scope.parent or self.m.scope, 10**9)
+            if q in api.MODEL_BASES:
+                return api.MODEL
+            if q in api.LAYER_BASES:
+                return api.LAYER
+            if q.startswith("keras.metrics.") and q[len("keras.metrics."):][:1].isupper():
+                return api.METRIC
+            if q.startswith("keras.optimizers.") and q[len("keras.optimizers."):][:1].isupper():
+                return api.OPTIMIZER
+            if not q:
+                for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
+                    if v.kind == api.CLASS and v.info is not cls:
+                        k = self.class_kind(v.info, _depth + 1)
+                        if k:
+                            return k
+        return None
+
+    def _infer_api_call(self, q: str, raw: str, call, scope, order, site) -> list[Value]:
+        if q in self.m.strategy_factories:
+            return [Value(api.STRATEGY, q, origin=call, site=site, raw_qname=raw)]
+        if q in self.m.dataset_distributors:
+            return [Value(api.DIST_DATASET, q, origin=call, site=site, raw_qname=raw)]
+        if q in api.TF_FUNCTION:
+            target = arg(call, 0, "func")
+            if target is not None:
+                return self.infer(target, scope, order)
+            return [UNKNOWN]
+        if q in api.STRATEGY_GETTERS and site is not None:
+            # get_strategy() returns the strategy whose scope is open around the call
+            known, maybe = self.m.scope_strategies(site)
+            if known and not maybe:
+                return list(known)
+        kind = api.kind_of_constructor(q)
+        if kind is not None:
+            return [Value(kind, q, origin=call, site=site, raw_qname=raw)]
+        # tf.data.Dataset.from_tensor_slices(...).batch(...) handled via methods
+        return [Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw)]
+
+    def _infer_builtin(self, name: str, call, scope, order, site) -> list[Value]:
+        if name == "iter":
+            src = arg(call, 0)
+            out = []
+            for v in self.infer(src, scope, order):
+                if v.kind == api.DATASET:
+                    out.append(Value(api.ITERATOR, origin=call, site=site, source=v))
+                elif v.kind == api.DIST_DATASET:
+                    out.append(Value(api.DIST_ITERATOR, origin=call, site=site, source=v))
+                elif v.kind in (api.ITERATOR, api.DIST_ITERATOR):
+                    out.append(v)
+                else:
+                    out.append(UNKNOWN)
+            return out
+        if name == "next":
+            src = arg(call, 0)
+            return [self._element_of(v, call, site) for v in self.infer(src, scope, order)]
+        if name in ("enumerate", "zip", "list", "tuple", "reversed", "sorted"):
+            return [UNKNOWN]
+        return [UNKNOWN]
+
+    def _attribute_of(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
+        """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
+        attr = expr.attr.value
+        if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
+            return [UNKNOWN]
+        out = []
+        for v in self.infer(expr.value, scope, order):
+            if v.kind not in (api.MODEL, api.LAYER):
+                return [UNKNOWN]
+            kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
+            # the variables belong to the object: they share its origin and creation context
+            out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
+        return out
+
+    def elements(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int, node, site) -> list[Value]:
+        """What iterating ``expr`` yields: a container literal's items, a dataset's elements,
+        the variables of ``model.trainable_variables``."""
+        items = self.container_items(expr, scope, order)
+        if items is not None:
+            out = []
+            for e, s, o in items:
+                out.extend(self.infer(e, s, o))
+            return out
+        return [self._element_of(v, node, site) for v in self.infer(expr, scope, order)]
+
+    def _element_of(self, v: Value, node, site) -> Value:
+        if v.kind == api.VARIABLES:
+            return Value(api.VARIABLE, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
+        if v.kind in (api.DATASET, api.ITERATOR):
+            return Value(api.ELEMENT, origin=node, site=site, source=v)
+        if v.kind in (api.DIST_DATASET, api.DIST_ITERATOR):
+            return Value(api.DIST_VALUES, origin=node, site=site, source=v)
+        if v.kind in (api.ELEMENT, api.DIST_VALUES):
+            return v
+        return UNKNOWN
+
+    def _infer_method(self, rv: Value, meth: str, call, scope, order, site) -> Value:
+        k = rv.kind
+        if k == api.API:
+            # e.g. tf.data.Dataset.from_tensor_slices reached through an alias of a class
+            vals = self._infer_api_call(f"{rv.qname}.{meth}", f"{rv.raw_qname}.{meth}", call, scope, order, site)
+            return vals[0]
+        if k == api.STRATEGY:
+            if meth in api.DISTRIBUTE_DATASET_METHODS or meth in api.DISTRIBUTE_FN_METHODS:
+                return Value(api.DIST_DATASET, origin=call, site=site, source=rv)
+            if meth in api.DISTRIBUTE_VALUES_METHODS:
+                return Value(api.DIST_VALUES, origin=call, site=site, source=rv)
+            if meth in api.RUN_METHODS:
+                return Value(api.PER_REPLICA, origin=call, site=site, source=rv)
+            return UNKNOWN
+        if k == api.DATASET:
+            if meth in api.DATASET_METHODS:
+                return Value(api.DATASET, origin=call, site=site, source=rv)
+            if meth in ("__iter__",):
+                return Value(api.ITERATOR, origin=call, site=site, source=rv)
+            if meth in ("as_numpy_iterator",):
+                return Value(api.ITERATOR, origin=call, site=site, source=rv)
+            if meth in ("get_single_element",):
+                return Value(api.ELEMENT, origin=call, site=site, source=rv)
+            return UNKNOWN
+        if k == api.ITERATOR and meth in ("get_next", "__next__", "next"):
+            return Value(api.ELEMENT, origin=call, site=site, source=rv)
+        if k == api.DIST_DATASET and meth == "__iter__":
+            return Value(api.DIST_ITERATOR, origin=call, site=site, source=rv)
+        if k == api.DIST_ITERATOR and meth in ("get_next", "__next__"):
+            return Value(api.DIST_VALUES, origin=call, site=site, source=rv)
+        if k == api.GENERATOR and meth in ("split",):
+            return Value(api.UNKNOWN)
+        return UNKNOWN
+
+    def container_items(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
+                        key: object = None, _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """The item expressions of a container literal that ``expr`` holds, as (expr, scope,
+        order): ``[a, b]``, ``(a, b)``, ``{"k": a}`` (its values; only the matching one for a
+        literal ``key``), ``[a] * n``, ``[a for _ in ...]``, ``d.values()``; through local names.
+        None when ``expr`` is not known to hold one."""
+        if expr is None or _depth > 20:
+            return None
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value == "values" and not expr.args and key is None:
+            return self.container_items(expr.func.value, scope, order, None, _depth + 1)
+        if isinstance(expr, cst.Name):
+            reaching = self.m.reaching_exprs(expr, scope, order)
+            if not reaching:
+                return None
+            out: list = []
+            for e, s, o in reaching:
+                if isinstance(e, cst.Name) and e.value == expr.value:
+                    return None
+                items = self.container_items(e, s, o, key, _depth + 1)
+                if items is None:
+                    return None
+                out.extend(items)
+            return out
+        if isinstance(expr, cst.Dict):
+            out = []
+            for el in expr.elements:
+                if not isinstance(el, cst.DictElement):
+                    return None  # **other
+                k = _literal_key(el.key)
+                if key is None or k is _NOT_LITERAL or k == key:
+                    out.append((el.value, scope, order))
+            return out
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            els = expr.elements
+            if any(isinstance(el, cst.StarredElement) for el in els):
+                return None
+            if isinstance(key, int) and not isinstance(expr, cst.Set) and -len(els) <= key < len(els):
+                return [(els[key].value, scope, order)]
+            return [(el.value, scope, order) for el in els]
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            seq = expr.left if isinstance(expr.left, (cst.List, cst.Tuple)) else expr.right
+            if isinstance(seq, (cst.List, cst.Tuple)):
+                return self.container_items(seq, scope, order, None, _depth + 1)
+            return None
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return [(expr.elt, scope, order)]
+        if isinstance(expr, cst.DictComp):
+            return [(expr.value, scope, order)]
+        return None
+
+    def binding_values(self, b: Binding) -> list[Value]:
+        key = id(b)
+        memo = self._binding_memo.get(key)
+        if memo is not None:
+            return memo
+        if key in self._in_progress or len(self._in_progress) >= MAX_DEPTH:
+            return [UNKNOWN]  # a cycle, or too deep to follow: unknown (not memoised)
+        self._in_progress.add(key)
+        try:
+            vals = self._binding_values(b) or [UNKNOWN]
+        finally:
+            self._in_progress.discard(key)
+        self._binding_memo[key] = vals
+        return vals
+
+    def _binding_values(self, b: Binding) -> list[Value]:
+        k = b.kind
+        if k == "import":
+            if not b.qname:
+                return [UNKNOWN]
+            q = api.canonical(b.qname)
+            return [Value(api.API, q, raw_qname=b.qname, origin=b.node)]
+        if k == "def":
+            return [Value(api.FUNCTION, info=b.func, origin=b.node)]
+        if k == "class":
+            return [Value(api.CLASS, b.cls.name if b.cls else "", info=b.cls, origin=b.node)]
+        if k in ("assign", "annassign", "walrus"):
+            if b.value is None:
+                return self._from_annotation(b.annotation, b.scope)
+            if len(b.path) == 1 and b.path[0] >= 0:
+                elems = self._element_values(b.value, b.scope, b.order, b.path[0])
+                if elems is not None:
+                    return elems
+            vals = self.infer(b.value, b.scope, b.order)
+            if b.path:
+                vals = [self._unpack(v, b) for v in vals]
+            return vals
+        if k in ("for", "comp"):
+            it = b.value
+            builtin = it.func.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) \
+                and it.func.value in ("enumerate", "zip") and not self.m.lookup(it.func.value, b.scope, b.order) \
+                else None
+            if builtin == "enumerate":  # for i, x in enumerate(xs)
+                if b.path[:1] == (1,) and len(b.path) == 1:
+                    return self.elements(arg(it, 0), b.scope, b.order, b.node, None)
+                return [UNKNOWN]
+            if builtin == "zip":  # for g, v in zip(grads, model.trainable_variables)
+                if len(b.path) == 1 and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
+                    return self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
+                return [UNKNOWN]
+            if b.path:
+                return [UNKNOWN] if self.container_items(it, b.scope, b.order) is not None else \
+                    [self._unpack(self._element_of(v, b.node, None), b) for v in self.infer(it, b.scope, b.order)]
+            # for ds in [train_ds, eval_ds] / datasets.values() / model.trainable_variables / a dataset
+            return self.elements(it, b.scope, b.order, b.node, None)
+        if k == "with":
+            return self.infer(b.value, b.scope, b.order)
+        if k == "param":
+            return self._param_values(b)
+        return [UNKNOWN]
+
+    def _element_values(self, value: cst.BaseExpression, scope: Scope, order: int,
+                        index: int) -> Optional[list[Value]]:
+        """Element ``index`` of a tuple being unpacked: ``a, b = x, y``, or ``a, b = f()`` where
+        every ``return`` of the local function ``f`` is a tuple literal.  None otherwise.
+        (Values keep their own origin: two elements of one call stay distinct objects.)"""
+        def element(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+            if not isinstance(expr, (cst.Tuple, cst.List)) or index >= len(expr.elements):
+                return None
+            if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return None
+            return expr.elements[index].value
+
+        if isinstance(value, (cst.Tuple, cst.List)):
+            el = element(value)
+            return None if el is None else self.infer(el, scope, order)
+        if not isinstance(value, cst.Call):
+            return None
+        fns = self.m.resolve_function(value.func, scope, order)
+        if not fns or any(not fn.returns for fn in fns):
+            return None
+        out: list[Value] = []
+        for fn in fns:
+            for expr, ret_order in fn.returns:
+                el = element(expr)
+                if el is None:
+                    return None
+                out.extend(self.infer(el, fn.scope, ret_order))
+        return out
+
+    def _unpack(self, v: Value, b: Binding) -> Value:
+        if v.kind in (api.ELEMENT, api.DIST_VALUES):
+            return v
+        return UNKNOWN
+
+    def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
+        if ann is None:
+            return [UNKNOWN]
+        if isinstance(ann, cst.SimpleString):
+            return [UNKNOWN]
+        q, raw = self.m.qualified_name(ann, scope, 10**9)
+        if not q:
+            return [UNKNOWN]
+        if q in api.STRATEGY_CLASSES:
+            return [Value(api.STRATEGY, q, raw_qname=raw)]
+        if q in api.MODEL_BASES:
+            return [Value(api.MODEL, q, raw_qname=raw)]
+        if q in ("tensorflow.data.Dataset",):
+            return [Value(api.DATASET, q, raw_qname=raw)]
+        if q in ("tensorflow.distribute.DistributedDataset",):
+            return [Value(api.DIST_DATASET, q, raw_qname=raw)]
+        if q in ("tensorflow.distribute.InputContext",):
+            return [Value(api.INPUT_CONTEXT, q, raw_qname=raw)]
+        if q in ("tensorflow.Variable",):
+            return [Value(api.VARIABLE, q, raw_qname=raw)]
+        return [UNKNOWN]
+
+    def _param_values(self, b: Binding) -> list[Value]:
+        fn = b.func
+        ann = self._from_annotation(b.annotation, fn.parent if fn else b.scope)
+        if ann and ann[0].kind != api.UNKNOWN:
+            return ann
+        if fn is None:
+            return [UNKNOWN]
+        # every local call site must pass a known value
+        params = fn.params
+        idx = next((i for i, p in enumerate(params) if p is b.node), None)
+        if idx is None or b.node.star:  # *args / **kwargs
+            return [UNKNOWN]
+        bound = fn.cls is not None and not self._is_static(fn)
+        offset = 1 if bound else 0
+        callers = self.m.callers(fn)
+        indirect = self.m.indirect_calls(fn)
+        if not callers and not indirect:
+            return [UNKNOWN]
+        # every place the function is handed on must be a call whose arguments we see
+        handed = {id(ic.via) for ic in indirect}
+        if any(id(r) not in handed for r in self.m.passing_refs(fn)):
+            return [UNKNOWN]
+        out: list[Value] = []
+        for cs in callers:
+            pos = idx - offset
+            a = arg(cs.node, pos if pos >= 0 else None, b.name)
+            if a is None:
+                if any(x.star for x in cs.node.args):
+                    return [UNKNOWN]
+                if b.node.default is not None:
+                    out.extend(self.infer(b.node.default, fn.parent, fn.order))
+                    continue
+                return [UNKNOWN]
+            out.extend(self.infer_at(a, cs))
+        for ic in indirect:
+            if ic.args is None or ic.kwargs is None:
+                return [UNKNOWN]
+            # a bound method (``self.step``) gets ``self`` from the reference
+            pos = idx - (1 if bound and isinstance(ic.via, cst.Attribute) else 0)
+            if 0 <= pos < len(ic.args):
+                out.extend(self.infer_at(ic.args[pos], ic.site))
+            elif b.name in ic.kwargs:
+                out.extend(self.infer_at(ic.kwargs[b.name], ic.site))
+            elif b.node.default is not None:
+                out.extend(self.infer(b.node.default, fn.parent, fn.order))
+            else:
+                return [UNKNOWN]
+        return out or [UNKNOWN]
+
+    @staticmethod
+    def _is_static(fn: FunctionInfo) -> bool:
+        for d in fn.decorators:
+            if dotted_name(d) in ("staticmethod",):
+                return True
+        return False
+
+    def keras_flavor(self, v: Value) -> str:
+        """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
+        "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
+        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
+        targeted ``tf-version`` is 2.16 or later), or "" when it is not a Keras object or cannot be told."""
+        raw = v.raw_qname
+        if not raw and isinstance(v.info, ClassInfo):
+            raw = self._keras_base_raw(v.info)
+        if not raw or not (api.canonical(raw) + ".").startswith("keras."):
+            return ""
+        flavor = api.keras_flavor(raw)
+        if flavor == "tf.keras":
+            if self.m.tf_version < (2, 16):
+                return "tf_keras"  # tf.keras is Keras 2 before TF 2.16
+            legacy = self.m.sets_env("TF_USE_LEGACY_KERAS")
+            return "tf_keras" if legacy is not None and legacy.strip().lower() in ("1", "true") else "keras"
+        return flavor
+
+    def _keras_base_raw(self, cls: ClassInfo, _depth: int = 0) -> str:
+        if _depth > 8:
+            return ""
+        for base in cls.bases:
+            scope = cls.scope.parent or self.m.scope
+            q, raw = self.m.qualified_name(base, scope, 10**9)
+            if q and (q + ".").startswith("keras."):
+                return raw
+            if not q:
+                for bv in self.infer(base, scope, 10**9):
+                    if bv.kind == api.CLASS and isinstance(bv.info, ClassInfo) and bv.info is not cls:
+                        r = self._keras_base_raw(bv.info, _depth + 1)
+                        if r:
+                            return r
+        return ""
+
+
+_NOT_LITERAL = object()
+
+
+def _literal_key(expr: Optional[cst.BaseExpression]) -> object:
+    """The value of a literal dict key or index (str or int), else ``_NOT_LITERAL``."""
+    if isinstance(expr, cst.SimpleString):
+        v = literal_str(expr)
+        return v if v is not None else _NOT_LITERAL
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) \
+            and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.value, 0)
+    return _NOT_LITERAL
+
+
+def _subscript_key(expr: cst.Subscript) -> object:
+    """``x["train"]`` -> "train"; ``x[0]`` -> 0; anything else (slices, names) -> None."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    k = _literal_key(expr.slice[0].slice.value)
+    return None if k is _NOT_LITERAL else k

@@ -1,0 +1,292 @@
+"""Supervised worker processes: one file can crash or hang its worker, never the run.
+
+Every file the engine parses is parsed in a worker process, also at ``-j1``
+(libcst's native parser can die with SIGSEGV or SIGABRT on valid Python, and
+a parse can take minutes).  The workers are persistent: a worker serves file
+after file and is replaced only when it dies or is killed.  For each task
+:func:`run_tasks` calls exactly one of
+
+* ``on_result(k, value)``: the worker returned ``fn(tasks[k])``;
+* ``on_failure(k, reason)``: the worker died on it (``"the worker process was
+  killed by SIGSEGV"``), ran past ``timeout`` seconds (then it is killed), or
+  ``fn`` raised (``"out of memory"``, ``"RecursionError: ..."``).
+
+The tasks a dead worker had queued behind the culprit go to another worker.
+A worker keeps ``DEPTH`` tasks in flight so it never waits for the parent;
+it runs them in order, so the oldest unanswered one is the one that killed
+it, and its clock starts when the one before it was answered.
+
+Inside a worker the tasks run on a thread with a ``STACK_SIZE`` stack
+(libcst's parser recurses on the C stack: ``z = a and a and ...`` with 7,057
+terms overflows the main thread's stack but parses on this one), SIGINT is
+ignored (the parent handles Ctrl-C and kills the workers), the address space
+is capped at ``memory_limit`` bytes where the platform allows (an allocation
+past it is a MemoryError or an abort, which costs only that file), its
+standard error goes to /dev/null unless ``TFPAR_LINT_DEBUG`` is set (an
+abort's Rust backtrace would clutter the report), and on Linux the worker is
+killed when the parent dies.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections import deque
+from typing import Any, Callable, Optional, Sequence
+
+DEPTH = 2
+# 16 MB: twice the usual main-thread stack.  ``z = a and a and ...`` with 7,057
+# terms parses on it (it overflows the main thread's); far deeper nesting, such
+# as 10,000 nested parentheses (which Python itself rejects), still overflows,
+# within a second and a few dozen MB, where a 64 MB stack let libcst run 50 s
+# and take 10 GB before it failed.
+STACK_SIZE = 16 << 20
+# Per-file wall-clock limit of the analysis (read, parse, rules), in seconds
+# (file-timeout / --file-timeout).
+DEFAULT_TIMEOUT = 60.0
+# Files larger than this are skipped with E902 (max-file-size / --max-file-size).
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+
+
+def signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"
+
+
+def death_reason(exitcode: Optional[int]) -> str:
+    if exitcode is None:
+        return "the worker process stopped answering"
+    if exitcode < 0:
+        name = signal_name(-exitcode)
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"the worker process was killed by {name}{hint}"
+    return f"the worker process exited with code {exitcode}"
+
+
+# -- the worker side -------------------------------------------------------------
+
+def _set_pdeathsig() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover - no libc.prctl here
+        pass
+
+
+def _limit_memory(limit: Optional[int]) -> None:
+    if not limit:
+        return
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY or soft > limit:
+            if hard != resource.RLIM_INFINITY:
+                limit = min(limit, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - no RLIMIT_AS here
+        pass
+
+
+def _serve(conn: Any, inherited: Sequence[Any], memory_limit: Optional[int]) -> None:
+    """A worker's life: set up, then answer tasks on a big-stack thread until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for c in inherited:  # the parent's ends of the other workers' pipes (fork copies them)
+        try:
+            c.close()
+        except OSError:
+            pass
+    _set_pdeathsig()
+    _limit_memory(memory_limit)
+    if not os.environ.get("TFPAR_LINT_DEBUG"):
+        # libcst's aborts print a Rust backtrace; the parent reports the death in one line
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        except OSError:  # pragma: no cover
+            pass
+    import threading
+
+    try:
+        threading.stack_size(STACK_SIZE)
+    except (ValueError, RuntimeError):  # pragma: no cover - platform refuses the size
+        pass
+    t = threading.Thread(target=_loop, args=(conn,), name="tfpar-lint-worker")
+    t.start()
+    t.join()
+
+
+def _loop(conn: Any) -> None:
+    from tfpar_lint.engine import _tune_gc
+
+    _tune_gc()
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        k, fn, args = msg
+        try:
+            reply: tuple[bool, Any] = (True, fn(args))
+        except MemoryError:
+            reply = (False, "out of memory")
+        except RecursionError:
+            reply = (False, "nested too deeply (Python's recursion limit)")
+        except BaseException as exc:  # noqa: B036 - everything becomes this file's error
+            reply = (False, f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send((k, reply))
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # the value would not pickle
+            conn.send((k, (False, f"result not transferable: {type(exc).__name__}: {exc}")))
+        del reply
+
+
+# -- the parent side ---------------------------------------------------------------
+
+class _Worker:
+    def __init__(self, ctx: Any, siblings: Sequence[Any], memory_limit: Optional[int]) -> None:
+        parent, child = ctx.Pipe(duplex=True)
+        inherited = list(siblings) if ctx.get_start_method() == "fork" else []
+        self.proc = ctx.Process(target=_serve, args=(child, inherited, memory_limit),
+                                name="tfpar-lint-worker", daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        self.inflight: deque[int] = deque()
+        self.deadline: Optional[float] = None
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except (OSError, AttributeError):  # pragma: no cover
+            pass
+        self.proc.join(5)
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except OSError:  # pragma: no cover
+            pass
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.proc.join(2)
+        if self.proc.is_alive():
+            self.kill()
+        else:
+            self.close()
+
+
+def _context() -> Any:
+    import multiprocessing
+
+    return multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+
+
+def run_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], *, jobs: int = 1,
+              timeout: Optional[float] = DEFAULT_TIMEOUT, memory_limit: Optional[int] = None,
+              order: Optional[Sequence[int]] = None,
+              on_result: Callable[[int, Any], None],
+              on_failure: Callable[[int, str], None]) -> None:
+    """Run ``fn(tasks[k])`` for every ``k`` in ``jobs`` supervised workers (see the module docstring).
+
+    ``order`` is the order in which tasks are handed out (default: as given).
+    ``timeout`` None or 0 means no limit.
+    """
+    from multiprocessing.connection import wait
+
+    if not tasks:
+        return
+    ctx = _context()
+    pending: deque[int] = deque(order if order is not None else range(len(tasks)))
+    limit = timeout if timeout and timeout > 0 else None
+    nworkers = max(1, min(jobs, len(tasks)))
+    workers: list[Optional[_Worker]] = [None] * nworkers
+
+    def live_conns() -> list[Any]:
+        return [w.conn for w in workers if w is not None]
+
+    def fail(i: int, reason: str) -> None:
+        w = workers[i]
+        assert w is not None
+        w.kill()
+        workers[i] = None
+        if w.inflight:
+            on_failure(w.inflight.popleft(), reason)
+            pending.extendleft(reversed(w.inflight))  # the innocent ones go first, in their order
+
+    try:
+        while True:
+            now = time.monotonic()
+            for i in range(nworkers):
+                w = workers[i]
+                if w is None:
+                    if not pending:
+                        continue
+                    w = workers[i] = _Worker(ctx, live_conns(), memory_limit)
+                while pending and len(w.inflight) < DEPTH:
+                    k = pending.popleft()
+                    try:
+                        w.conn.send((k, fn, tasks[k]))
+                    except (OSError, ValueError):  # the worker is gone; found below
+                        pending.appendleft(k)
+                        break
+                    if not w.inflight and limit is not None:
+                        w.deadline = now + limit
+                    w.inflight.append(k)
+            busy = [i for i in range(nworkers) if workers[i] is not None and workers[i].inflight]  # type: ignore[union-attr]
+            if not busy:
+                break
+            wait_for: list[Any] = []
+            for i in busy:
+                w = workers[i]
+                wait_for += [w.conn, w.proc.sentinel]  # type: ignore[union-attr]
+            deadlines = [workers[i].deadline for i in busy if workers[i].deadline is not None]  # type: ignore[union-attr]
+            wait(wait_for, None if not deadlines else max(0.0, min(deadlines) - time.monotonic()))
+            for i in busy:
+                w = workers[i]
+                assert w is not None
+                dead = False
+                try:
+                    while w.inflight and w.conn.poll():
+                        k, (ok, value) = w.conn.recv()
+                        if k != w.inflight[0]:  # pragma: no cover - protocol error
+                            raise EOFError
+                        w.inflight.popleft()
+                        w.deadline = (time.monotonic() + limit) if (w.inflight and limit is not None) else None
+                        if ok:
+                            on_result(k, value)
+                        else:
+                            on_failure(k, value)
+                except (EOFError, OSError):
+                    dead = True
+                if not dead and w.inflight and not w.proc.is_alive():
+                    dead = not w.conn.poll()
+                if dead:
+                    w.proc.join(5)
+                    fail(i, death_reason(w.proc.exitcode))
+                elif w.inflight and w.deadline is not None and time.monotonic() >= w.deadline:
+                    fail(i, f"timed out after {limit:g} s (the limit is set with --file-timeout)")
+    finally:
+        for w in workers:
+            if w is not None:
+                if w.inflight:
+                    w.kill()
+                else:
+                    w.stop()

@@ -1,0 +1,12 @@
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+def outer():
+    ds = tf.data.Dataset.from_tensor_slices(tf.zeros([8, 2])).batch(4)
+    def step(x):
+        return x * 2
+    @tf.function
+    def train(batch):
+        return strategy.run(step, args=(batch,))  # expect: TFP201
+    for b in ds:
+        train(b)
+outer()
