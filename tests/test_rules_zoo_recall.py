@@ -1,0 +1,102 @@
+"""Cases for the recall work on the bug zoo's families 5xx-7xx (fixtures/zoo/5xx_loss,
+6xx_lifecycle, 7xx_execution): each shape a zoo program showed the rules missing, with the
+correct twin that must stay silent.
+
+``hits(src, code)`` lints the snippet with only ``code`` enabled (the pre-filter included) and
+returns the lines it fires on; a line ending with ``# <-`` is where it must fire.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from tfpar_lint.engine import lint_source
+
+
+def hits(src: str, code: str, path: str = "t.py") -> list[int]:
+    res = lint_source(textwrap.dedent(src), path, enabled=[code])
+    assert res.error is None, res.error
+    return sorted(f.line for f in res.findings if f.code == code)
+
+
+def marked(src: str) -> list[int]:
+    return [i for i, ln in enumerate(textwrap.dedent(src).splitlines(), 1) if ln.rstrip().endswith("# <-")]
+
+
+def check(src: str, code: str) -> None:
+    assert hits(src, code) == marked(src)
+
+
+# ------------------------------------------------------------------ TFP501
+
+
+CALL_FOR_EACH_REPLICA = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD()
+
+def tower_fn(x, y):
+    with tf.GradientTape() as tape:
+        loss = {loss}
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+
+@tf.function
+def step(x, y):
+    strategy.extended.call_for_each_replica(tower_fn, args=(x, y))
+"""
+
+
+def test_tfp501_call_for_each_replica_without_strategy_run():
+    bad = CALL_FOR_EACH_REPLICA.format(loss="tf.reduce_mean(tf.square(model(x) - y))  # <-")
+    check(bad, "TFP501")
+    good = CALL_FOR_EACH_REPLICA.format(loss="tf.reduce_sum(tf.square(model(x) - y)) * (1.0 / 16)")
+    check(good, "TFP501")
+
+
+# ------------------------------------------------------------------ TFP603 / TFP604
+
+SAVED_MODEL = """
+import os, tempfile
+import tensorflow as tf
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+with strategy.scope():
+    module = tf.Module()
+    module.w = tf.Variable(tf.ones((3, 1)))
+EXPORT = os.path.join(tempfile.gettempdir(), "export")
+{save}
+"""
+
+
+def test_tfp604_saved_model_save_of_a_tf_module():
+    check(SAVED_MODEL.format(save="tf.saved_model.save(module, EXPORT)  # <-"), "TFP604")
+    good = SAVED_MODEL.format(save=(
+        "task_id = strategy.cluster_resolver.task_id\n"
+        "target = EXPORT if task_id == 0 else tempfile.mkdtemp()\n"
+        "tf.saved_model.save(module, target)"))
+    check(good, "TFP604")
+
+
+EARLY_RETURN = """
+import tensorflow as tf
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+with strategy.scope():
+    v = tf.Variable(0.0, synchronization=tf.VariableSynchronization.ON_READ,
+                    aggregation=tf.VariableAggregation.SUM)
+    ckpt = tf.train.Checkpoint(v=v)
+
+def save(path):
+    task_id = strategy.cluster_resolver.task_id
+    if {test}:
+        return
+    ckpt.write(path){mark}
+"""
+
+
+def test_tfp603_membership_chief_tests():
+    check(EARLY_RETURN.format(test="task_id not in (None, 0)", mark="  # <-"), "TFP603")
+    check(EARLY_RETURN.format(test="task_id in (1, 2, 3)", mark="  # <-"), "TFP603")
+    # only the chief returns early: every other task saves (not chief-only)
+    check(EARLY_RETURN.format(test="task_id in (None, 0)", mark=""), "TFP603")
+    # mixed options say nothing certain about the chief
+    check(EARLY_RETURN.format(test="task_id in (0, 1)", mark=""), "TFP603")
