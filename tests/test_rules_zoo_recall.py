@@ -100,3 +100,63 @@ def test_tfp603_membership_chief_tests():
     check(EARLY_RETURN.format(test="task_id in (None, 0)", mark=""), "TFP603")
     # mixed options say nothing certain about the chief
     check(EARLY_RETURN.format(test="task_id in (0, 1)", mark=""), "TFP603")
+
+
+# ------------------------------------------------------------------ instances of local classes
+
+TRAINER = """
+import tensorflow as tf
+
+class Trainer:
+    def __init__(self):
+        self.strategy = tf.distribute.MirroredStrategy()
+        with self.strategy.scope():
+            self.model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            self.opt = tf.keras.optimizers.SGD()
+
+    def _replica_step(self, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(self.model(x))
+        self.opt.apply_gradients(zip(tape.gradient(loss, self.model.trainable_variables), self.model.trainable_variables))
+        return loss
+
+    {decorator}
+    def distributed_step(self, x):
+        return self.strategy.run(self._replica_step, args=(x,)){mark}
+
+    def fit(self, dataset):
+        for x in self.strategy.experimental_distribute_dataset(dataset):
+            self.distributed_step(x)
+
+{driver}
+"""
+
+
+def test_tfp701_method_of_an_instance_called_from_module_level():
+    drivers = ("Trainer().fit(tf.data.Dataset.range(8).batch(4))",
+               "trainer = Trainer()\ntrainer.fit(tf.data.Dataset.range(8).batch(4))")
+    for driver in drivers:
+        check(TRAINER.format(decorator="", mark="  # <-", driver=driver), "TFP701")
+        check(TRAINER.format(decorator="@tf.function", mark="", driver=driver), "TFP701")
+
+
+MWMS_TRAINER = """
+import numpy as np
+import tensorflow as tf
+
+class Job:
+    def __init__(self):
+        self.strategy = tf.distribute.MultiWorkerMirroredStrategy(){mark}
+
+    def train(self):
+        return tf.data.Dataset.from_tensor_slices(np.ones((4, 1))).batch(2)
+
+{driver}
+"""
+
+
+def test_tfp601_calls_of_one_statement_run_in_evaluation_order():
+    # Job() (which builds the strategy) runs before .train() (which builds a dataset)
+    check(MWMS_TRAINER.format(mark="", driver="print(Job().train())"), "TFP601")
+    # here an op runs before the constructor
+    check(MWMS_TRAINER.format(mark="  # <-", driver="x = tf.constant(1.0)\nprint(Job().train())"), "TFP601")

@@ -94,6 +94,9 @@ class Inference:
                         out.extend(self.binding_values(b))
                     return out
                 return [UNKNOWN]
+            inst = self._instance_attribute(expr, scope, order)
+            if inst is not None:
+                return inst
             return self._attribute_of(expr, scope, order)
         if isinstance(expr, cst.Call):
             return self._infer_call(expr, scope, order)
@@ -114,6 +117,46 @@ class Inference:
         if isinstance(expr, cst.Await):
             return [UNKNOWN]
         return [UNKNOWN]
+
+    def _instance_attribute(self, expr: cst.Attribute, scope: Scope, order: int) -> Optional[list[Value]]:
+        """``obj.name`` where ``obj`` is certainly an instance of a local class (``Trainer().fit``,
+        ``trainer.step``, ``self.losses.reconstruction``): its method, or what its methods assign
+        to ``self.name``.  None when the receiver is anything else or the class does not define
+        ``name`` (then the API / variable-list inference applies)."""
+        recv = self.infer(expr.value, scope, order)
+        if not recv or not all(isinstance(v.info, ClassInfo) and v.kind != api.CLASS and isinstance(v.origin, cst.Call)
+                               for v in recv):
+            return None
+        name = expr.attr.value
+        out: list[Value] = []
+        for v in recv:
+            found = self._class_member(v.info, name)
+            if found is None:
+                return None
+            out.extend(found)
+        return out
+
+    def _class_member(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[list[Value]]:
+        """Method ``name`` of a local class (or of its local bases), or the values its methods
+        assign to ``self.name``."""
+        if _depth > 8:
+            return None
+        if name in cls.methods:
+            fn = cls.methods[name]
+            return [Value(api.FUNCTION, info=fn, origin=fn.node)]
+        bs = cls.attrs.get(name)
+        if bs:
+            out: list[Value] = []
+            for b in bs:
+                out.extend(self.binding_values(b))
+            return out
+        for base in cls.bases:
+            for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
+                if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls:
+                    found = self._class_member(v.info, name, _depth + 1)
+                    if found is not None:
+                        return found
+        return None
 
     def _method_of(self, scope: Scope) -> Optional[FunctionInfo]:
         """Innermost enclosing method (for ``self`` inside nested functions)."""
