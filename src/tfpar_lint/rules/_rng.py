@@ -32,7 +32,7 @@ SEED_POSITION = {
     "tensorflow.image.stateless_random_brightness": 2, "tensorflow.image.stateless_random_contrast": 3,
     "tensorflow.image.stateless_random_hue": 2, "tensorflow.image.stateless_random_saturation": 3,
     "tensorflow.image.stateless_random_crop": 2, "tensorflow.image.stateless_random_jpeg_quality": 3,
-    "tensorflow.nn.experimental.stateless_dropout": 2,
+    "tensorflow.nn.experimental.stateless_dropout": 2, "tensorflow.random.stateless_categorical": 2,
 }
 
 

@@ -58,7 +58,8 @@ def strategy_text(m: Module, site: CallSite) -> str:
 
 
 def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
-    """Each distinct object of ``kind`` created by a call in this module."""
+    """Each distinct object of ``kind`` created by a call in this module: bound to a name or an
+    attribute, or created inline as an argument (``compile(optimizer=SGD())``)."""
     seen: set[int] = set()
     for b_list in _all_binding_lists(m):
         for b in b_list:
@@ -66,6 +67,13 @@ def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
                 if v.kind == kind and v.origin is not None and id(v.origin) not in seen:
                     seen.add(id(v.origin))
                     yield v
+    for cs in m.calls:
+        if id(cs.node) in seen or api.kind_of_constructor(m.qualified_name(cs.node.func, cs.scope, cs.order)[0]) != kind:
+            continue
+        for v in m.infer_at(cs.node, cs):
+            if v.kind == kind and v.origin is cs.node:
+                seen.add(id(cs.node))
+                yield v
 
 
 def _all_binding_lists(m: Module):
@@ -99,8 +107,13 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                                    f"({{line}})", strategy_text(m, cs), m.code(f.value))
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
             known, _ = m.scope_items(cs)
+            where = f"under `{strategy_text(m, cs)}.scope()` ({{line}})"
             if not known:
-                continue
+                # compile outside the scope, of a model built in one: the model's strategy owns it
+                model = _scoped_model(m, f.value, cs)
+                if model is None:
+                    continue
+                where = f"to `compile` of `{m.code(f.value)}`, a model built under a strategy's scope ({{line}})"
             hit = None
             if v.kind == api.OPTIMIZER:
                 e = keyword(cs.node, "optimizer") or arg(cs.node, 0)
@@ -113,8 +126,15 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                         if hit is None and all_from(m, e, cs, origin):
                             hit = e
             if hit is not None:
-                yield Use(cs.node, f"it is passed to `compile` under `{strategy_text(m, cs)}.scope()` "
-                                   f"({{line}})", strategy_text(m, cs), m.code(hit))
+                how = (f"it is passed to `compile` {where}" if known else f"it is passed {where}")
+                yield Use(cs.node, how, strategy_text(m, cs), m.code(hit))
+        elif v.kind in (api.MODEL, api.LAYER) and meth in ("Sequential", "Model", "Functional"):
+            known, _ = m.scope_items(cs)
+            if known and api.kind_of_constructor(m.qualified_name(f, cs.scope, cs.order)[0]) == api.MODEL \
+                    and any(all_from(m, e, cs, origin) for e in _arg_items(cs.node)):
+                yield Use(cs.node, f"it is built into `{meth}(...)` under `{strategy_text(m, cs)}.scope()` "
+                                   f"({{line}}): its variables stay outside the strategy",
+                          strategy_text(m, cs), "")
     # used inside a replica function
     table = m.replica_functions()
     for fid, strategies in table.items():
@@ -125,6 +145,23 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
         if refs:
             yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
                                     f"`strategy.run` ({{line}})", "strategy", m.code(refs[0].node))
+
+
+def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite) -> Optional[Value]:
+    """The model ``expr`` holds when it certainly was created under a strategy's scope."""
+    vals = m.infer_at(expr, cs)
+    if len(vals) == 1 and vals[0].kind == api.MODEL and created_in_scope(m, vals[0]):
+        return vals[0]
+    return None
+
+
+def _arg_items(call: cst.Call) -> Iterator[cst.BaseExpression]:
+    """A call's arguments, and the items of list/tuple arguments (``Sequential([a, b])``)."""
+    for a in call.args:
+        if isinstance(a.value, (cst.List, cst.Tuple)):
+            yield from (el.value for el in a.value.elements)
+        else:
+            yield a.value
 
 
 TRAINABLE = ("trainable_variables", "trainable_weights")

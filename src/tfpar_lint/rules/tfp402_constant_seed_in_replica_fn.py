@@ -5,7 +5,6 @@ from typing import Iterator
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.rules._rng import rng_calls_in_replica_fns, seed_arg
-from tfpar_lint.semantic import is_constant
 
 
 class ConstantSeedInReplicaFn(Rule):
@@ -21,8 +20,8 @@ class ConstantSeedInReplicaFn(Rule):
         m = self.module
         for cs, q in rng_calls_in_replica_fns(m):
             seed = seed_arg(cs, q)
-            if not is_constant(seed):
-                continue
+            if seed is None or not m.constant_exprs(seed, cs.scope, cs.order):
+                continue  # no seed, or one that may vary (a replica id folded in, a Generator's draw)
             kind = "stateless" if api.is_stateless_rng(q) else "op-level"
             yield Report(
                 cs.node,

@@ -72,7 +72,7 @@ _DELEGATES = {
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
                  "strategies", "strategy_method_calls"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
-    "flow": ("feeding_exprs",),
+    "flow": ("feeding_exprs", "constant_exprs"),
 }
 
 
@@ -129,7 +129,17 @@ class Module:
 
     def code(self, node: cst.CSTNode) -> str:
         """Source text of a node, on one line, shortened for messages."""
-        text = " ".join(self.tree.code_for_node(node).split())
+        lines = []
+        for line in self.tree.code_for_node(node).splitlines():
+            cut = line.find("#")
+            while cut >= 0:  # a comment starts at a '#' outside quotes
+                before = line[:cut]
+                if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
+                    line = before
+                    break
+                cut = line.find("#", cut + 1)
+            lines.append(line)
+        text = " ".join(" ".join(lines).split())
         return text if len(text) <= 60 else text[:57] + "..."
 
 

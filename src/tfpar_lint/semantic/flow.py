@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 import libcst as cst
 
 from tfpar_lint.semantic.model import Binding, Scope
+from tfpar_lint.semantic.nodes import is_constant
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -64,3 +65,82 @@ class Flow:
                         work.append((b.node.value, b.scope, b.order))
                         work.append((b.node.target, b.scope, b.order))  # what reached the name before
         return out
+
+    def constant_exprs(self, expr: Optional[cst.BaseExpression], scope: Scope,
+                       order: int) -> Optional[list[cst.BaseExpression]]:
+        """The literals ``expr`` can hold (``seed=SEED`` with ``SEED = 42``; ``CONFIG["seed"]``;
+        a parameter every caller passes a literal to; ``self.seed`` set to one; ``[a, b]`` of
+        constants), or None when some value is not a literal or cannot be told."""
+        out: list[cst.BaseExpression] = []
+        work = [(expr, scope, order, 0)]
+        seen: set[tuple[int, int]] = set()
+        while work:
+            e, s, o, depth = work.pop()
+            if e is None or depth > 20 or len(seen) > LIMIT:
+                return None
+            if (id(e), o) in seen:
+                continue
+            seen.add((id(e), o))
+            if is_constant(e):
+                out.append(e)
+                continue
+            if isinstance(e, (cst.Tuple, cst.List)):
+                if any(isinstance(el, cst.StarredElement) for el in e.elements):
+                    return None
+                work.extend((el.value, s, o, depth + 1) for el in e.elements)
+                continue
+            if isinstance(e, cst.Name):
+                bs = self.m.lookup(e.value, s, o)
+                if not bs:
+                    return None
+                for b in bs:
+                    nxt = self._binding_exprs(b)
+                    if nxt is None:
+                        return None
+                    work.extend((x, xs, xo, depth + 1) for x, xs, xo in nxt)
+                continue
+            if isinstance(e, cst.Subscript):
+                from tfpar_lint.semantic.values import _subscript_key
+
+                key = _subscript_key(e)
+                items = self.m.container_items(e.value, s, o, key) if key is not None else None
+                if items is None:
+                    return None
+                work.extend((x, xs, xo, depth + 1) for x, xs, xo in items)
+                continue
+            if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name):
+                bs = self._self_attr_bindings(e, s)
+                if not bs:
+                    return None
+                for b in bs:
+                    if b.value is None or b.path:
+                        return None
+                    work.append((b.value, b.scope, b.order, depth + 1))
+                continue
+            return None
+        return out
+
+    def _binding_exprs(self, b: Binding) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        if b.kind in ("assign", "annassign") and b.value is not None:
+            if not b.path:
+                return [(b.value, b.scope, b.order)]
+            if len(b.path) == 1 and isinstance(b.value, (cst.Tuple, cst.List)) \
+                    and 0 <= b.path[0] < len(b.value.elements) \
+                    and not any(isinstance(el, cst.StarredElement) for el in b.value.elements):
+                return [(b.value.elements[b.path[0]].value, b.scope, b.order)]
+            return None
+        if b.kind == "param":
+            args = self.m.values.param_args(b)
+            return None if args is None else [(e, s, o) for e, s, o, _site in args]
+        return None
+
+    def _self_attr_bindings(self, e: cst.Attribute, scope: Scope) -> Optional[list[Binding]]:
+        s: Optional[Scope] = scope
+        while s is not None:
+            fn = s.func
+            if fn is not None and fn.cls is not None:
+                if fn.params and fn.params[0].name.value == e.value.value:
+                    return fn.cls.attrs.get(e.attr.value)
+                return None
+            s = s.parent
+        return None

@@ -255,6 +255,12 @@ class Inference:
             if target is not None:
                 return self.infer(target, scope, order)
             return [UNKNOWN]
+        if q == "functools.partial":
+            # builder = partial(make_model, 6): calling it runs make_model
+            fns = self.m.resolve_function(call, scope, order)
+            if fns:
+                return [Value(api.FUNCTION, info=fn, origin=fn.node) for fn in fns]
+            return [UNKNOWN]
         if q in api.STRATEGY_GETTERS and site is not None:
             # get_strategy() returns the strategy whose scope is open around the call
             known, maybe = self.m.scope_strategies(site)
@@ -291,7 +297,16 @@ class Inference:
         """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
         attr = expr.attr.value
         if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
-            return [UNKNOWN]
+            # an attribute of an instance of a local class: what its methods assign to self.<attr>
+            out = []
+            for v in self.infer(expr.value, scope, order):
+                cls = v.info if isinstance(v.info, ClassInfo) and v.kind != api.CLASS else None
+                bs = cls.attrs.get(attr) if cls is not None else None
+                if not bs:
+                    return [UNKNOWN]
+                for b in bs:
+                    out.extend(self.binding_values(b))
+            return out or [UNKNOWN]
         out = []
         for v in self.infer(expr.value, scope, order):
             if v.kind not in (api.MODEL, api.LAYER):
@@ -530,49 +545,60 @@ class Inference:
         ann = self._from_annotation(b.annotation, fn.parent if fn else b.scope)
         if ann and ann[0].kind != api.UNKNOWN:
             return ann
-        if fn is None:
+        args = self.param_args(b)
+        if args is None:
             return [UNKNOWN]
-        # every local call site must pass a known value
-        params = fn.params
-        idx = next((i for i, p in enumerate(params) if p is b.node), None)
+        out: list[Value] = []
+        for e, scope, order, site in args:
+            out.extend(self.infer(e, scope, order, site))
+        return out or [UNKNOWN]
+
+    def param_args(self, b: Binding) -> Optional[list[tuple[cst.BaseExpression, Scope, int, Optional[CallSite]]]]:
+        """The expressions a parameter receives, as (expr, scope, order, call site): the
+        arguments of every local call and of every API call that runs the function
+        (``strategy.run(f, args=...)``, ``Thread(target=f, args=...)``), or the default.  None
+        when some caller cannot be seen (the function is handed to unknown code, ``*args``)."""
+        fn = b.func
+        if fn is None or b.kind != "param":
+            return None
+        idx = next((i for i, p in enumerate(fn.params) if p is b.node), None)
         if idx is None or b.node.star:  # *args / **kwargs
-            return [UNKNOWN]
+            return None
         bound = fn.cls is not None and not self._is_static(fn)
         offset = 1 if bound else 0
         callers = self.m.callers(fn)
         indirect = self.m.indirect_calls(fn)
         if not callers and not indirect:
-            return [UNKNOWN]
+            return None
         # every place the function is handed on must be a call whose arguments we see
         handed = {id(ic.via) for ic in indirect}
         if any(id(r) not in handed for r in self.m.passing_refs(fn)):
-            return [UNKNOWN]
-        out: list[Value] = []
+            return None
+        default = (b.node.default, fn.parent, fn.order, None)
+        out: list = []
         for cs in callers:
             pos = idx - offset
             a = arg(cs.node, pos if pos >= 0 else None, b.name)
             if a is None:
-                if any(x.star for x in cs.node.args):
-                    return [UNKNOWN]
-                if b.node.default is not None:
-                    out.extend(self.infer(b.node.default, fn.parent, fn.order))
-                    continue
-                return [UNKNOWN]
-            out.extend(self.infer_at(a, cs))
+                if any(x.star for x in cs.node.args) or b.node.default is None:
+                    return None
+                out.append(default)
+            else:
+                out.append((a, cs.scope, cs.order, cs))
         for ic in indirect:
             if ic.args is None or ic.kwargs is None:
-                return [UNKNOWN]
+                return None
             # a bound method (``self.step``) gets ``self`` from the reference
             pos = idx - (1 if bound and isinstance(ic.via, cst.Attribute) else 0)
             if 0 <= pos < len(ic.args):
-                out.extend(self.infer_at(ic.args[pos], ic.site))
+                out.append((ic.args[pos], ic.site.scope, ic.site.order, ic.site))
             elif b.name in ic.kwargs:
-                out.extend(self.infer_at(ic.kwargs[b.name], ic.site))
+                out.append((ic.kwargs[b.name], ic.site.scope, ic.site.order, ic.site))
             elif b.node.default is not None:
-                out.extend(self.infer(b.node.default, fn.parent, fn.order))
+                out.append(default)
             else:
-                return [UNKNOWN]
-        return out or [UNKNOWN]
+                return None
+        return out
 
     @staticmethod
     def _is_static(fn: FunctionInfo) -> bool:
