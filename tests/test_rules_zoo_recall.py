@@ -160,3 +160,59 @@ def test_tfp601_calls_of_one_statement_run_in_evaluation_order():
     check(MWMS_TRAINER.format(mark="", driver="print(Job().train())"), "TFP601")
     # here an op runs before the constructor
     check(MWMS_TRAINER.format(mark="  # <-", driver="x = tf.constant(1.0)\nprint(Job().train())"), "TFP601")
+
+
+# ------------------------------------------------------------------ TFP701: other ways to run eagerly
+
+EAGER_SWITCH = """
+import tensorflow as tf
+{switch}
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD()
+
+@tf.function
+def train_step(x):
+    def fn(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x))
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return strategy.run(fn, args=(x,))
+
+for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4)):
+    train_step(x)
+"""
+
+
+def test_tfp701_run_functions_eagerly_left_on():
+    check(EAGER_SWITCH.format(switch="tf.config.run_functions_eagerly(True)  # <-"), "TFP701")
+    check(EAGER_SWITCH.format(switch=""), "TFP701")
+    # switched off again (or not a literal): not judged
+    check(EAGER_SWITCH.format(switch="tf.config.run_functions_eagerly(True)\ntf.config.run_functions_eagerly(False)"),
+          "TFP701")
+    check(EAGER_SWITCH.format(switch="import sys\ntf.config.run_functions_eagerly('--debug' in sys.argv)"), "TFP701")
+
+
+PARTIAL_RUN = """
+import functools
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD()
+
+def step_fn(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x))
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+
+run_step = {wrap}
+for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4)):
+    run_step(args=(x,))
+"""
+
+
+def test_tfp701_partial_of_strategy_run_called_in_a_loop():
+    check(PARTIAL_RUN.format(wrap="functools.partial(strategy.run, step_fn)  # <-"), "TFP701")
+    check(PARTIAL_RUN.format(wrap="tf.function(functools.partial(strategy.run, step_fn))"), "TFP701")
