@@ -216,3 +216,52 @@ for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch
 def test_tfp701_partial_of_strategy_run_called_in_a_loop():
     check(PARTIAL_RUN.format(wrap="functools.partial(strategy.run, step_fn)  # <-"), "TFP701")
     check(PARTIAL_RUN.format(wrap="tf.function(functools.partial(strategy.run, step_fn))"), "TFP701")
+
+
+# ------------------------------------------------------------------ TFP704: continue
+
+LOOP_WITH_HANDLER = """
+import logging
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD()
+
+def fn(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x))
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+
+@tf.function
+def step(x):
+    return strategy.run(fn, args=(x,))
+
+{loop}
+"""
+
+SKIP = """
+for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4)):
+    try:
+        step(x)
+    except Exception as exc:  # <-
+        logging.warning("step failed: %s", exc)
+        continue
+"""
+
+RETRY = """
+it = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4)))
+while True:
+    try:
+        for _ in range(2):
+            step(next(it))
+        break
+    except Exception as exc:
+        logging.warning("retrying: %s", exc)
+        continue
+"""
+
+
+def test_tfp704_continue_skips_in_a_data_loop_but_retries_in_a_retry_loop():
+    check(LOOP_WITH_HANDLER.format(loop=SKIP), "TFP704")
+    check(LOOP_WITH_HANDLER.format(loop=RETRY), "TFP704")
