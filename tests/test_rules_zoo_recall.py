@@ -265,3 +265,57 @@ while True:
 def test_tfp704_continue_skips_in_a_data_loop_but_retries_in_a_retry_loop():
     check(LOOP_WITH_HANDLER.format(loop=SKIP), "TFP704")
     check(LOOP_WITH_HANDLER.format(loop=RETRY), "TFP704")
+
+
+# ------------------------------------------------------------------ results of local steps
+
+METHOD_STEP = """
+import tensorflow as tf
+
+class Trainer:
+    def __init__(self):
+        self.strategy = tf.distribute.MirroredStrategy()
+
+    def _replica(self, x):
+        return tf.nn.compute_average_loss(tf.reduce_sum(x, 1), global_batch_size=8)
+
+    @tf.function
+    def step(self, x):
+        return self.strategy.run(self._replica, args=(x,))
+
+    def epoch(self, dist_ds):
+        for x in dist_ds:
+            per_replica = self.step(x)
+            {use}
+
+trainer = Trainer()
+"""
+
+
+def test_tfp506_result_of_a_method_that_returns_strategy_run():
+    check(METHOD_STEP.format(use="print(per_replica.numpy())  # <-"), "TFP506")
+    check(METHOD_STEP.format(use='print(self.strategy.reduce("SUM", per_replica, axis=None).numpy())'), "TFP506")
+
+
+def test_tfp505_mean_of_what_a_step_method_or_function_returns():
+    check(METHOD_STEP.format(use='print(self.strategy.reduce("MEAN", per_replica, axis=None))  # <-'), "TFP505")
+    check(METHOD_STEP.format(use='print(self.strategy.reduce("SUM", per_replica, axis=None))'), "TFP505")
+    fn_step = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+
+def replica_fn(x):
+    return tf.reduce_sum(tf.square(x)) * (1.0 / 16)
+
+@tf.function
+def train_step(x):
+    return strategy.run(replica_fn, args=(x,))
+
+for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(32).batch(16)):
+    loss = strategy.reduce(tf.distribute.ReduceOp.{op}, train_step(x), axis=None){mark}
+"""
+    check(fn_step.format(op="MEAN", mark=""), "TFP505")  # not compute_average_loss: not judged (see the zoo misses)
+    fn_step = fn_step.replace("tf.reduce_sum(tf.square(x)) * (1.0 / 16)",
+                              "tf.nn.compute_average_loss(tf.square(x), global_batch_size=16)")
+    check(fn_step.format(op="MEAN", mark="  # <-"), "TFP505")
+    check(fn_step.format(op="SUM", mark=""), "TFP505")

@@ -8,7 +8,7 @@ from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.rules._loss import (AVERAGE_LOSS, default_reduction, is_keras3, loss_object, loss_terms,
                                     mentions_replicas, replicated)
-from tfpar_lint.semantic import CallSite, arg
+from tfpar_lint.semantic import CallSite, arg, call_method
 
 
 class MeanReduceOfScaledLoss(Rule):
@@ -61,10 +61,31 @@ class MeanReduceOfScaledLoss(Rule):
     def _scaled_by(self, v) -> Optional[str]:
         """How the replica function's returned loss was scaled by the global batch, if it was."""
         m = self.module
-        run = v.origin
-        site = m.site_of_call.get(id(run)) if run is not None else None
-        if not isinstance(run, cst.Call) or site is None:
-            return None
+        for run, site in self._run_calls(v.origin):
+            how = self._scaled_in(run, site)
+            if how:
+                return how
+        return None
+
+    def _run_calls(self, call, _depth: int = 0) -> list:
+        """The ``strategy.run(...)`` call a PerReplica value comes from: the call itself, or the
+        ``strategy.run`` calls returned by the local function (a ``tf.function`` step) it calls."""
+        m = self.module
+        site = m.site_of_call.get(id(call)) if call is not None else None
+        if not isinstance(call, cst.Call) or site is None or _depth > 3:
+            return []
+        cm = call_method(call)
+        if cm is not None and cm[1] in api.RUN_METHODS:
+            return [(call, site)]
+        out = []
+        for fn in m.resolve_function(call.func, site.scope, site.order):
+            for expr, _order in fn.returns:
+                if isinstance(expr, cst.Call):
+                    out.extend(self._run_calls(expr, _depth + 1))
+        return out
+
+    def _scaled_in(self, run: cst.Call, site: CallSite) -> Optional[str]:
+        m = self.module
         for fn in m.resolve_function(arg(run, 0, "fn"), site.scope, site.order):
             for expr, order in fn.returns:
                 if isinstance(expr, (cst.Tuple, cst.List, cst.Dict)):

@@ -118,6 +118,14 @@ class Inference:
             return [UNKNOWN]
         return [UNKNOWN]
 
+    def _local_methods(self, func: cst.Attribute, scope: Scope, order: int) -> list[FunctionInfo]:
+        """The methods of local classes ``func`` (``self.step``, ``trainer.fit``) certainly denotes."""
+        vals = self.infer(func, scope, order)
+        if vals and all(v.kind == api.FUNCTION and isinstance(v.info, FunctionInfo) and v.info.cls is not None
+                        for v in vals):
+            return [v.info for v in vals]
+        return []
+
     def _instance_attribute(self, expr: cst.Attribute, scope: Scope, order: int) -> Optional[list[Value]]:
         """``obj.name`` where ``obj`` is certainly an instance of a local class (``Trainer().fit``,
         ``trainer.step``, ``self.losses.reconstruction``): its method, or what its methods assign
@@ -186,6 +194,12 @@ class Inference:
         if isinstance(func, cst.Name) and not self.m.lookup(func.value, scope, order):
             return self._infer_builtin(func.value, call, scope, order, site)
         if isinstance(func, cst.Attribute):
+            methods = self._local_methods(func, scope, order)
+            if methods:
+                out = []
+                for fn in methods:  # self.step(...), trainer.step(...): what the method returns
+                    out.extend(self._returns_of(fn, call, site))
+                return out
             recv_vals = self.infer(func.value, scope, order)
             out = []
             for rv in recv_vals:
