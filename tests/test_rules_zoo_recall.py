@@ -117,7 +117,8 @@ class Trainer:
     def _replica_step(self, x):
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(self.model(x))
-        self.opt.apply_gradients(zip(tape.gradient(loss, self.model.trainable_variables), self.model.trainable_variables))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
         return loss
 
     {decorator}
@@ -319,3 +320,35 @@ for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(32).batc
                               "tf.nn.compute_average_loss(tf.square(x), global_batch_size=16)")
     check(fn_step.format(op="MEAN", mark="  # <-"), "TFP505")
     check(fn_step.format(op="SUM", mark=""), "TFP505")
+
+
+# ------------------------------------------------------------------ TFP501: tf.compat.v1.losses
+
+V1_LOSS = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD()
+
+def fn(x, y):
+    with tf.GradientTape() as tape:
+        loss = {loss}
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+
+@tf.function
+def step(x, y):
+    strategy.run(fn, args=(x, y))
+"""
+
+
+def test_tfp501_compat_v1_losses_average_by_default():
+    check(V1_LOSS.format(loss="tf.compat.v1.losses.mean_squared_error(y, model(x))  # <-"), "TFP501")
+    check(V1_LOSS.format(loss="tf.compat.v1.losses.log_loss(y, model(x), reduction=tf.compat.v1.losses.Reduction.MEAN)"
+                              "  # <-"), "TFP501")
+    none = "tf.compat.v1.losses.Reduction.NONE"
+    check(V1_LOSS.format(loss=f"tf.nn.compute_average_loss(tf.compat.v1.losses.mean_squared_error(y, model(x), "
+                              f"reduction={none}), global_batch_size=8)"), "TFP501")
+    # TF 2's tf.losses is Keras': per-example losses, not a batch mean
+    check(V1_LOSS.format(loss="tf.nn.compute_average_loss(tf.losses.mean_squared_error(y, model(x)), "
+                              "global_batch_size=8)"), "TFP501")

@@ -25,6 +25,25 @@ PASS_THROUGH = frozenset({"tensorflow.cast", "tensorflow.identity", "tensorflow.
 PASS_THROUGH_METHODS = frozenset({"get_scaled_loss", "scale_loss"})  # mixed-precision loss scaling
 MEANS = frozenset({"tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean"})
 AVERAGE_LOSS = frozenset({"tensorflow.nn.compute_average_loss"})
+# tf.compat.v1.losses.*: reduced with Reduction.SUM_BY_NONZERO_WEIGHTS (a mean over the batch) by default
+V1_LOSSES = frozenset("tensorflow.compat.v1.losses." + n for n in (
+    "absolute_difference", "compute_weighted_loss", "cosine_distance", "hinge_loss", "huber_loss", "log_loss",
+    "mean_pairwise_squared_error", "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy",
+    "sparse_softmax_cross_entropy"))
+V1_MEAN_REDUCTIONS = frozenset({"SUM_BY_NONZERO_WEIGHTS", "MEAN", "SUM_OVER_BATCH_SIZE", "SUM_OVER_NONZERO_WEIGHTS"})
+
+
+def v1_mean_loss(call: cst.Call) -> bool:
+    """A ``tf.compat.v1.losses`` call (already matched by name) that averages: ``reduction=``
+    not given, or one of the mean reductions spelled ``...Reduction.<NAME>``."""
+    if any(a.star for a in call.args):
+        return False
+    red = keyword(call, "reduction")
+    if red is None:
+        return True
+    return isinstance(red, cst.Attribute) and red.attr.value in V1_MEAN_REDUCTIONS
+
+
 SCALE_REG = frozenset({"tensorflow.nn.scale_regularization_loss"})
 PER_REPLICA_NAME = re.compile(r"per_?(replica|gpu|device|core|tower)|replica_batch", re.IGNORECASE)
 

@@ -60,7 +60,6 @@ class MeanReduceOfScaledLoss(Rule):
 
     def _scaled_by(self, v) -> Optional[str]:
         """How the replica function's returned loss was scaled by the global batch, if it was."""
-        m = self.module
         for run, site in self._run_calls(v.origin):
             how = self._scaled_in(run, site)
             if how:

@@ -106,7 +106,6 @@ class RunOutsideTfFunction(Rule):
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", ".run,"))
 
     def check(self) -> Iterator[Report]:
-        m = self.module
         yield from self._run_calls()
         yield from self._partials()
         yield from self._run_eagerly()
