@@ -352,3 +352,29 @@ def test_tfp501_compat_v1_losses_average_by_default():
     # TF 2's tf.losses is Keras': per-example losses, not a batch mean
     check(V1_LOSS.format(loss="tf.nn.compute_average_loss(tf.losses.mean_squared_error(y, model(x)), "
                               "global_batch_size=8)"), "TFP501")
+
+
+# ------------------------------------------------------------------ TFP506: arithmetic
+
+ARITH = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+
+@tf.function
+def eval_step(x):
+    def fn(x):
+        return tf.reduce_sum(x), tf.cast(tf.size(x), tf.float32)
+    return strategy.run(fn, args=(x,))
+
+total, count = 0.0, 0.0
+for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4)):
+{body}
+"""
+
+
+def test_tfp506_arithmetic_on_unpacked_per_replica_results():
+    check(ARITH.format(body="    s, n = eval_step(x)\n    total += s  # <-\n    count = count + n  # <-"), "TFP506")
+    good = ("    s, n = eval_step(x)\n"
+            "    total += strategy.reduce('SUM', s, axis=None)\n"
+            "    count = count + strategy.reduce('SUM', n, axis=None)")
+    check(ARITH.format(body=good), "TFP506")

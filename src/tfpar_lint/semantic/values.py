@@ -530,6 +530,10 @@ class Inference:
     def _unpack(self, v: Value, b: Binding) -> Value:
         if v.kind in (api.ELEMENT, api.DIST_VALUES):
             return v
+        if v.kind == api.PER_REPLICA:
+            # a, b = strategy.run(fn) where fn returns a tuple: each item is per-replica too
+            return Value(api.PER_REPLICA, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
+                         source=v.source)
         return UNKNOWN
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
