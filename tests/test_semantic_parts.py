@@ -232,4 +232,17 @@ def test_model_variables_and_zip_loops():
     (v,) = m.infer_at(cs.node.func.value, cs)
     assert v.kind == api.VARIABLE and v.origin is call_site(m, "tf.keras.Sequential").node
     assert kinds_at(m, "w2.assign", lambda c: c.func.value) == {api.VARIABLE}
-    assert kinds_at(m, "model.layers[0].kernel.assign", lambda c: c.func.value) == {api.UNKNOWN}
+    cs = call_site(m, "model.layers[0].kernel.assign")
+    (k,) = m.infer_at(cs.node.func.value, cs)  # a layer's kernel belongs to the model
+    assert k.kind == api.VARIABLE and k.origin is call_site(m, "tf.keras.Sequential").node
+
+
+def test_none_placeholder_is_dropped_when_the_object_is_made_later():
+    m = module("import tensorflow as tf\n"
+               "total = None\n"
+               "def setup():\n    global total\n    total = tf.Variable(0.0)\n"
+               "def use():\n    total.assign_add(1)\n"
+               "nothing = None\n"
+               "nothing.f()\n")
+    assert kinds_at(m, "total.assign_add", lambda c: c.func.value) == {api.VARIABLE}
+    assert kinds_at(m, "nothing.f", lambda c: c.func.value) == {api.NONE}

@@ -20,6 +20,8 @@ CHECKPOINT = "checkpoint"
 CHECKPOINT_MANAGER = "checkpoint_manager"
 VARIABLE = "variable"
 VARIABLES = "variables"  # a list of tf.Variables (``model.trainable_variables``)
+LAYERS = "layers"  # ``model.layers``
+NONE = "none"  # the literal None (a placeholder: ``x = None`` before ``x = make()``)
 GENERATOR = "generator"
 DATASET = "dataset"  # plain tf.data.Dataset
 DIST_DATASET = "dist_dataset"  # DistributedDataset

@@ -66,7 +66,7 @@ _DELEGATES = {
     "values": ("infer_at", "infer", "infer_one", "kinds", "created_within", "class_kind", "binding_values",
                "container_items", "keras_flavor"),
     "callgraph": ("resolve_function", "callers", "callees", "function_refs", "function_attr_refs",
-                  "passing_refs", "is_passed_around", "indirect_calls", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
+                  "passing_refs", "is_passed_around", "indirect_calls", "handed_over", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",

@@ -141,7 +141,7 @@ class CallGraph:
         if self._indirect is None:
             self._indirect = {}
             for cs in self.m.calls:
-                for target, pos, kw in self._handed_over(cs):
+                for target, pos, kw, _how in self.handed_over(cs):
                     pre: list = []
                     prekw: dict = {}
                     via = target
@@ -161,16 +161,19 @@ class CallGraph:
                         self._indirect.setdefault(id(f), []).append(IndirectCall(cs, via, args, kws))
         return self._indirect.get(id(fn), [])
 
-    def _handed_over(self, cs: CallSite) -> Iterator[tuple[cst.BaseExpression, Optional[list], Optional[dict]]]:
-        """(callable, positional argument expressions or None, keyword expressions or None) for
-        each callable this call hands to an API that calls it."""
+    def handed_over(self, cs: CallSite) -> Iterator[tuple[cst.BaseExpression, Optional[list], Optional[dict], str]]:
+        """(callable, positional argument expressions, keyword expressions, how) for each callable
+        this call hands to an API that calls it; how is "replica" (``strategy.run`` and friends;
+        the receiver is not checked here), "thread" (``Thread``, ``Timer``) or "pool" (``submit``,
+        ``map``, ``apply_async``... of any receiver).  Argument lists are None when they cannot be
+        told; an item None is one argument that cannot be told (the element ``map`` passes)."""
         node = cs.node
         cm = call_method(node)
         meth = cm[1] if cm is not None else None
         if meth in api.RUN_METHODS or meth == "call_for_each_replica":
             fn = arg(node, 0, "fn")
             if fn is not None:
-                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs"))
+                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs")), "replica"
             return
         if meth in ("submit", "apply", "apply_async", "map", "imap", "imap_unordered", "starmap", "map_async",
                     "starmap_async"):
@@ -179,14 +182,16 @@ class CallGraph:
                 return
             if meth == "submit":
                 if any(a.star for a in node.args):
-                    yield fn, None, None
+                    yield fn, None, None, "pool"
                 else:
                     yield fn, [a.value for a in node.args[1:] if a.keyword is None], \
-                        {a.keyword.value: a.value for a in node.args[1:] if a.keyword is not None}
+                        {a.keyword.value: a.value for a in node.args[1:] if a.keyword is not None}, "pool"
             elif meth in ("apply", "apply_async"):
-                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwds"))
-            else:
-                yield fn, None, None
+                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwds")), "pool"
+            elif meth in ("starmap", "starmap_async"):
+                yield fn, None, None, "pool"
+            else:  # map(fn, items): one argument, an item
+                yield fn, [None], {}, "pool"
             return
         if isinstance(node.func, (cst.Name, cst.Attribute)) and attr_name(node.func) in ("Thread", "Timer"):
             q = self.m.qualified_name(node.func, cs.scope, cs.order)[0]
@@ -194,11 +199,11 @@ class CallGraph:
                 fn = keyword(node, "target") or arg(node, 1)
                 if fn is not None:
                     yield fn, _seq(keyword(node, "args") or arg(node, 2), empty=True), \
-                        _mapping(keyword(node, "kwargs") or arg(node, 3))
+                        _mapping(keyword(node, "kwargs") or arg(node, 3)), "thread"
             elif q == "threading.Timer":
                 fn = arg(node, 1, "function")
                 if fn is not None:
-                    yield fn, _seq(arg(node, 2, "args"), empty=True), _mapping(arg(node, 3, "kwargs"))
+                    yield fn, _seq(arg(node, 2, "args"), empty=True), _mapping(arg(node, 3, "kwargs")), "thread"
 
     def enclosing_method(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
         """``fn`` itself if it is a method, else the innermost method it is nested in."""

@@ -164,24 +164,16 @@ class Contexts:
         table: dict[int, list[CallSite]] = {}
         self.thread_fn_infos: dict[int, FunctionInfo] = {}
         for cs in self.m.calls:
-            target = None
-            q, _ = self.m.qualified_name(cs.node.func, cs.scope, cs.order)
-            if q in api.THREAD_CLASSES:
-                target = keyword(cs.node, "target")
-                if target is None:
-                    target = arg(cs.node, 1)
-            else:
-                cm = call_method(cs.node)
-                if cm is not None and cm[1] in ("submit", "map", "apply_async", "apply", "imap",
-                                                "imap_unordered", "starmap", "map_async", "starmap_async"):
-                    recv_vals = self.m.infer(cm[0], cs.scope, cs.order)
-                    if recv_vals and all(v.kind == api.EXECUTOR for v in recv_vals):
-                        target = arg(cs.node, 0, "fn") or arg(cs.node, 0, "func")
-            if target is None:
-                continue
-            for fn in self.m.resolve_function(target, cs.scope, cs.order):
-                table.setdefault(id(fn), []).append(cs)
-                self.thread_fn_infos[id(fn)] = fn
+            for target, _args, _kwargs, how in self.m.handed_over(cs):
+                if how == "pool":  # only thread pools (not process pools, not other objects' map)
+                    recv_vals = self.m.infer(cs.node.func.value, cs.scope, cs.order)
+                    if not recv_vals or any(v.kind != api.EXECUTOR for v in recv_vals):
+                        continue
+                elif how != "thread":
+                    continue
+                for fn in self.m.resolve_function(target, cs.scope, cs.order):
+                    table.setdefault(id(fn), []).append(cs)
+                    self.thread_fn_infos[id(fn)] = fn
         # class Worker(threading.Thread): def run(self): ...  -- started by Worker(...).start()
         for cls in self.m.classes:
             run = cls.methods.get("run")
@@ -192,6 +184,20 @@ class Contexts:
                         v.kind == api.CLASS and v.info is cls for v in self.m.infer(cs.node.func, cs.scope, cs.order)):
                     table.setdefault(id(run), []).append(cs)
                     self.thread_fn_infos[id(run)] = run
+        # what a thread target calls runs in that thread too (Thread(target=lambda: work(n)))
+        work = list(self.thread_fn_infos.values())
+        seen: set[int] = set()
+        while work:
+            fn = work.pop()
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            for cs in self.m.calls_within(fn):
+                for callee in self.m.callees(cs):
+                    if id(callee) not in table:
+                        table[id(callee)] = list(table[id(fn)])
+                        self.thread_fn_infos[id(callee)] = callee
+                        work.append(callee)
         self._threads = table
         return table
 

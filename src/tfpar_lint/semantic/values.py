@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # Nested questions (an expression's value depends on a binding's, which depends on ...) followed
 # at most; deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
 MAX_DEPTH = 160
+NONE = Value(api.NONE)
 
 
 class Inference:
@@ -50,6 +51,10 @@ class Inference:
             vals = self._infer(expr, scope, order, site) or [UNKNOWN]
         finally:
             self._in_progress.discard(key)
+        if len(vals) > 1 and any(v.kind == api.NONE for v in vals) \
+                and any(v.kind not in (api.NONE, api.UNKNOWN) for v in vals):
+            # x = None ... x = make(): a placeholder until the object is made; uses see the object
+            vals = [v for v in vals if v.kind != api.NONE]
         self._infer_memo[key] = vals
         return vals
 
@@ -65,6 +70,8 @@ class Inference:
         return {v.kind for v in self.infer(expr, scope, order)}
 
     def _infer(self, expr, scope: Scope, order: int, site) -> list[Value]:
+        if isinstance(expr, cst.Name) and expr.value == "None" and not self.m.lookup("None", scope, order):
+            return [NONE]
         if isinstance(expr, cst.Name):
             bs = self.m.lookup(expr.value, scope, order)
             if not bs:
@@ -113,6 +120,8 @@ class Inference:
             base = self.infer(expr.value, scope, order)
             if all(v.kind in (api.ELEMENT, api.DIST_VALUES) for v in base):
                 return list(base)
+            if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
+                return [self._element_of(v, expr, None) for v in base]
             return [UNKNOWN]
         if isinstance(expr, cst.Await):
             return [UNKNOWN]
@@ -315,6 +324,14 @@ class Inference:
             out = []
             for v in self.infer(expr.value, scope, order):
                 cls = v.info if isinstance(v.info, ClassInfo) and v.kind != api.CLASS else None
+                if cls is not None and attr in cls.methods:  # stats.ingest: a bound method
+                    meth = cls.methods[attr]
+                    out.append(Value(api.FUNCTION, info=meth, origin=meth.node))
+                    continue
+                if attr == "layers" and v.kind == api.MODEL:  # model.layers[0]
+                    out.append(Value(api.LAYERS, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
+                                     source=v))
+                    continue
                 bs = cls.attrs.get(attr) if cls is not None else None
                 if not bs:
                     return [UNKNOWN]
@@ -344,6 +361,8 @@ class Inference:
     def _element_of(self, v: Value, node, site) -> Value:
         if v.kind == api.VARIABLES:
             return Value(api.VARIABLE, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
+        if v.kind == api.LAYERS:  # a layer of a model: its variables are the model's
+            return Value(api.LAYER, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v)
         if v.kind in (api.DATASET, api.ITERATOR):
             return Value(api.ELEMENT, origin=node, site=site, source=v)
         if v.kind in (api.DIST_DATASET, api.DIST_ITERATOR):
@@ -609,6 +628,8 @@ class Inference:
             # a bound method (``self.step``) gets ``self`` from the reference
             pos = idx - (1 if bound and isinstance(ic.via, cst.Attribute) else 0)
             if 0 <= pos < len(ic.args):
+                if ic.args[pos] is None:
+                    return None  # the item map() passes
                 out.append((ic.args[pos], ic.site.scope, ic.site.order, ic.site))
             elif b.name in ic.kwargs:
                 out.append((ic.kwargs[b.name], ic.site.scope, ic.site.order, ic.site))
