@@ -378,3 +378,35 @@ def test_tfp506_arithmetic_on_unpacked_per_replica_results():
             "    total += strategy.reduce('SUM', s, axis=None)\n"
             "    count = count + strategy.reduce('SUM', n, axis=None)")
     check(ARITH.format(body=good), "TFP506")
+
+
+# ------------------------------------------------------------------ TFP504: weight decay by hand
+
+DECAY = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD()
+
+def l2_penalty(variables):
+    return 1e-4 * tf.add_n([tf.nn.l2_loss(v) for v in variables])
+
+def fn(x):
+    with tf.GradientTape() as tape:
+        loss = tf.nn.compute_average_loss(tf.reduce_sum(model(x), 1), global_batch_size=8)
+        loss += {penalty}
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+
+@tf.function
+def step(x):
+    strategy.run(fn, args=(x,))
+"""
+
+
+def test_tfp504_l2_loss_of_the_model_variables():
+    check(DECAY.format(penalty="l2_penalty(model.trainable_variables)  # <-"), "TFP504")
+    check(DECAY.format(penalty="1e-4 * tf.add_n([tf.nn.l2_loss(w) for w in model.trainable_variables])  # <-"),
+          "TFP504")
+    check(DECAY.format(penalty="tf.nn.scale_regularization_loss(l2_penalty(model.trainable_variables))"), "TFP504")
+    check(DECAY.format(penalty="l2_penalty(model.trainable_variables) / strategy.num_replicas_in_sync"), "TFP504")

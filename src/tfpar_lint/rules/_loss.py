@@ -45,6 +45,7 @@ def v1_mean_loss(call: cst.Call) -> bool:
 
 
 SCALE_REG = frozenset({"tensorflow.nn.scale_regularization_loss"})
+L2_LOSS = frozenset({"tensorflow.nn.l2_loss"})
 PER_REPLICA_NAME = re.compile(r"per_?(replica|gpu|device|core|tower)|replica_batch", re.IGNORECASE)
 
 
@@ -55,6 +56,7 @@ class Term:
     order: int
     divisors: tuple[tuple[cst.BaseExpression, Scope, int], ...]  # applied on the way up
     summed: bool  # went through a reduce_sum / add_n / sum
+    via: Optional[cst.BaseExpression] = None  # the first local-helper call it was reached through
 
 
 def _builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -> bool:
@@ -64,21 +66,21 @@ def _builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -
 
 def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
                divisors: tuple = (), summed: bool = False, _depth: int = 0,
-               _seen: Optional[set] = None) -> Iterator[Term]:
+               _seen: Optional[set] = None, via: Optional[cst.BaseExpression] = None) -> Iterator[Term]:
     _seen = set() if _seen is None else _seen
     key = (id(expr), order)
     if _depth > 25 or key in _seen:
         return
     _seen.add(key)
-    rec = lambda e, sc=scope, od=order, dv=divisors, sm=summed: loss_terms(  # noqa: E731
-        m, e, sc, od, dv, sm, _depth + 1, _seen)
+    rec = lambda e, sc=scope, od=order, dv=divisors, sm=summed, vi=via: loss_terms(  # noqa: E731
+        m, e, sc, od, dv, sm, _depth + 1, _seen, vi)
     if isinstance(expr, cst.Name):
         bs = m.lookup(expr.value, scope, order)
         ok = bool(bs) and all(
             (b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path)
             or (b.kind == "aug" and isinstance(b.node, cst.AugAssign)) for b in bs)
         if not ok:
-            yield Term(expr, scope, order, divisors, summed)
+            yield Term(expr, scope, order, divisors, summed, via)
             return
         for b in bs:
             if b.kind != "aug":
@@ -119,7 +121,7 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         elif isinstance(op, (cst.Divide, cst.FloorDivide)):
             yield from rec(expr.left, dv=divisors + ((expr.right, scope, order),))
         else:
-            yield Term(expr, scope, order, divisors, summed)
+            yield Term(expr, scope, order, divisors, summed, via)
         return
     if isinstance(expr, cst.UnaryOperation):
         yield from rec(expr.expression)
@@ -127,6 +129,12 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
     if isinstance(expr, (cst.List, cst.Tuple)):
         for el in expr.elements:
             yield from rec(el.value)
+        return
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        # tf.add_n([tf.nn.l2_loss(v) for v in variables]): the element, read after the loop binds
+        comp_orders = [b.order for bs in scope.bindings.values() for b in bs
+                       if b.kind == "comp" and b.node is expr.for_in]
+        yield from rec(expr.elt, od=max(comp_orders) if comp_orders else order)
         return
     if isinstance(expr, cst.Call):
         q, _ = m.qualified_name(expr.func, scope, order)
@@ -149,11 +157,11 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
             if fns and all(f.returns for f in fns):
                 for f in fns:
                     for e, od in f.returns:
-                        yield from rec(e, f.scope, od)
+                        yield from rec(e, f.scope, od, vi=via if via is not None else expr)
                 return
-        yield Term(expr, scope, order, divisors, summed)
+        yield Term(expr, scope, order, divisors, summed, via)
         return
-    yield Term(expr, scope, order, divisors, summed)
+    yield Term(expr, scope, order, divisors, summed, via)
 
 
 def mentions_replicas(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> bool:
