@@ -410,3 +410,36 @@ def test_tfp504_l2_loss_of_the_model_variables():
           "TFP504")
     check(DECAY.format(penalty="tf.nn.scale_regularization_loss(l2_penalty(model.trainable_variables))"), "TFP504")
     check(DECAY.format(penalty="l2_penalty(model.trainable_variables) / strategy.num_replicas_in_sync"), "TFP504")
+
+
+# ------------------------------------------------------------------ loss_terms: tuple unpacking
+
+TUPLE_HELPER = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(3)])
+    opt = tf.keras.optimizers.SGD()
+
+def compute_loss(labels, logits):
+    ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    acc = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32))
+    return {loss}, acc
+
+def fn(x, y):
+    with tf.GradientTape() as tape:
+        loss, acc = compute_loss(y, model(x))
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss, acc
+
+@tf.function
+def step(x, y):
+    return strategy.run(fn, args=(x, y))
+"""
+
+
+def test_tfp501_loss_unpacked_from_a_helper_tuple():
+    check(TUPLE_HELPER.format(loss="tf.reduce_mean(ce)").replace("return tf.reduce_mean(ce), acc",
+                                                                  "return tf.reduce_mean(ce), acc  # <-"), "TFP501")
+    # the accuracy (a mean too) is the other item: it does not reach the gradient
+    check(TUPLE_HELPER.format(loss="tf.nn.compute_average_loss(ce, global_batch_size=8)"), "TFP501")

@@ -76,13 +76,19 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         m, e, sc, od, dv, sm, _depth + 1, _seen, vi)
     if isinstance(expr, cst.Name):
         bs = m.lookup(expr.value, scope, order)
+        unpacked = {id(b): _unpacked_items(m, b) for b in bs if b.path}
         ok = bool(bs) and all(
-            (b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path)
+            (b.kind in ("assign", "annassign", "walrus") and b.value is not None
+             and (not b.path or unpacked.get(id(b)) is not None))
             or (b.kind == "aug" and isinstance(b.node, cst.AugAssign)) for b in bs)
         if not ok:
             yield Term(expr, scope, order, divisors, summed, via)
             return
         for b in bs:
+            if b.path:  # loss, acc = compute_loss(...): the item the helper returns in that place
+                for e, sc, od, vi in unpacked[id(b)]:
+                    yield from rec(e, sc, od, vi=via if via is not None else vi)
+                continue
             if b.kind != "aug":
                 yield from rec(b.value, b.scope, b.order)
                 continue
@@ -162,6 +168,35 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         yield Term(expr, scope, order, divisors, summed, via)
         return
     yield Term(expr, scope, order, divisors, summed, via)
+
+
+def _unpacked_items(m: Module, b) -> Optional[list]:
+    """For ``a, b = <value>`` (one level): the expressions bound to ``b.path`` - the item of a
+    tuple literal, or that item of every tuple a local function returns; None when unknown."""
+    if len(b.path) != 1 or b.value is None:
+        return None
+    i = b.path[0]
+
+    def item(e):
+        if isinstance(e, (cst.Tuple, cst.List)) and i < len(e.elements) \
+                and not any(isinstance(el, cst.StarredElement) for el in e.elements):
+            return e.elements[i].value
+        return None
+
+    direct = item(b.value)
+    if direct is not None:
+        return [(direct, b.scope, b.order, None)]
+    if not isinstance(b.value, cst.Call):
+        return None
+    fns = m.resolve_function(b.value.func, b.scope, b.order)
+    out = []
+    for f in fns:
+        for e, od in f.returns:
+            it = item(e)
+            if it is None:
+                return None
+            out.append((it, f.scope, od, b.value))
+    return out or None
 
 
 def mentions_replicas(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> bool:
