@@ -439,7 +439,7 @@ def step(x, y):
 
 
 def test_tfp501_loss_unpacked_from_a_helper_tuple():
-    check(TUPLE_HELPER.format(loss="tf.reduce_mean(ce)").replace("return tf.reduce_mean(ce), acc",
-                                                                  "return tf.reduce_mean(ce), acc  # <-"), "TFP501")
+    bad = TUPLE_HELPER.format(loss="tf.reduce_mean(ce)")
+    check(bad.replace("return tf.reduce_mean(ce), acc", "return tf.reduce_mean(ce), acc  # <-"), "TFP501")
     # the accuracy (a mean too) is the other item: it does not reach the gradient
     check(TUPLE_HELPER.format(loss="tf.nn.compute_average_loss(ce, global_batch_size=8)"), "TFP501")
