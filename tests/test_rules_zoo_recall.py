@@ -443,3 +443,38 @@ def test_tfp501_loss_unpacked_from_a_helper_tuple():
     check(bad.replace("return tf.reduce_mean(ce), acc", "return tf.reduce_mean(ce), acc  # <-"), "TFP501")
     # the accuracy (a mean too) is the other item: it does not reach the gradient
     check(TUPLE_HELPER.format(loss="tf.nn.compute_average_loss(ce, global_batch_size=8)"), "TFP501")
+
+
+# ------------------------------------------------------------------ num_replicas_in_sync kept on self
+
+SELF_SCALE = """
+import keras
+import tensorflow as tf
+
+class Trainer:
+    def __init__(self):
+        self.strategy = tf.distribute.MirroredStrategy()
+        self.scale = 1.0 / self.strategy.num_replicas_in_sync
+        with self.strategy.scope():
+            self.model = keras.Sequential([keras.layers.Dense(1)])
+            self.opt = keras.optimizers.SGD()
+            self.loss_fn = keras.losses.MeanSquaredError()
+
+    def replica_step(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = {loss}
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+
+    @tf.function
+    def step(self, x, y):
+        self.strategy.run(self.replica_step, args=(x, y))
+"""
+
+
+def test_replica_scale_kept_on_self():
+    check(SELF_SCALE.format(loss="self.loss_fn(y, self.model(x)) * self.scale  # <-"), "TFP503")
+    check(SELF_SCALE.format(loss="self.loss_fn(y, self.model(x))"), "TFP503")
+    # a mean times 1/num_replicas_in_sync is a correct global average (equal shards): TFP501 stays silent
+    check(SELF_SCALE.format(loss="tf.reduce_mean(tf.square(self.model(x) - y)) * self.scale"), "TFP501")
+    check(SELF_SCALE.format(loss="tf.reduce_mean(tf.square(self.model(x) - y))  # <-"), "TFP501")

@@ -199,6 +199,17 @@ def _unpacked_items(m: Module, b) -> Optional[list]:
     return out or None
 
 
+def _self_attr_exprs(m: Module, expr: cst.Attribute, scope: Scope) -> list:
+    """``self.<name>`` inside a method: the values the class's methods assign to it."""
+    if not isinstance(expr.value, cst.Name):
+        return []
+    fn = next(iter(m.enclosing_functions(scope)), None)
+    method = m.enclosing_method(fn) if fn is not None else None
+    if method is None or not method.params or method.params[0].name.value != expr.value.value:
+        return []
+    return [(b.value, b.scope, b.order) for b in method.cls.attrs.get(expr.attr.value, ()) if b.value is not None]
+
+
 def mentions_replicas(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> bool:
     """Does ``expr`` involve ``<x>.num_replicas_in_sync`` (directly or through a local name)?"""
     if _depth > 10:
@@ -206,6 +217,9 @@ def mentions_replicas(m: Module, expr: cst.BaseExpression, scope: Scope, order: 
     if isinstance(expr, cst.Attribute):
         if expr.attr.value == "num_replicas_in_sync":
             return True
+        for e, sc, od in _self_attr_exprs(m, expr, scope):  # self.loss_scale = 1 / strategy.num_replicas_in_sync
+            if mentions_replicas(m, e, sc, od, _depth + 1):
+                return True
         return mentions_replicas(m, expr.value, scope, order, _depth + 1)
     if isinstance(expr, cst.Name):
         exprs = m.reaching_exprs(expr, scope, order)
