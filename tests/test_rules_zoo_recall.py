@@ -478,3 +478,29 @@ def test_replica_scale_kept_on_self():
     # a mean times 1/num_replicas_in_sync is a correct global average (equal shards): TFP501 stays silent
     check(SELF_SCALE.format(loss="tf.reduce_mean(tf.square(self.model(x) - y)) * self.scale"), "TFP501")
     check(SELF_SCALE.format(loss="tf.reduce_mean(tf.square(self.model(x) - y))  # <-"), "TFP501")
+
+
+# ------------------------------------------------------------------ TFP602: where the late write is
+
+TF_CONFIG_HELPERS = """
+import json, os, sys
+import tensorflow as tf
+
+def setup_cluster(index):
+    os.environ["TF_CONFIG"] = json.dumps({{"cluster": {{"worker": ["a:1", "b:2"]}}, "task": {{"index": index}}}}){m1}
+
+def make_strategy():
+    return tf.distribute.MultiWorkerMirroredStrategy()
+
+{order}
+"""
+
+
+def test_tfp602_reported_at_the_late_helper_call():
+    late = "strategy = make_strategy()\nsetup_cluster(int(sys.argv[1]))  # <-"
+    check(TF_CONFIG_HELPERS.format(m1="", order=late), "TFP602")
+    check(TF_CONFIG_HELPERS.format(m1="", order="setup_cluster(int(sys.argv[1]))\nstrategy = make_strategy()"),
+          "TFP602")
+    # the strategy built in the module code itself: the write inside the helper is what is late
+    direct = "strategy = tf.distribute.MultiWorkerMirroredStrategy()\nsetup_cluster(int(sys.argv[1]))"
+    check(TF_CONFIG_HELPERS.format(m1="  # <-", order=direct), "TFP602")
