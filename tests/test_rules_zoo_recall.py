@@ -504,3 +504,29 @@ def test_tfp602_reported_at_the_late_helper_call():
     # the strategy built in the module code itself: the write inside the helper is what is late
     direct = "strategy = tf.distribute.MultiWorkerMirroredStrategy()\nsetup_cluster(int(sys.argv[1]))"
     check(TF_CONFIG_HELPERS.format(m1="  # <-", order=direct), "TFP602")
+
+
+# ------------------------------------------------------------------ TFP603: ModelCheckpoint on the chief only
+
+CALLBACK = """
+import os, json, tempfile
+import tensorflow as tf
+import tf_keras as keras
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+task = json.loads(os.environ.get("TF_CONFIG", "{{}}")).get("task", {{"type": "worker", "index": 0}})
+is_chief = task["type"] == "chief" or (task["type"] == "worker" and task["index"] == 0)
+with strategy.scope():
+    model = keras.Sequential([keras.layers.Dense(1, input_shape=(3,))])
+    model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+{callbacks}
+model.fit(tf.data.Dataset.range(8).map(lambda i: (tf.ones(3), 1.0)).batch(4), epochs=1, callbacks=callbacks)
+"""
+
+
+def test_tfp603_checkpoint_callback_only_on_the_chief():
+    chief_only = ("callbacks = []\nif is_chief:\n"
+                  "    callbacks.append(keras.callbacks.ModelCheckpoint(tempfile.mkdtemp()))  # <-")
+    check(CALLBACK.format(callbacks=chief_only), "TFP603")
+    every = ("path = tempfile.gettempdir() if is_chief else tempfile.mkdtemp()\n"
+             "callbacks = [keras.callbacks.ModelCheckpoint(path)]")
+    check(CALLBACK.format(callbacks=every), "TFP603")
