@@ -16,11 +16,13 @@ Keys
     ``strategy-factories``, ``dataset-distributors`` (qualified names),
     ``markers`` (extra pre-filter substrings), ``jobs`` (int >= 1; at most
     the number of CPUs is used), ``cache-dir`` (the result cache folder),
-    ``format`` (text|json|sarif|github), ``max-file-size`` (files larger are
+    ``output-format`` (or ``format``: text|concise|full|json|sarif|github),
+    ``max-file-size`` (files larger are
     skipped with E902: bytes, or a string with a unit K, M or G (powers of
     1024), e.g. ``"10M"``; 0 = no limit; default 10M), ``file-timeout``
     (seconds one file's analysis may take before it is given up with E903;
-    0 = no limit; default 60).
+    0 = no limit; default 60), ``fix``, ``unsafe-fixes``, ``show-fixes``
+    (booleans, as in ruff; ``--fix``/``--no-fix`` and the like override them).
 
 Selectors
     A code (``TFP101``), a prefix (``TFP1``, ``TFP``), ``ALL``, or a rule's
@@ -56,7 +58,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 TABLE = "tfpar-lint"
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "full", "json", "sarif", "github")
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
@@ -68,8 +70,8 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 
 _KNOWN_KEYS = (
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
-    "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "tf-version",
-    "max-file-size", "file-timeout",
+    "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "output-format",
+    "tf-version", "max-file-size", "file-timeout", "fix", "unsafe-fixes", "show-fixes",
 )
 
 # The TensorFlow version the linted code targets (like ruff's target-version): rules whose truth
@@ -120,6 +122,9 @@ class Settings:
     tf_version: str = DEFAULT_TF_VERSION
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     file_timeout: float = DEFAULT_TIMEOUT
+    fix: bool = False  # ruff's settings of the same names (the command line's flags win)
+    unsafe_fixes: bool = False
+    show_fixes: bool = False
 
     # -- derived -------------------------------------------------------------
     @property
@@ -545,6 +550,11 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
         if not isinstance(cd, str) or not cd:
             raise ConfigError(f"{where}: 'cache-dir' must be a path string, got {cd!r}")
         kw["cache_dir"] = cd if os.path.isabs(cd) else os.path.join(root, cd)
+    for key in ("fix", "unsafe-fixes", "show-fixes"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}: '{key}' must be true or false, got {table[key]!r}")
+            kw[key.replace("-", "_")] = table[key]
     if "tf-version" in table:
         kw["tf_version"] = parse_tf_version(table["tf-version"], where)
     if "max-file-size" in table:
@@ -557,9 +567,10 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
             kw["file_timeout"] = parse_seconds(table["file-timeout"])
         except ValueError as e:
             raise ConfigError(f"{where}: 'file-timeout': {e}") from None
-    if "format" in table:
-        fmt = table["format"]
-        if fmt not in FORMATS:
-            raise ConfigError(f"{where}: 'format' must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        kw["format"] = fmt
+    for key in ("format", "output-format"):  # output-format: ruff's name for it
+        if key in table:
+            fmt = table[key]
+            if fmt not in FORMATS:
+                raise ConfigError(f"{where}: '{key}' must be one of {', '.join(FORMATS)}, got {fmt!r}")
+            kw["format"] = fmt
     return Settings(**kw)

@@ -65,6 +65,7 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
     (:func:`code_text`), since a rule only ever matches code.  User markers
     (``extra_markers``) are searched in the whole text.
     """
+    rules = [r for r in rules if not getattr(r, "TEXT_ONLY", False)]  # the noqa rules: see _noqa_findings
     if options.extra_markers and any(m in source for m in options.extra_markers):
         return list(rules)
     passed = _marker_rules(source, rules, options)
@@ -186,22 +187,31 @@ def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str
     return FileError(path, f"syntax error: {msg}", line=line, col=col)
 
 
-def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[Finding]:
+def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
+            with_fixes: bool = True) -> list[Finding]:
     """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError."""
     tree = cst.parse_module(source)
     module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
                     tf_version=options.tf_version)
     reports = []
+    instances = []
     for rule_cls in rules:
-        for rep in rule_cls(module).check():
-            reports.append((rule_cls, rep))
+        rule = rule_cls(module)
+        instances.append(rule)
+        for rep in rule.check():
+            reports.append((rule, rep))
     if not reports:
         return []
+    fixes = _propose_fixes(reports) if with_fixes else {}
     wanted = [rep.node for _, rep in reports] + [rep.related for _, rep in reports if rep.related is not None]
+    for fx in fixes.values():
+        wanted.extend(fx.nodes())
     positions = node_positions(tree, wanted)
+    table = None
     findings = []
     seen = set()
-    for rule_cls, rep in reports:
+    for rule, rep in reports:
+        rule_cls = type(rule)
         rng = positions.get(rep.node)
         if rng is None:  # pragma: no cover - every reported node is in the tree
             continue
@@ -216,16 +226,38 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
             if rel is not None:
                 # "{line}" stays until the caller knows how to name lines (notebooks: cell and line)
                 data.setdefault("related_line", rel.start.line)
+        fix_json = None
+        fx = fixes.get(id(rep))
+        if fx is not None:
+            from tfpar_lint.fix import LineTable, resolve
+
+            table = table or LineTable(source)
+            fix_json = resolve(fx, positions, table)
         findings.append(
             Finding(
                 code=rule_cls.CODE, name=rule_cls.NAME, message=message, path=path,
                 line=rng.start.line, col=rng.start.column + 1,
                 end_line=rng.end.line, end_col=rng.end.column + 1,
-                severity=rule_cls.SEVERITY, fix_hint=rule_cls.FIX_HINT, data=data,
+                severity=rule_cls.SEVERITY, fix_hint=rule_cls.FIX_HINT, data=data, fix=fix_json,
             )
         )
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _propose_fixes(reports) -> dict[int, Any]:
+    """id(report) -> the rule's Fix, for rules that offer one (a fix that fails is no fix)."""
+    out: dict[int, Any] = {}
+    for rule, rep in reports:
+        if not type(rule).FIXABLE:
+            continue
+        try:
+            fx = rule.fix(rep)
+        except Exception:  # a bug in a fix must not lose the finding
+            fx = None
+        if fx is not None and fx.edits:
+            out[id(rep)] = fx
+    return out
 
 
 def _name_related_line(message: str, where: str) -> str:
@@ -289,8 +321,11 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode]) -> Any:
     return MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
+_NOQA_ANY_CASE = re.compile("noqa", re.IGNORECASE)
+
+
 def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
-    if not findings or "noqa" not in source:
+    if not findings or not _NOQA_ANY_CASE.search(source):
         return findings
     from tfpar_lint.noqa import NoqaMap
 
@@ -321,10 +356,14 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
                 check_syntax: bool = True) -> FileResult:
     if path.endswith(".ipynb"):
         return _lint_notebook(source, path, enabled, options, apply_noqa)
-    rules = candidate_rules(source, _rules_for(enabled), options)
+    enabled_rules = _rules_for(enabled)
+    rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options)
     if not rules:
         err = _syntax_check(source, path) if check_syntax else None
-        return FileResult(path, error=err) if err is not None else FileResult(path, skipped=True)
+        if err is not None:
+            return FileResult(path, error=err)
+        extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
+        return FileResult(path, findings=extra, skipped=not extra)
     try:
         findings = analyse(source, path, rules, options)
     except cst.ParserSyntaxError as exc:
@@ -336,11 +375,77 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     except Exception as exc:  # an engine bug must not lose the other files
         return FileResult(path, error=gave_up(path, f"internal error: {type(exc).__name__}: {exc}"))
     if apply_noqa:
+        raw = findings
         findings = _apply_noqa(findings, source)
+        findings = sorted(findings + _noqa_findings(source, path, enabled_rules, raw), key=Finding.sort_key)
     for f in findings:
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
     return FileResult(path, findings)
+
+
+def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], raw: list[Finding]) -> list[Finding]:
+    """TFP900 (unused-noqa) and TFP901 (noqa-rule-name), judged from the text and the raw findings."""
+    wanted = {r.CODE: r for r in enabled_rules if getattr(r, "TEXT_ONLY", False)}
+    if not wanted or not _NOQA_ANY_CASE.search(source):
+        return []
+    from tfpar_lint import noqa
+    from tfpar_lint.fix import SAFE
+    from tfpar_lint.registry import rules_by_code, rules_by_name
+
+    by_code, by_name = rules_by_code(), rules_by_name()
+    enabled = frozenset(r.CODE for r in enabled_rules)
+    lines = source.splitlines()
+    out: list[Finding] = []
+
+    def finding(rule, d, message, new_codes: list[str]) -> Finding:
+        text = lines[d.line - 1] if d.line - 1 < len(lines) else ""
+        if new_codes:
+            edit = {"content": ", ".join(new_codes), "location": {"row": d.line, "column": d.codes_start + 1},
+                    "end_location": {"row": d.line, "column": d.end + 1}}
+            what = "Remove unused codes" if rule.CODE == "TFP900" else "Write rule codes instead of names"
+        else:  # the whole directive goes, with the spaces before it
+            start = d.start
+            while start > 0 and text[start - 1] in " \t":
+                start -= 1
+            rest = text[d.end:]
+            end = d.end if rest.strip() else len(text)
+            if rest.strip() and not rest.lstrip().startswith("#"):
+                end = d.end  # a free-text reason after the codes stays
+            edit = {"content": "", "location": {"row": d.line, "column": start + 1},
+                    "end_location": {"row": d.line, "column": end + 1}}
+            what = "Remove unused `noqa` directive"
+        return Finding(code=rule.CODE, name=rule.NAME, message=message, path=path, line=d.line,
+                       col=d.start + 1, end_line=d.line, end_col=d.end + 1, severity=rule.SEVERITY,
+                       fix_hint=rule.FIX_HINT,
+                       fix={"applicability": SAFE, "message": what, "edits": [edit]})
+
+    def silenced(d, code: str, name: str) -> bool:
+        return code in d.codes or name in d.codes
+
+    if "TFP900" in wanted:
+        rule = wanted["TFP900"]
+        for d, judged in noqa.unused_report(source, raw, frozenset(), enabled, by_code, by_name):
+            if silenced(d, rule.CODE, rule.NAME):
+                continue
+            parts = [f"{k}: {', '.join(f'`{c}`' for c in v)}" for k, v in judged.items() if v]
+            bad = {c for v in judged.values() for c in v}
+            keep = [c for c in d.codes if c not in bad]
+            out.append(finding(rule, d, f"Unused `noqa` directive ({'; '.join(parts)})", keep))
+    if "TFP901" in wanted:
+        rule = wanted["TFP901"]
+        for d, names in noqa.name_directives(source, by_name):
+            if silenced(d, rule.CODE, rule.NAME):
+                continue
+            first = d.codes[0] in names
+            how = ("takes this comment as a bare `# noqa` that hides every code on the line" if first
+                   else "ignores the name")
+            listed = ", ".join(f"`{n}`" for n in names)
+            codes = [by_name[c].CODE if c in names else c for c in d.codes]
+            out.append(finding(rule, d, f"`# noqa` names {listed}: flake8 reads only codes after `noqa:`, so it "
+                                        f"{how}; write {', '.join(f'`{by_name[n].CODE}`' for n in names)}",
+                               codes))
+    return out
 
 
 def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileResult:
@@ -373,7 +478,7 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
     if not rules:
         return FileResult(path, skipped=True)
     try:
-        findings = analyse(source, path, rules, options)
+        findings = analyse(source, path, rules, options, with_fixes=False)  # fixes would edit the joined cells
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, where, source))
     except RecursionError:
@@ -684,3 +789,46 @@ def _file_size(path: str) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
+
+
+# -- fixing ------------------------------------------------------------------------
+
+@dataclass
+class FixOutcome:
+    """What :func:`fix_source` did to one text."""
+
+    source: str  # the fixed text (the input when nothing was fixed)
+    fixed: list[Finding]  # the findings whose fixes were applied, every pass
+    result: FileResult  # the lint of the fixed text
+    reverted: Optional[str] = None  # why the last pass was undone (its fixes broke the parse)
+
+
+def fix_source(source: str, path: str, enabled: Optional[Collection[str]] = None,
+               options: AnalysisOptions = AnalysisOptions(), unsafe: bool = False) -> FixOutcome:
+    """Apply the applicable fixes, re-lint, and repeat until stable (ruff's loop, at most MAX_PASSES).
+
+    A pass whose fixes leave the text unparsable is undone (the findings stay reported).
+    """
+    from tfpar_lint.fix import MAX_PASSES, applicable, apply_fixes
+
+    fixed: list[Finding] = []
+    current = source
+    result = lint_source(current, path, enabled, options)
+    if path.endswith(".ipynb") or result.error is not None:
+        return FixOutcome(source, [], result)
+    for _ in range(MAX_PASSES):
+        todo = [f for f in result.findings if applicable(f.fix, unsafe)]
+        if not todo:
+            break
+        new, applied = apply_fixes(current, [f.fix for f in todo])
+        if new == current or not applied:
+            break
+        after = lint_source(new, path, enabled, options)
+        if after.error is not None:
+            return FixOutcome(current, fixed, result,
+                              reverted=f"fixes of {', '.join(sorted({todo[i].code for i in applied}))} "
+                                       f"made the file unparsable ({after.error.message}); they were not applied")
+        fixed.extend(todo[i] for i in applied)
+        current, result = new, after
+    return FixOutcome(current, fixed, result)
+

@@ -57,9 +57,17 @@ def strategy_text(m: Module, site: CallSite) -> str:
     return "strategy"
 
 
-def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
+def values_of_kind(m: Module, kind: str) -> list[Value]:
     """Each distinct object of ``kind`` created by a call in this module: bound to a name or an
-    attribute, or created inline as an argument (``compile(optimizer=SGD())``)."""
+    attribute, or created inline as an argument (``compile(optimizer=SGD())``).  Computed once
+    per module and kind (several rules ask)."""
+    memo = m.rule_memo.setdefault("values_of_kind", {})
+    if kind not in memo:
+        memo[kind] = list(_values_of_kind(m, kind))
+    return memo[kind]
+
+
+def _values_of_kind(m: Module, kind: str) -> Iterator[Value]:
     seen: set[int] = set()
     for b_list in _all_binding_lists(m):
         for b in b_list:

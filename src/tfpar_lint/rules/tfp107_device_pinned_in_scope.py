@@ -50,3 +50,29 @@ class DevicePinnedInScope(Rule):
                     {"device": text, "context": "scope"},
                     related=made[0].node,
                 )
+
+    # -- fix (unsafe: every op in the block moves to the strategy's placement): drop the
+    #    `with tf.device(...):` line and dedent its body; a comment on that line stays, on a line of its own
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        import libcst as cst
+
+        from tfpar_lint.fix import UNSAFE, Fix, line_indent, parent, reindent
+
+        m = self.module
+        item = parent(m, report.node)
+        with_node = parent(m, item) if isinstance(item, cst.WithItem) else None
+        if not isinstance(with_node, cst.With) or len(with_node.items) != 1 or item.asname is not None \
+                or with_node.asynchronous is not None or not isinstance(with_node.body, cst.IndentedBlock):
+            return None
+        body = "".join(m.tree.code_for_node(s) for s in with_node.body.body)
+        indent = line_indent(m, with_node)
+        text = reindent(body, indent)
+        if text is None:
+            return None  # a multi-line string would change
+        comment = with_node.body.header.comment
+        if comment is not None:
+            text = f"{indent}{comment.value}{m.tree.default_newline}" + text
+        return (Fix("Drop the `tf.device` block (the strategy places its ops)", UNSAFE)
+                .delete_statement(with_node, keep_comment=False).insert_lines_before(with_node, text))

@@ -112,3 +112,37 @@ class ThreadUnlockedReadModifyWrite(Rule):
             return False
 
         return any(_reads_of(m, e, var) for e, _s, _o in m.feeding_exprs(value, cs.scope, cs.order, within=in_fn))
+
+    # -- fix (safe): v.assign(v + x) -> v.assign_add(x); v.assign(v - x) -> v.assign_sub(x)
+    FIXABLE = "safe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import Fix
+
+        m = self.module
+        call = report.node
+        var = report.data.get("variable")
+        value = arg(call, 0, "value")
+        if not isinstance(call, cst.Call) or not isinstance(value, cst.BinaryOperation) or value.lpar:
+            return None
+
+        def is_var(e: cst.BaseExpression) -> bool:
+            if dotted_name(e) == var:
+                return True  # v
+            return (isinstance(e, cst.Call) and not e.args and isinstance(e.func, cst.Attribute)
+                    and e.func.attr.value in ("read_value", "value") and dotted_name(e.func.value) == var)
+
+        op = value.operator
+        if isinstance(op, cst.Add) and is_var(value.left):
+            meth, delta = "assign_add", value.right
+        elif isinstance(op, cst.Add) and is_var(value.right):
+            meth, delta = "assign_add", value.left
+        elif isinstance(op, cst.Subtract) and is_var(value.left):
+            meth, delta = "assign_sub", value.right
+        else:
+            return None
+        if _reads_of(m, delta, var):
+            return None  # v.assign(v + v * 2): not a plain increment
+        new_args = [a.with_changes(value=delta) if a.value is value else a for a in call.args]
+        new = call.with_changes(func=call.func.with_changes(attr=cst.Name(meth)), args=new_args)
+        return Fix(f"Use `{var}.{meth}(...)` (one atomic update)").replace(call, new)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import CallSite, FunctionInfo, Module, arg, attr_name
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, arg, attr_name, call_method
 
 
 def _eager_python_fn(m: Module, cs: CallSite) -> bool:
@@ -213,3 +213,25 @@ class RunOutsideTfFunction(Rule):
                     related=cs.node,
                 )
             return
+
+    # -- fix (unsafe: inside tf.function Python side effects run at trace time only, and `.numpy()`
+    #    fails): decorate the function that calls `strategy.run` with `@tf.function`
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import UNSAFE, Fix, line_indent, tf_alias
+
+        m = self.module
+        cm = call_method(report.node) if isinstance(report.node, cst.Call) else None
+        if cm is None or cm[1] not in api.RUN_METHODS:
+            return None  # reported at a functools.partial(...) or a run_functions_eagerly(True) switch
+        site = m.site_of_call.get(id(report.node))
+        tf = tf_alias(m)
+        if site is None or site.func is None or tf is None or report.related is None:
+            return None  # the run sits in the loop itself: the loop body has to become a function first
+        fn = site.func.node
+        if not isinstance(fn, cst.FunctionDef):
+            return None
+        anchor = fn.decorators[0] if fn.decorators else fn
+        return Fix(f"Decorate `{fn.name.value}` with `@{tf}.function`", UNSAFE).insert_lines_before(
+            anchor, f"{line_indent(m, fn)}@{tf}.function\n")

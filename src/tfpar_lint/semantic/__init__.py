@@ -118,6 +118,8 @@ class Module:
         self.contexts = Contexts(self)
         self.environment = Environment(self)
         self.flow = Flow(self)
+        # facts several rules derive from the model, computed once (rules/_scope.values_of_kind)
+        self.rule_memo: dict[str, dict] = {}
 
     @property
     def replica_fn_infos(self) -> dict[int, FunctionInfo]:

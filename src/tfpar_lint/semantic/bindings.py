@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class Bindings:
     def __init__(self, m: "Module") -> None:
         self.m = m
+        self._qn_memo: dict[tuple[int, int, int], tuple[str, str]] = {}
 
     def lookup(self, name: str, scope: Scope, order: int) -> list[Binding]:
         s: Optional[Scope] = scope
@@ -42,6 +43,13 @@ class Bindings:
 
     def qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int) -> tuple[str, str]:
         """(canonical, raw) qualified name of an imported API reference, or ("", "")."""
+        key = (id(expr), id(scope), order)
+        got = self._qn_memo.get(key)
+        if got is None:
+            got = self._qn_memo[key] = self._qualified_name(expr, scope, order)
+        return got
+
+    def _qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int) -> tuple[str, str]:
         d = dotted_name(expr)
         if not d:
             return "", ""
