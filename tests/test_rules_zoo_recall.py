@@ -530,3 +530,33 @@ def test_tfp603_checkpoint_callback_only_on_the_chief():
     every = ("path = tempfile.gettempdir() if is_chief else tempfile.mkdtemp()\n"
              "callbacks = [keras.callbacks.ModelCheckpoint(path)]")
     check(CALLBACK.format(callbacks=every), "TFP603")
+
+
+# ------------------------------------------------------------------ loss terms kept in a dict
+
+DICT_LOSSES = """
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+    opt = tf.keras.optimizers.SGD()
+
+def fn(x, y):
+    with tf.GradientTape() as tape:
+        out = model(x)
+        losses = {{}}
+        losses["pixel"] = {pixel}
+        losses["feature"] = tf.nn.compute_average_loss(tf.square(out[:, 1] - y[:, 1]), global_batch_size=8)
+        total = tf.add_n(list(losses.values()))
+    opt.apply_gradients(zip(tape.gradient(total, model.trainable_variables), model.trainable_variables))
+
+@tf.function
+def step(x, y):
+    strategy.run(fn, args=(x, y))
+"""
+
+
+def test_tfp501_loss_terms_stored_in_a_dict():
+    check(DICT_LOSSES.format(pixel="tf.reduce_mean(tf.abs(out[:, 0] - y[:, 0]))  # <-"), "TFP501")
+    check(DICT_LOSSES.format(pixel="tf.nn.compute_average_loss(tf.abs(out[:, 0] - y[:, 0]), global_batch_size=8)"),
+          "TFP501")

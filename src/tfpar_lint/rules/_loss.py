@@ -154,6 +154,15 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
             if a is not None:
                 yield from rec(a)
                 return
+        if _builtin(m, expr, scope, order, "list", "tuple") and len(expr.args) == 1 and not expr.args[0].star:
+            yield from rec(expr.args[0].value)  # tf.add_n(list(losses.values()))
+            return
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "values" and not expr.args:
+            items = m.container_items(expr, scope, order)  # the dict's values (literal and d[k] = v)
+            if items is not None:
+                for e, sc, od in items:
+                    yield from rec(e, sc, od)
+                return
         cm = call_method(expr)
         if cm is not None and cm[1] in PASS_THROUGH_METHODS and arg(expr, 0) is not None:
             yield from rec(arg(expr, 0))

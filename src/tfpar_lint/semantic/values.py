@@ -428,6 +428,8 @@ class Inference:
                 if items is None:
                     return None
                 out.extend(items)
+            if all(isinstance(e, (cst.Dict, cst.List)) for e, _s, _o in reaching):
+                out.extend(self._stored_items(expr, scope, order, key))
             return out
         if isinstance(expr, cst.Dict):
             out = []
@@ -455,6 +457,23 @@ class Inference:
         if isinstance(expr, cst.DictComp):
             return [(expr.value, scope, order)]
         return None
+
+    def _stored_items(self, name: cst.Name, scope: Scope, order: int, key: object) -> list:
+        """``d[k] = v`` stores into the dict / list that ``name`` holds, made before ``order``
+        (``losses = {}; losses["pixel"] = ...``): their values (the matching one for a literal key)."""
+        bound = {id(b) for b in self.m.lookup(name.value, scope, order)}
+        out = []
+        for st in self.m.stores:
+            t = st.target
+            if st.deleted or st.value is None or st.order >= order or not isinstance(t.value, cst.Name) \
+                    or t.value.value != name.value:
+                continue
+            if {id(b) for b in self.m.lookup(name.value, st.scope, st.order)} != bound:
+                continue
+            k = _subscript_key(t)
+            if key is None or k is None or k == key:
+                out.append((st.value, st.scope, st.order))
+        return out
 
     def binding_values(self, b: Binding) -> list[Value]:
         key = id(b)
