@@ -560,3 +560,38 @@ def test_tfp501_loss_terms_stored_in_a_dict():
     check(DICT_LOSSES.format(pixel="tf.reduce_mean(tf.abs(out[:, 0] - y[:, 0]))  # <-"), "TFP501")
     check(DICT_LOSSES.format(pixel="tf.nn.compute_average_loss(tf.abs(out[:, 0] - y[:, 0]), global_batch_size=8)"),
           "TFP501")
+
+
+# ------------------------------------------------------------------ containers kept on self
+
+ACCUMULATOR = """
+import tensorflow as tf
+
+class GradientAccumulator:
+    def __init__(self, variables):
+        self.buffers = [tf.Variable(tf.zeros_like(v), trainable=False{extra}) for v in variables]
+
+    def add(self, grads):
+        for buf, g in zip(self.buffers, grads):
+            buf.assign_add(g){mark}
+
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    accumulator = GradientAccumulator(model.trainable_variables)
+
+@tf.function
+def step(x):
+    def fn(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x))
+        accumulator.add(tape.gradient(loss, model.trainable_variables))
+    strategy.run(fn, args=(x,))
+"""
+
+
+def test_tfp507_variables_in_a_list_kept_on_self():
+    check(ACCUMULATOR.format(extra="", mark="  # <-"), "TFP507")
+    sync = (", synchronization=tf.VariableSynchronization.ON_READ,"
+            " aggregation=tf.VariableAggregation.SUM")
+    check(ACCUMULATOR.format(extra=sync, mark=""), "TFP507")

@@ -431,6 +431,18 @@ class Inference:
             if all(isinstance(e, (cst.Dict, cst.List)) for e, _s, _o in reaching):
                 out.extend(self._stored_items(expr, scope, order, key))
             return out
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            # self.buffers = [tf.Variable(...) for ...] set in another method
+            assigned = self._self_attr_bindings(expr, scope)
+            if not assigned:
+                return None
+            out = []
+            for b in assigned:
+                items = self.container_items(b.value, b.scope, b.order, key, _depth + 1)
+                if items is None:
+                    return None
+                out.extend(items)
+            return out
         if isinstance(expr, cst.Dict):
             out = []
             for el in expr.elements:
@@ -457,6 +469,15 @@ class Inference:
         if isinstance(expr, cst.DictComp):
             return [(expr.value, scope, order)]
         return None
+
+    def _self_attr_bindings(self, expr: cst.Attribute, scope: Scope) -> list[Binding]:
+        """``self.<name>`` inside a method: the class's ``self.<name> = value`` bindings (with values)."""
+        fn = self._method_of(scope)
+        if fn is None or not fn.params or not isinstance(expr.value, cst.Name) \
+                or fn.params[0].name.value != expr.value.value:
+            return []
+        bs = fn.cls.attrs.get(expr.attr.value) or []
+        return bs if bs and all(b.value is not None for b in bs) else []
 
     def _stored_items(self, name: cst.Name, scope: Scope, order: int, key: object) -> list:
         """``d[k] = v`` stores into the dict / list that ``name`` holds, made before ``order``
