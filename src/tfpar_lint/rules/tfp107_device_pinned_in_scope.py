@@ -4,9 +4,11 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._placement import MIRRORING, calls_inside, device_calls
+from tfpar_lint.rules._placement import MIRRORING, calls_inside, device_calls, device_calls_formatted
 
 CREATED = (api.MODEL, api.LAYER, api.VARIABLE, api.OPTIMIZER, api.METRIC, api.GENERATOR, api.CHECKPOINT)
+# tf.compat.v1 graph code creates its variables with get_variable (tower loops under tf.device)
+V1_VARIABLE_FACTORIES = frozenset({"tensorflow.get_variable", "tensorflow.compat.v1.get_variable"})
 
 
 class DevicePinnedInScope(Rule):
@@ -21,7 +23,8 @@ class DevicePinnedInScope(Rule):
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        for cs, text, kind, idx in device_calls(m):
+        calls = [(cs, text, kind) for cs, text, kind, _ in device_calls(m)] + list(device_calls_formatted(m))
+        for cs, text, kind in calls:
             strategies = m.replica_strategies(cs.scope)
             if strategies:
                 if kind in ("GPU", "TPU") and all(s.qname in MIRRORING for s in strategies):
@@ -38,6 +41,9 @@ class DevicePinnedInScope(Rule):
                 continue
             made = []
             for inner in calls_inside(m, cs.node):
+                if m.qualified_name(inner.node.func, inner.scope, inner.order)[0] in V1_VARIABLE_FACTORIES:
+                    made.append(inner)
+                    continue
                 vals = m.infer(inner.node, inner.scope, inner.order)
                 if vals and all(v.kind in CREATED for v in vals):
                     made.append(inner)
