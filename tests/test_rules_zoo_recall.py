@@ -315,7 +315,7 @@ def train_step(x):
 for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(32).batch(16)):
     loss = strategy.reduce(tf.distribute.ReduceOp.{op}, train_step(x), axis=None){mark}
 """
-    check(fn_step.format(op="MEAN", mark=""), "TFP505")  # not compute_average_loss: not judged (see the zoo misses)
+    check(fn_step.format(op="MEAN", mark="  # <-"), "TFP505")  # a sum over the distributed dataset's batch (16)
     fn_step = fn_step.replace("tf.reduce_sum(tf.square(x)) * (1.0 / 16)",
                               "tf.nn.compute_average_loss(tf.square(x), global_batch_size=16)")
     check(fn_step.format(op="MEAN", mark="  # <-"), "TFP505")
@@ -595,3 +595,53 @@ def test_tfp507_variables_in_a_list_kept_on_self():
     sync = (", synchronization=tf.VariableSynchronization.ON_READ,"
             " aggregation=tf.VariableAggregation.SUM")
     check(ACCUMULATOR.format(extra=sync, mark=""), "TFP507")
+
+
+# ------------------------------------------------------------------ TFP505: other scalings, Mean metrics
+
+GLOBAL_SUM = """
+import tensorflow as tf
+GLOBAL_BATCH = 16
+strategy = tf.distribute.MirroredStrategy()
+it = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.range(64).map(lambda i: tf.ones(3)).batch({batch})))
+
+def fn(x):
+    per_example = tf.reduce_sum(tf.square(x), axis=1)
+    return tf.reduce_sum(per_example) * (1.0 / GLOBAL_BATCH)
+
+@tf.function
+def step():
+    return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(fn, args=(next(it),)), axis=None){mark}
+"""
+
+
+def test_tfp505_sum_divided_by_the_distributed_datasets_batch():
+    check(GLOBAL_SUM.format(batch="GLOBAL_BATCH", mark="  # <-"), "TFP505")
+    check(GLOBAL_SUM.format(batch="16", mark="  # <-"), "TFP505")
+    # divided by something else than the batch the dataset was distributed with: not judged
+    check(GLOBAL_SUM.format(batch="8", mark=""), "TFP505")
+
+
+MEAN_METRIC = """
+import keras
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    train_loss = keras.metrics.Mean()
+
+def fn(x):
+    per_example = tf.reduce_sum(tf.square(x), axis=1)
+    loss = tf.nn.compute_average_loss(per_example, global_batch_size=16)
+    train_loss.update_state({value}){mark}
+    return loss
+
+@tf.function
+def step(x):
+    return strategy.run(fn, args=(x,))
+"""
+
+
+def test_tfp505_mean_metric_of_the_scaled_loss():
+    check(MEAN_METRIC.format(value="loss", mark="  # <-"), "TFP505")
+    check(MEAN_METRIC.format(value="loss * strategy.num_replicas_in_sync", mark=""), "TFP505")
+    check(MEAN_METRIC.format(value="per_example", mark=""), "TFP505")
