@@ -277,8 +277,13 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     try:
         return _analyse(module, tree, rules, with_fixes, path)
     finally:
-        if project is not None and deps is not None:
-            deps.update(_dep_digests(project, module))
+        if project is not None:
+            if deps is not None:
+                deps.update(_dep_digests(project, module))
+            if known is None:
+                # a linted file is kept only while it is linted (a file imported later is read
+                # again): holding every parsed tree made each garbage collection slower
+                project.forget(module)
 
 
 def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with_fixes: bool,

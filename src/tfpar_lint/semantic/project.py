@@ -80,6 +80,14 @@ class Project:
         """Register a module being linted (so that others resolve to this very object)."""
         self.modules[os.path.abspath(path)] = module
 
+    def forget(self, module: "Module") -> None:
+        """Drop a linted module that no other module has read (its tree can be freed)."""
+        path = os.path.abspath(module.path)
+        if self.modules.get(path) is module and not any(
+                path in (m.project_deps if m is not None else ()) for m in self.modules.values()):
+            del self.modules[path]
+            self._importers.pop(path, None)
+
     def module(self, path: str) -> Optional["Module"]:
         path = os.path.abspath(path)
         if path in self.modules:
