@@ -148,4 +148,6 @@ def test_cli_and_flake8_report_exactly_the_expected_findings_on_fixtures():
     fl = subprocess.run([sys.executable, "-m", "flake8", "--select", "TFP", "--extend-exclude", "fixtures/zoo",
                          "fixtures/"], cwd=ROOT, capture_output=True, text=True)
     assert fl.returncode == 1, fl.stderr
-    assert _reported(fl.stdout) == _all_expected(set(ALL))
+    # the noqa rules (TFP9xx) judge `# noqa` comments, which flake8 handles itself: command only
+    noqa_rules = {r.CODE for r in all_rules() if getattr(r, "TEXT_ONLY", False)}
+    assert _reported(fl.stdout) == _all_expected(set(ALL) - noqa_rules)

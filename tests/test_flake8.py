@@ -94,7 +94,8 @@ def test_noqa_honoured(project, snippets, comment, reported, flake8):
 def test_every_default_off_rule_has_a_snippet():
     from tfpar_lint import registry
 
-    off = {r.CODE for r in registry.all_rules() if not r.DEFAULT_ENABLED}
+    # the noqa rules (TFP9xx) judge `# noqa` comments, which flake8 handles itself: command only
+    off = {r.CODE for r in registry.all_rules() if not r.DEFAULT_ENABLED and not getattr(r, "TEXT_ONLY", False)}
     assert set(DEFAULT_OFF_SNIPPETS) == off
 
 

@@ -25,7 +25,7 @@ def findings(src: str) -> list[tuple[int, str]]:
 
 def test_the_off_by_default_rules():
     """The snippets below cover each off-by-default rule; a new one needs its own here."""
-    assert OFF == ["TFP108", "TFP403"]
+    assert OFF == ["TFP108", "TFP403", "TFP900"]
 
 
 # TFP108 (hard-coded /GPU:N, N >= 1, unchecked): inside a strategy's scope or a replica function the
@@ -102,4 +102,26 @@ def step(x):
     (RNG_OUTSIDE, []),
 ], ids=["in-replica-fn", "outside"])
 def test_tfp403_both_ways(src, expected):
+    assert findings(src) == expected
+
+
+# TFP900 (unused-noqa): a `# noqa` code that silences a real finding is used; one that silences nothing,
+# or names a rule that is not enabled, is reported (also with every rule on, as here).
+@pytest.mark.parametrize("src, expected", [
+    ("""\
+     import tensorflow as tf
+     strategy = tf.distribute.MirroredStrategy()
+     model = tf.keras.Sequential([tf.keras.layers.Dense(1)])  # noqa: TFP101
+     with strategy.scope():
+         model.compile(optimizer="sgd", loss="mse")
+     """, []),
+    ("""\
+     import tensorflow as tf
+     strategy = tf.distribute.MirroredStrategy()
+     with strategy.scope():
+         model = tf.keras.Sequential([tf.keras.layers.Dense(1)])  # noqa: TFP101, E501
+     """, [(4, "TFP900")]),
+    ("x = 1  # noqa\n", []),  # a bare noqa may serve other tools: never judged
+])
+def test_tfp900_both_ways(src, expected):
     assert findings(src) == expected

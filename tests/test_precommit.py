@@ -127,3 +127,25 @@ def test_hook_entry_with_no_tf_files_exits_0(project, tfpar):
     project.write("plain.py", "print('hello')\n")
     r = tfpar("--force-exclude", "plain.py")
     assert (r.rc, r.out) == (0, "")
+
+
+def test_readme_snippet_with_a_path_and_a_commit_runs(repos, snippets):
+    """The README's pre-commit snippet (repo: a path, rev: a commit) works with `pre-commit run`."""
+    import re
+
+    tool, user = repos
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme[readme.index("### pre-commit"):readme.index("### Configuration")]
+    yaml = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tool, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert "/abs/path/to/tfpar-lint" in yaml and re.search(r"rev: [0-9a-f]{40}", yaml)
+    config = re.sub(r"rev: [0-9a-f]{40}", f"rev: {sha}", yaml.replace("/abs/path/to/tfpar-lint", str(tool)))
+    (user / ".pre-commit-config.yaml").write_text(config)
+    (user / "snippet_bad.py").write_text(snippets.tfp101)
+    _git("add", "-A", cwd=user)
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--files", "snippet_bad.py"], cwd=user,
+                          capture_output=True, text=True, env=_env(), timeout=900)
+    _skip_if_offline(proc)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "snippet_bad.py:3:9: TFP101" in out, out

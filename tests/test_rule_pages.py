@@ -4,10 +4,12 @@ The page layout is the catalogue's (ruff-style), the same for every rule::
 
     # TFP101 model-outside-scope
     <one-line summary>
-    ## What it does
+    ## What it does         <- ends with what it deliberately leaves alone ("Not flagged")
+    ## Shapes it follows    <- how values reach the rule (helpers, classes, closures, containers...)
     ## Why is this bad?
     ## Example              <- its python code block(s) must trigger the rule
     ## Use instead          <- its python code block(s) must not
+    ## Fix                  <- "**Safe fix**", "**Unsafe fix**" or "No automatic fix", as the rule's FIXABLE
     ## How --verify confirms it
     ## Options / default
     ## References
@@ -34,9 +36,11 @@ RULES = all_rules()
 
 HEADINGS = (
     "What it does",
+    "Shapes it follows",
     "Why is this bad?",
     "Example",
     "Use instead",
+    "Fix",
     "How --verify confirms it",
     "Options / default",
     "References",
@@ -117,7 +121,10 @@ def python_blocks(body: str) -> list[str]:
 
 def _lint(code: str, source: str, where: str) -> tuple[list[str], list[str]]:
     """(lines of `code`'s findings, problems) for one block."""
-    result = lint_source(source, path=f"rules/{code}.md ({where})", enabled=[code], apply_noqa=False)
+    rule = rules_by_code().get(code)
+    # the noqa rules (TFP9xx) judge the `# noqa` comments: they need noqa handling on
+    text_only = bool(getattr(rule, "TEXT_ONLY", False))
+    result = lint_source(source, path=f"rules/{code}.md ({where})", enabled=[code], apply_noqa=text_only)
     if result.error is not None:
         return [], [f"{where} block does not lint cleanly: {result.error.message}"]
     return [f"line {f.line}: {f.message}" for f in result.findings if f.code == code], []
@@ -142,6 +149,8 @@ def page_problems(code: str, name: str, text: str) -> list[str]:
     for heading, body in page.sections:
         if heading in HEADINGS and not body.strip():
             problems.append(f"section '## {heading}' is empty")
+    if "not flagged" not in page.body("What it does").lower():
+        problems.append("'## What it does' must say what the rule deliberately leaves alone ('Not flagged: ...')")
     bad = python_blocks(page.body("Example"))
     good = python_blocks(page.body("Use instead"))
     if not bad:
@@ -162,6 +171,30 @@ def page_problems(code: str, name: str, text: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ the pages
+
+
+FIX_LEADS = {"safe": "**Safe fix** (`--fix`)", "unsafe": "**Unsafe fix** (`--fix --unsafe-fixes`)",
+             "": "No automatic fix"}
+
+
+def fix_section_problems(fixable: str, text: str) -> list[str]:
+    """The '## Fix' section must open with the words that match the rule's FIXABLE."""
+    body = parse_page(text).body("Fix").strip()
+    want = FIX_LEADS[fixable]
+    if not body.startswith(want):
+        return [f"'## Fix' must start with {want!r} (the rule's FIXABLE is {fixable!r}), found {body[:40]!r}"]
+    return []
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.CODE for r in RULES])
+def test_rule_page_fix_section_matches_the_rule(rule):
+    path = PAGES / f"{rule.CODE}.md"
+    assert not fix_section_problems(rule.FIXABLE, path.read_text(encoding="utf-8")), path
+
+
+def test_fix_section_checker_can_fail():
+    assert fix_section_problems("safe", _page().replace("## Fix\n\nText.", "## Fix\n\nNo automatic fix."))
+    assert fix_section_problems("", _page())
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.CODE for r in RULES])
@@ -209,6 +242,8 @@ def _page(title="TFP101 model-outside-scope", headings=HEADINGS, bad=_BAD, good=
         else:
             parts += ["Text. A `## heading` in a code span is not one:", "", "```toml",
                       "## not a heading either", "```"]
+            if h == "What it does":
+                parts += ["", "Not flagged: anything else."]
         parts.append("")
     return "\n".join(parts)
 
@@ -261,6 +296,11 @@ def test_checker_rejects_missing_or_broken_code():
     assert any("'## Use instead' has no" in p for p in problems), problems
     broken = _problems(_page(good=_GOOD + "x = = 1\n"))
     assert any("does not lint cleanly" in p for p in broken), broken
+
+
+def test_checker_rejects_a_page_that_does_not_say_what_it_leaves_alone():
+    text = _page().replace("Not flagged: anything else.", "")
+    assert any("leaves alone" in p for p in _problems(text))
 
 
 def test_checker_rejects_an_empty_section():

@@ -27,6 +27,8 @@ def report():
 
 
 def test_zoo_has_only_known_folders_and_file_kinds():
+    """Seven family folders; files named bad_<slug> or good_<slug> (a good_ file without a bad_ of the
+    same slug is a standalone correct program: it counts for false positives only)."""
     if not zoo_report.ZOO.is_dir():
         pytest.skip("no fixtures/zoo yet")
     problems = []
@@ -36,10 +38,6 @@ def test_zoo_has_only_known_folders_and_file_kinds():
     for zf in FILES:
         if zf.kind not in ("bad", "good") or not zf.slug:
             problems.append(f"{zoo_report.rel(zf.path)}: name must be bad_<slug> or good_<slug>")
-    bad_slugs = {(zf.family, zf.slug) for zf in FILES if zf.kind == "bad"}
-    for zf in FILES:
-        if zf.kind == "good" and (zf.family, zf.slug) not in bad_slugs:
-            problems.append(f"{zoo_report.rel(zf.path)}: twin without a bad_{zf.slug} in its folder")
     assert not problems, "\n".join(problems)
 
 

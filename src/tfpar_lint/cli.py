@@ -2,7 +2,8 @@
 
 ::
 
-    tfpar-lint [PATH ...]                 lint files and folders (default: .)
+    tfpar-lint [check] [PATH ...]         lint files and folders (default: .); `check` as in ruff
+    tfpar-lint check --fix [--unsafe-fixes] [--diff] PATH   apply the rules' fixes
     tfpar-lint - --stdin-filename x.py    lint standard input
     tfpar-lint rule TFP101                print a rule's page (also --explain TFP101)
     tfpar-lint --list-rules               code, name, default on/off, summary
@@ -112,7 +113,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
-        description="Find tf.distribute mistakes in Python files and notebooks.",
+        usage=f"{PROG} [check] [OPTIONS] [PATH ...]\n       {PROG} rule CODE",
+        description="Find tf.distribute mistakes in Python files and notebooks (`check` is optional, as in "
+                    "`ruff check`).",
         epilog=f"`{PROG} rule CODE` prints a rule's page. Everything after `--` is passed to the "
                "scripts run by --verify. Exit codes: 0 clean, 1 findings, 2 usage/config/file error.",
     )
@@ -129,11 +132,41 @@ def build_parser() -> argparse.ArgumentParser:
                        help="apply the excludes to files named on the command line too (used by the pre-commit hook)")
     files.add_argument("--stdin-filename", metavar="NAME", help="the name to report for standard input")
     out = p.add_argument_group("output")
-    out.add_argument("--format", choices=FORMATS, default=None, help="report format (default: text)")
+    out.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default=None,
+                     help="report format (default: text, flake8's lines; concise and full are ruff's; "
+                          "--format is an alias)")
     out.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
-    out.add_argument("--statistics", action="store_true", help="count the findings per code (text format)")
+    out.add_argument("--statistics", action="store_true", help="count the findings per code")
+    out.add_argument("--count", action="store_true",
+                     help="print the total number of findings and errors after all other output (flake8's)")
+    out.add_argument("--show-source", action=argparse.BooleanOptionalAction, default=False,
+                     help="text format: show the source line and a caret under each finding (flake8's)")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    out.add_argument("--exit-non-zero-on-fix", action="store_true",
+                     help="exit 1 when --fix changed a file, even if no finding remains")
     out.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    out.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                     help="colours: auto (on a terminal, unless NO_COLOR is set; FORCE_COLOR forces them), "
+                          "always, never")
+    log = p.add_argument_group("log levels")
+    log.add_argument("-v", "--verbose", action="store_true", help="log what is done to standard error")
+    log.add_argument("-q", "--quiet", action="store_true", help="print findings, but nothing else")
+    log.add_argument("-s", "--silent", action="store_true",
+                     help="print nothing (the exit code still says whether there are findings)")
+    fix = p.add_argument_group("fixes (ruff's flags)")
+    fix.add_argument("--fix", action=argparse.BooleanOptionalAction, default=None,
+                     help="apply the safe fixes and report what is left")
+    fix.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=None,
+                     help="include the unsafe fixes (they may change behaviour beyond the mistake)")
+    fix.add_argument("--show-fixes", action=argparse.BooleanOptionalAction, default=None,
+                     help="list the findings that were fixed")
+    fix.add_argument("--diff", action="store_true",
+                     help="write nothing; print the diff of each file the fixes would change, and exit 0 if "
+                          "there is none (implies --fix-only)")
+    fix.add_argument("--fix-only", action="store_true",
+                     help="apply the fixes, but do not report or exit non-zero for what is left")
+    fix.add_argument("--add-noqa", action="store_true",
+                     help="add a `# noqa: CODE` comment to every line with a finding")
     info = p.add_argument_group("information")
     info.add_argument("--explain", metavar="CODE", help="print a rule's page and exit")
     info.add_argument("--list-rules", action="store_true", help="list the rules and exit")
@@ -142,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     cfg = p.add_argument_group("configuration")
     cfg.add_argument("--config", metavar="PATH", help="read settings from this TOML file")
     cfg.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
+    cfg.add_argument("--no-project", action="store_true",
+                     help="lint each file alone: do not follow imports into the project's other files "
+                          "(whole-project analysis is on by default; also project = false)")
     cfg.add_argument("--tf-version", metavar="X.Y", default=None,
                      help="the TensorFlow version the code targets, like ruff's --target-version "
                           "(default: tf-version in [tool.tfpar-lint], else 2.16: tf.keras is Keras 3)")
@@ -287,7 +323,8 @@ def _read_stdin(limit: int) -> bytes:
     return stdin.read(n).encode("utf-8")
 
 
-def _lint_stdin(settings: Settings, display: Optional[str], options: Any) -> Any:
+def _lint_stdin(settings: Settings, display: Optional[str], options: Any) -> tuple[Any, Optional[str]]:
+    """(the result, the text read) for standard input."""
     from tfpar_lint import engine
 
     name = display or "<stdin>"
@@ -295,16 +332,16 @@ def _lint_stdin(settings: Settings, display: Optional[str], options: Any) -> Any
     try:
         data = _read_stdin(settings.max_file_size)
     except (OSError, ValueError) as e:
-        return engine.FileResult(path=name, findings=[], error=FileError(name, f"cannot read stdin: {e}"))
+        return engine.FileResult(path=name, findings=[], error=FileError(name, f"cannot read stdin: {e}")), None
     if settings.max_file_size and len(data) > settings.max_file_size:
-        return engine.FileResult(path=name, error=engine.too_large(name, None, settings.max_file_size))
+        return engine.FileResult(path=name, error=engine.too_large(name, None, settings.max_file_size)), None
     # the same decoding as a file's: the same bytes give the same result from a path or stdin
     source, err = engine.decode_source(name, data)
     if source is None:
-        return engine.FileResult(path=name, findings=[], error=err)
+        return engine.FileResult(path=name, findings=[], error=err), None
     # lint_source treats a name ending in .ipynb as notebook JSON.
     return engine.lint_source_supervised(source, name, enabled=enabled, options=options,
-                                         timeout=settings.file_timeout, max_file_size=settings.max_file_size)
+                                         timeout=settings.file_timeout, max_file_size=settings.max_file_size), source
 
 
 def _offset_progress(progress: Callable[[int, int], None], offset: int,
@@ -401,8 +438,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    # `tfpar-lint check PATHS` is ruff's spelling of `tfpar-lint PATHS` (to lint a folder named
+    # `check`, write `./check`).
+    if argv and argv[0] == "check":
+        argv = argv[1:]
     # `tfpar-lint rule CODE` (unless `rule` is a path here and CODE is not a rule)
-    if argv and argv[0] == "rule":
+    elif argv and argv[0] == "rule":
         is_path = os.path.exists("rule")
         if len(argv) == 2 and not argv[1].startswith("-") and (not is_path or _resolve_rule(argv[1])[0]):
             sys.stdout.write(rule_page(argv[1]))
@@ -443,6 +484,7 @@ def _main(argv: list[str]) -> int:
         jobs=args.jobs,
         format=args.format,
         tf_version=args.tf_version,
+        project=False if args.no_project else None,
         max_file_size=args.max_file_size,
         file_timeout=args.file_timeout,
     )
@@ -455,21 +497,38 @@ def _main(argv: list[str]) -> int:
         sys.stdout.write(settings.describe() + "\n")
         return 0
 
+    # the settings' fix / unsafe-fixes / show-fixes, unless the command line says otherwise (ruff)
+    for name in ("fix", "unsafe_fixes", "show_fixes"):
+        if getattr(args, name) is None:
+            setattr(args, name, bool(getattr(settings, name)))
+    if args.verify and args.fix and "--fix" not in argv:
+        args.fix = False  # `fix = true` in the settings does not apply to --verify runs
+    fix_mode = bool(args.fix or args.fix_only or args.diff)
+    quiet = args.quiet or args.silent
     if not paths:
         paths = ["-"] if args.stdin_filename else ["."]
     if args.verify and "-" in paths:
         raise UsageError("--verify runs scripts from files; it cannot read standard input")
     if not args.verify and (script_args or args.max_steps or args.timeout or args.show_output):
         raise UsageError("--max-steps/--timeout/--show-output and script arguments need --verify")
+    if args.verify and (fix_mode or args.add_noqa):
+        raise UsageError("--verify runs the scripts as they are: use it without --fix/--diff/--fix-only/--add-noqa")
+    if args.add_noqa and fix_mode:
+        raise UsageError("--add-noqa cannot be combined with --fix/--diff/--fix-only")
+
+    log = _Log(args.verbose and not args.silent)
+    log(f"settings: {settings.config_path or 'defaults (no [tool.tfpar-lint] table found)'}; "
+        f"project root {settings.root}")
 
     from tfpar_lint.discovery import discover, is_excluded
 
     found = discover(paths, settings.all_excludes, settings.root, force_exclude=args.force_exclude)
+    log(f"{len(found.files)} file(s) to lint" + (" and standard input" if found.stdin else ""))
     options = settings.analysis_options()
     results: list[Any] = []
     errors: list[FileError] = [FileError(p.path, p.message) for p in found.problems]
 
-    show_progress = (not args.no_progress and len(found.files) > PROGRESS_MIN_FILES
+    show_progress = (not args.no_progress and not quiet and len(found.files) > PROGRESS_MIN_FILES
                      and hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
     bar = _Progress(sys.stderr) if show_progress else None
     cache_dir: Optional[str] = None
@@ -477,25 +536,94 @@ def _main(argv: list[str]) -> int:
         cache_dir = args.cache_dir or settings.cache_dir
         if not args.cache_dir and not os.path.isabs(cache_dir):
             cache_dir = os.path.join(settings.root, cache_dir)
+    import time
+
+    t0 = time.perf_counter()
     try:
         if found.files:
             results.extend(_lint_files(found.files, settings, options, settings.jobs, bar, cache_dir))
     finally:
         if bar is not None:
             bar.close()
+    stdin_source: Optional[str] = None
+    stdin_result: Any = None
     if found.stdin:
         name = args.stdin_filename
         if not (args.force_exclude and name and is_excluded(name, settings.all_excludes, settings.root)):
-            results.append(_lint_stdin(settings, name, options))
+            stdin_result, stdin_source = _lint_stdin(settings, name, options)
+            results.append(stdin_result)
+    log(f"linted in {time.perf_counter() - t0:.2f} s: "
+        f"{sum(1 for r in results if getattr(r, 'skipped', False))} file(s) skipped by the pre-filter")
+
+    # -- fixes ------------------------------------------------------------------
+    fixed: dict[str, list[Finding]] = {}
+    diffs: list[str] = []
+    modified = 0
+    stdin_fixed: Optional[str] = None
+    if fix_mode:
+        for k, r in enumerate(results):
+            if r.error is not None or not any(_applicable(f, args.unsafe_fixes) for f in r.findings):
+                continue
+            is_stdin = r is stdin_result
+            out = _fix_one(r.path, stdin_source if is_stdin else None, settings, options, args, log)
+            if out is None:
+                continue
+            source, outcome = out
+            results[k] = outcome.result
+            if outcome.reverted and not quiet:
+                _warn(f"{r.path}: {outcome.reverted}")
+            if outcome.source == source:
+                continue
+            fixed[r.path] = outcome.fixed
+            if args.diff:
+                diffs.append(_unified_diff(r.path, source, outcome.source))
+            elif is_stdin:
+                stdin_fixed = outcome.source
+            else:
+                _write_fixed(r.path, outcome.source)
+                modified += 1
+                log(f"fixed {len(outcome.fixed)} finding(s) in {r.path}")
+        if is_stdin_fix := (found.stdin and stdin_source is not None and not args.diff):
+            # ruff's rule for `--fix -`: the fixed code goes to standard output
+            sys.stdout.write(stdin_fixed if stdin_fixed is not None else stdin_source)
+            sys.stdout.flush()
+    else:
+        is_stdin_fix = False
 
     findings: list[Finding] = []
     for r in results:
         if r.error is not None:
             errors.append(r.error)
         findings.extend(r.findings)
+    if any(getattr(r, "capped", False) for r in results) and not quiet:
+        from tfpar_lint.semantic.project import MAX_MODULES
 
-    if not found.files and not found.stdin and not found.problems and args.paths:
+        _warn(f"whole-project analysis read at most {MAX_MODULES} of the project's other files per "
+              f"process; imports beyond that were not followed (some findings may be missing)")
+
+    if not found.files and not found.stdin and not found.problems and args.paths and not quiet:
         _warn("no Python files or notebooks found under the given paths")
+
+    if args.add_noqa:
+        added = _add_noqa(results)
+        if not args.silent:
+            sys.stderr.write(f"Added {added} noqa directive{'' if added == 1 else 's'}.\n")
+        return 2 if errors else 0
+
+    n_fixed = sum(len(v) for v in fixed.values())
+    if args.diff or args.fix_only:
+        stream = sys.stdout
+        if args.diff and not args.silent:
+            for d in diffs:
+                stream.write(d)
+        line = _fix_only_summary(findings, n_fixed, args)
+        if line and not quiet:
+            stream.write(line + "\n")
+        if errors:
+            return 2
+        if args.diff:
+            return 1 if diffs else 0
+        return 1 if (args.exit_non_zero_on_fix and modified) else 0
 
     runs: list[Any] = []
     interrupted = 0
@@ -513,26 +641,45 @@ def _main(argv: list[str]) -> int:
 
     from tfpar_lint.output import Report, write
 
-    report = Report(findings=findings, errors=errors, runs=runs if fmt == "text" else [],
-                    verified=args.verify, root=settings.root if settings.config_path else os.getcwd())
+    report = Report(findings=findings, errors=errors, runs=runs if fmt in ("text", "concise", "full") else [],
+                    verified=args.verify, root=settings.root if settings.config_path else os.getcwd(),
+                    unsafe_fixes=args.unsafe_fixes, show_source=args.show_source)
+    if stdin_result is not None and stdin_source is not None:
+        report.sources[stdin_result.path] = stdin_fixed if stdin_fixed is not None else stdin_source
     if fmt == "sarif":
         report.runs = runs
     if runs and fmt in ("json", "github"):
         for run in runs:
             sys.stderr.write((run.summary() if hasattr(run, "summary") else str(run)).rstrip("\n") + "\n")
 
+    def emit(stream: TextIO) -> None:
+        if args.silent:
+            return
+        write(fmt, report, stream, statistics=args.statistics)
+        if fmt in ("text", "concise", "full") and not quiet:
+            if args.show_fixes and fix_mode and fixed:
+                stream.write(_show_fixes(fixed))
+            if fmt != "text" or fix_mode:
+                for line in summary_lines(findings, errors, n_fixed, fix_mode, args.unsafe_fixes):
+                    stream.write(line + "\n")
+        if args.count:
+            stream.write(f"{len(findings) + len(errors)}\n")
+
     if args.output_file:
+        report.color = args.color == "always"
         try:
             with open(args.output_file, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
-                write(fmt, report, fh, statistics=args.statistics)
+                emit(fh)
         except OSError as e:
             raise UsageError(f"cannot write {args.output_file}: {e.strerror or e}") from None
     else:
+        target = sys.stderr if is_stdin_fix else sys.stdout
+        report.color = use_color(args.color, target)
         try:
-            if hasattr(sys.stdout, "reconfigure"):
-                sys.stdout.reconfigure(errors="backslashreplace")
-            write(fmt, report, sys.stdout, statistics=args.statistics)
-            sys.stdout.flush()
+            if hasattr(target, "reconfigure"):
+                target.reconfigure(errors="backslashreplace")
+            emit(target)
+            target.flush()
         except BrokenPipeError:
             raise
         except OSError as e:
@@ -542,7 +689,171 @@ def _main(argv: list[str]) -> int:
         _show_outputs(runs, always=args.show_output)
     if interrupted:
         return 128 + interrupted
-    return exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero)
+    rc = exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero)
+    if rc == 0 and args.exit_non_zero_on_fix and modified:
+        rc = 1
+    return rc
+
+
+# -- fix helpers ---------------------------------------------------------------------
+
+class _Log:
+    """-v: one line per step on standard error."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, msg: str) -> None:
+        if self.on:
+            sys.stderr.write(f"[{PROG}] {msg}\n")
+
+
+def use_color(choice: str, stream: Any) -> bool:
+    """ruff's rule: always/never as asked; auto: NO_COLOR (non-empty) turns colours off, else
+    FORCE_COLOR (non-empty) turns them on, else colours only on a terminal."""
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return bool(getattr(stream, "isatty", None) and stream.isatty())
+
+
+def _applicable(f: Finding, unsafe: bool) -> bool:
+    from tfpar_lint.fix import applicable
+
+    return applicable(f.fix, unsafe)
+
+
+def _fix_one(path: str, stdin_source: Optional[str], settings: Settings, options: Any, args: argparse.Namespace,
+             log: "_Log") -> Optional[tuple[str, Any]]:
+    """(the text before, engine.FixOutcome) for one file; None when it cannot be fixed in place."""
+    from tfpar_lint import engine
+
+    if stdin_source is not None:
+        source = stdin_source
+    else:
+        data, err = engine.read_bytes(path, settings.max_file_size)
+        if data is None:
+            return None
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError:
+            log(f"{path}: not UTF-8, not fixed")
+            return None
+    if path.endswith(".ipynb"):
+        log(f"{path}: notebooks are not fixed")
+        return None
+    outcome = engine.fix_source(source, path, settings.enabled_for(path), options, unsafe=args.unsafe_fixes)
+    return source, outcome
+
+
+def _write_fixed(path: str, text: str) -> None:
+    with open(path, "rb") as fh:
+        bom = fh.read(3) == b"\xef\xbb\xbf"
+    tmp = f"{path}.tfpar-lint-fix.tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
+        try:
+            import shutil
+
+            shutil.copymode(path, tmp)
+        except OSError:
+            pass
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise UsageError(f"cannot write the fixed {path}: {e.strerror or e}") from None
+
+
+def _unified_diff(path: str, before: str, after: str) -> str:
+    import difflib
+
+    lines = list(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                      fromfile=path, tofile=path))
+    out = "".join(ln if ln.endswith(("\n", "\r")) else ln + "\n\\ No newline at end of file\n" for ln in lines)
+    return out + "\n"
+
+
+def _plural(n: int, word: str, plural: str = "") -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def summary_lines(findings: Sequence[Finding], errors: Sequence[FileError], n_fixed: int, fix_mode: bool,
+                  unsafe: bool) -> list[str]:
+    """ruff's closing lines: "All checks passed!", "Found 3 errors (2 fixed, 1 remaining).",
+    "[*] 2 fixable with `--fix`." and the hint at unsafe fixes not applied."""
+    remaining = len(findings) + len(errors)
+    total = remaining + n_fixed
+    if total == 0:
+        return ["All checks passed!"]
+    out = []
+    if fix_mode and n_fixed:
+        out.append(f"Found {_plural(total, 'error')} ({n_fixed} fixed, {remaining} remaining).")
+    else:
+        out.append(f"Found {_plural(total, 'error')}.")
+    fixable = sum(1 for f in findings if _applicable(f, unsafe))
+    hidden = 0 if unsafe else sum(1 for f in findings if f.fix and f.fix.get("applicability") == "unsafe")
+    hint = f"{_plural(hidden, 'unsafe fix', 'unsafe fixes')} available with `--fix --unsafe-fixes`"
+    if not fix_mode and fixable:
+        out.append(f"[*] {fixable} fixable with `--fix`" + (f" ({hint})." if hidden else "."))
+    elif hidden:
+        out.append(hint[0].upper() + hint[1:] + ".")
+    return out
+
+
+def _fix_only_summary(findings: Sequence[Finding], n_fixed: int, args: argparse.Namespace) -> str:
+    """ruff's line for --diff ("Would fix 2 errors.") and --fix-only ("Fixed 2 errors.")."""
+    hidden = 0 if args.unsafe_fixes else sum(1 for f in findings if f.fix and f.fix.get("applicability") == "unsafe")
+    extra = f"{_plural(hidden, 'fix', 'fixes')} available with `--unsafe-fixes`"
+    if args.diff:
+        if n_fixed:
+            return f"Would fix {_plural(n_fixed, 'error')}" + (f" ({hidden} additional {extra[len(str(hidden)) + 1:]})." if hidden else ".")
+        return f"No errors would be fixed ({extra})." if hidden else ""
+    if n_fixed:
+        return f"Fixed {_plural(n_fixed, 'error')}" + (f" ({hidden} additional {extra[len(str(hidden)) + 1:]})." if hidden else ".")
+    return f"No errors fixed ({extra})." if hidden else ""
+
+
+def _show_fixes(fixed: dict[str, list[Finding]]) -> str:
+    """ruff's --show-fixes block: per file, how many findings of each code were fixed."""
+    from collections import Counter
+
+    total = sum(len(v) for v in fixed.values())
+    out = [f"\nFixed {_plural(total, 'error')}:"]
+    for path in sorted(fixed):
+        out.append(f"- {path}:")
+        counts = Counter((f.code, f.name) for f in fixed[path])
+        for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            out.append(f"    {n} \u00d7 {code} ({name})")
+    return "\n".join(out) + "\n\n"
+
+
+def _add_noqa(results: list[Any]) -> int:
+    from tfpar_lint import engine
+    from tfpar_lint.noqa import add_noqa
+
+    total = 0
+    for r in results:
+        if r.error is not None or not r.findings or r.path.endswith(".ipynb") or not os.path.isfile(r.path):
+            continue
+        source, err = engine.read_source(r.path)
+        if source is None:
+            continue
+        new, n = add_noqa(source, r.findings)
+        if n and new != source:
+            _write_fixed(r.path, new)
+            total += n
+    return total
 
 
 def _exit_on_next_signal() -> None:

@@ -16,11 +16,13 @@ Keys
     ``strategy-factories``, ``dataset-distributors`` (qualified names),
     ``markers`` (extra pre-filter substrings), ``jobs`` (int >= 1; at most
     the number of CPUs is used), ``cache-dir`` (the result cache folder),
-    ``format`` (text|json|sarif|github), ``max-file-size`` (files larger are
+    ``output-format`` (or ``format``: text|concise|full|json|sarif|github),
+    ``max-file-size`` (files larger are
     skipped with E902: bytes, or a string with a unit K, M or G (powers of
     1024), e.g. ``"10M"``; 0 = no limit; default 10M), ``file-timeout``
     (seconds one file's analysis may take before it is given up with E903;
-    0 = no limit; default 60).
+    0 = no limit; default 60), ``fix``, ``unsafe-fixes``, ``show-fixes``
+    (booleans, as in ruff; ``--fix``/``--no-fix`` and the like override them).
 
 Selectors
     A code (``TFP101``), a prefix (``TFP1``, ``TFP``), ``ALL``, or a rule's
@@ -56,7 +58,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 TABLE = "tfpar-lint"
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "full", "json", "sarif", "github")
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
@@ -68,8 +70,8 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 
 _KNOWN_KEYS = (
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
-    "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "tf-version",
-    "max-file-size", "file-timeout",
+    "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "output-format",
+    "tf-version", "max-file-size", "file-timeout", "fix", "unsafe-fixes", "show-fixes", "src", "project",
 )
 
 # The TensorFlow version the linted code targets (like ruff's target-version): rules whose truth
@@ -118,8 +120,15 @@ class Settings:
     cache_dir: str = ".tfpar_lint_cache"
     format: str = "text"
     tf_version: str = DEFAULT_TF_VERSION
+    # whole-project analysis: follow names into the project's other files; ``src``: the folders
+    # its modules live in (relative to the root, like ruff's ``src``; default: the root and src/)
+    project: bool = True
+    src: tuple[str, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     file_timeout: float = DEFAULT_TIMEOUT
+    fix: bool = False  # ruff's settings of the same names (the command line's flags win)
+    unsafe_fixes: bool = False
+    show_fixes: bool = False
 
     # -- derived -------------------------------------------------------------
     @property
@@ -134,13 +143,15 @@ class Settings:
             dataset_distributors=tuple(self.dataset_distributors),
             extra_markers=tuple(self.markers),
             tf_version=self.tf_version,
+            project=self.project,
+            src=tuple(os.path.normpath(os.path.join(self.root, x)) for x in self.src),
         )
 
     def with_cli(self, *, select: Optional[Sequence[str]] = None,
                  extend_select: Sequence[str] = (), ignore: Sequence[str] = (),
                  exclude: Optional[Sequence[str]] = None, extend_exclude: Sequence[str] = (),
                  jobs: Optional[int] = None, format: Optional[str] = None,
-                 tf_version: Optional[str] = None,
+                 tf_version: Optional[str] = None, project: Optional[bool] = None,
                  max_file_size: Optional[int] = None, file_timeout: Optional[float] = None) -> "Settings":
         """These settings with the command line's flags on top (validates the selectors and globs)."""
         where = "command line"
@@ -163,6 +174,8 @@ class Settings:
             changes["format"] = format
         if tf_version is not None:
             changes["tf_version"] = parse_tf_version(tf_version, "--tf-version")
+        if project is not None:
+            changes["project"] = project
         if max_file_size is not None:
             changes["max_file_size"] = max_file_size
         if file_timeout is not None:
@@ -220,7 +233,20 @@ class Settings:
         """The text of ``--show-settings``."""
         from tfpar_lint import registry
 
+        from tfpar_lint.semantic.project import project_root
+
         out = [f"config file: {self.config_path or '(none)'}", f"project root: {self.root}"]
+        if self.project:
+            # where the linted files' imports resolve (whole-project analysis): the nearest
+            # pyproject.toml / setup.cfg / setup.py above the current folder, or the folder itself
+            here = os.path.join(os.getcwd(), "_")
+            root = project_root(here)
+            folders = [os.path.normpath(os.path.join(self.root, x)) for x in self.src] if self.src else (
+                [root, os.path.join(root, "src")] if root else [os.getcwd()])
+            out.append(f"whole-project analysis: on; root {root or '(none: a folder of scripts)'}; "
+                       f"modules resolve against the importing file's folder and {folders}")
+        else:
+            out.append("whole-project analysis: off (each file alone)")
         for f in fields(self):
             if f.name in ("config_path", "root", "file_selection", "cli_selection"):
                 continue
@@ -545,8 +571,22 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
         if not isinstance(cd, str) or not cd:
             raise ConfigError(f"{where}: 'cache-dir' must be a path string, got {cd!r}")
         kw["cache_dir"] = cd if os.path.isabs(cd) else os.path.join(root, cd)
+    for key in ("fix", "unsafe-fixes", "show-fixes"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}: '{key}' must be true or false, got {table[key]!r}")
+            kw[key.replace("-", "_")] = table[key]
     if "tf-version" in table:
         kw["tf_version"] = parse_tf_version(table["tf-version"], where)
+    if "project" in table:
+        if not isinstance(table["project"], bool):
+            raise ConfigError(f"{where}: 'project' must be true or false, got {table['project']!r}")
+        kw["project"] = table["project"]
+    if "src" in table:
+        src = _str_list(table, "src", where)
+        if not src or any(not x.strip() for x in src):
+            raise ConfigError(f"{where}: 'src' must be a list of folder paths, e.g. [\"src\"]")
+        kw["src"] = tuple(x.strip() for x in src)
     if "max-file-size" in table:
         try:
             kw["max_file_size"] = parse_size(table["max-file-size"])
@@ -557,9 +597,10 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
             kw["file_timeout"] = parse_seconds(table["file-timeout"])
         except ValueError as e:
             raise ConfigError(f"{where}: 'file-timeout': {e}") from None
-    if "format" in table:
-        fmt = table["format"]
-        if fmt not in FORMATS:
-            raise ConfigError(f"{where}: 'format' must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        kw["format"] = fmt
+    for key in ("format", "output-format"):  # output-format: ruff's name for it
+        if key in table:
+            fmt = table[key]
+            if fmt not in FORMATS:
+                raise ConfigError(f"{where}: '{key}' must be one of {', '.join(FORMATS)}, got {fmt!r}")
+            kw["format"] = fmt
     return Settings(**kw)

@@ -6,7 +6,9 @@
   pre-commit hook passes it, since pre-commit names every changed file).
 * A folder is walked recursively for ``*.py``, ``*.pyi`` and ``*.ipynb``,
   skipping whatever ``exclude``/``extend-exclude`` match (see
-  :func:`tfpar_lint.config.path_matches`), and hidden checkpoints.
+  :func:`tfpar_lint.config.path_matches`) below it, and hidden checkpoints.
+  The named folder itself is linted even when an exclude matches its name
+  (``tfpar-lint build``), unless ``force_exclude``, as in ruff.
 * ``-`` is standard input.
 * A path that does not exist or a folder that cannot be read becomes a
   :class:`Problem` (reported as E902, the others are still linted).
@@ -37,13 +39,29 @@ class Discovered:
     problems: list[Problem] = field(default_factory=list)
 
 
-def is_excluded(path: str, patterns: Iterable[str], root: str) -> bool:
+def is_excluded(path: str, patterns: Iterable[str], root: str, below: str = "") -> bool:
+    """Does an exclude pattern match ``path``?
+
+    ``below``: the folder named on the command line that ``path`` was found
+    in.  A pattern without ``/`` (``build``, ``venv``) then only looks at the
+    names *below* that folder: ``tfpar-lint build`` lints ``build/`` (named
+    paths are linted, as in ruff, unless ``--force-exclude``) but still skips
+    ``build/venv/``.
+    """
     name = os.path.basename(os.path.normpath(path))
+    inner: "list[str] | None" = None
+    if below:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(below))
+        inner = [] if rel == os.curdir else rel.replace("\\", "/").split("/")
     for pat in patterns:
         p = pat.strip().rstrip("/\\")
         if not p:
             continue
         if "/" not in p and "\\" not in p:
+            if inner is not None:
+                if any(fnmatch.fnmatchcase(part, p) for part in inner):
+                    return True
+                continue
             if fnmatch.fnmatchcase(name, p):
                 return True
         if path_matches(path, pat, root):
@@ -87,7 +105,7 @@ def _walk(top: str, excludes: Sequence[str], root: str, add, out: Discovered) ->
         keep = []
         for d in sorted(dirnames):
             full = os.path.join(dirpath, d)
-            if is_excluded(full, excludes, root):
+            if is_excluded(full, excludes, root, below=top):
                 continue
             keep.append(d)
         dirnames[:] = keep
@@ -95,6 +113,6 @@ def _walk(top: str, excludes: Sequence[str], root: str, add, out: Discovered) ->
             if not f.endswith(SUFFIXES):
                 continue
             full = os.path.normpath(os.path.join(dirpath, f))
-            if is_excluded(full, excludes, root):
+            if is_excluded(full, excludes, root, below=top):
                 continue
             add(full)

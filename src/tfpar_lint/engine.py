@@ -15,14 +15,11 @@
 from __future__ import annotations
 
 import ast
-
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Optional, Sequence
-
-import ast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -31,7 +28,6 @@ from tfpar_lint.finding import FileError, Finding
 from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
 from tfpar_lint.semantic import Module
-
 from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE
 
 
@@ -41,6 +37,8 @@ class AnalysisOptions:
     dataset_distributors: tuple[str, ...] = ()
     extra_markers: tuple[str, ...] = ()
     tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
+    project: bool = True  # follow names into the project's other files (whole-project analysis)
+    src: tuple[str, ...] = ()  # folders the project's modules live in (default: the root and root/src)
 
 
 @dataclass
@@ -49,6 +47,50 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     skipped: bool = False
+    deps: dict[str, str] = field(default_factory=dict)  # other project files read: path -> sha256
+    capped: bool = False  # whole-project analysis hit its cap on files read (semantic.project.MAX_MODULES)
+
+
+# One Project per (folders, options) per process: the project's modules are parsed once.
+_PROJECTS: dict[tuple, Any] = {}
+
+
+def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
+    """The project ``path`` belongs to (whole-project analysis), or None (stdin, notebooks
+    run alone, ``--no-project``)."""
+    from tfpar_lint.semantic.project import Project, project_root
+
+    if not options.project or not path or path == "<stdin>" or not os.path.isfile(path):
+        return None
+    root = project_root(path)
+    if options.src:
+        roots = [os.path.abspath(x) for x in options.src]
+    elif root:
+        roots = [root, os.path.join(root, "src")]
+    else:  # a folder of scripts: `python train.py` imports its neighbours
+        roots = [os.path.dirname(os.path.abspath(path))]
+    key = (tuple(roots), root, options)
+    project = _PROJECTS.get(key)
+    if project is None:
+        def build(fpath: str, src: str) -> Module:
+            return Module(cst.parse_module(src), src, fpath, options.strategy_factories,
+                          options.dataset_distributors, tf_version=options.tf_version, project=project)
+
+        project = _PROJECTS[key] = Project(roots, build, root=root)
+    return project
+
+
+def _dep_digests(project: Any, module: Module) -> dict[str, str]:
+    import hashlib
+
+    out = {}
+    for p in sorted(project.dependencies(module)):
+        try:
+            with open(p, "rb") as fh:
+                out[p] = hashlib.sha256(fh.read()).hexdigest()
+        except OSError:
+            out[p] = ""
+    return out
 
 
 def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
@@ -56,7 +98,8 @@ def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
     return [r for r in all_rules() if r.CODE in codes]
 
 
-def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
+def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
+                    path: Optional[str] = None) -> list[type[Rule]]:
     """The pre-filter: rules whose markers occur in the text (no parsing).
 
     Two stages: the markers anywhere in the text (most files stop here, at the
@@ -65,17 +108,47 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
     (:func:`code_text`), since a rule only ever matches code.  User markers
     (``extra_markers``) are searched in the whole text.
     """
+    rules = [r for r in rules if not getattr(r, "TEXT_ONLY", False)]  # the noqa rules: see _noqa_findings
     if options.extra_markers and any(m in source for m in options.extra_markers):
         return list(rules)
-    passed = _marker_rules(source, rules, options)
+    # whole-project analysis: a file imported by a file that uses a strategy (steps.py, whose
+    # train_step train.py runs with strategy.run) may hold a strategy's code without naming one
+    related = _related_text(path, source, options) if path else None
+    passed = _marker_rules(source, rules, options, related)
     if passed:
         code = code_text(source)
         if code is not source:
-            passed = _marker_rules(code, passed, options)
+            passed = _marker_rules(code, passed, options, related)
     return passed
 
 
-def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
+def _related_text(path: str, source: str, options: AnalysisOptions) -> Optional[Callable[[], str]]:
+    """Whole-project analysis: the text of the project files this one imports
+    (``from utils.dist import make_strategy``) and of those that import it (``train.py``, which
+    runs ``steps.train_step``), read only when a marker group is missing from the file itself:
+    a group found there counts too (the strategy, the ``strategy.run`` or the ``Thread`` that
+    makes this file's code a replica function or a thread target lives next door)."""
+    if not options.project:
+        return None
+    got: list[str] = []
+
+    def text() -> str:
+        if not got:
+            project = project_for(path, options)
+            related = [] if project is None else (project.imported_texts(path, source)
+                                                   + project.importer_texts(path))
+            # and what the importers import (train.py runs steps.train_step with the strategy
+            # that utils/dist.py makes)
+            if project is not None:
+                for p, t in list(related[len(related) - len(project.importer_texts(path)):]):
+                    related += project.imported_texts(p, t)
+            got.append("\n".join(t for _p, t in related))
+        return got[0]
+    return text
+
+
+def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
+                  related: Optional[Callable[[], str]] = None) -> list[type[Rule]]:
     factory_markers = tuple(q.rsplit(".", 1)[-1] for q in options.strategy_factories)
     hits: dict[tuple[str, ...], bool] = {}
     present: dict[str, bool] = {}  # each marker is searched for once (several groups share markers)
@@ -92,6 +165,9 @@ def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOpt
                 if found:
                     ok = True
                     break
+            if not ok and related is not None:
+                other = related()
+                ok = any(m in other for m in alts)
             hits[group] = ok
         return ok
 
@@ -186,22 +262,47 @@ def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str
     return FileError(path, f"syntax error: {msg}", line=line, col=col)
 
 
-def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[Finding]:
-    """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError."""
-    tree = cst.parse_module(source)
-    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
-                    tf_version=options.tf_version)
+def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
+            with_fixes: bool = True, deps: Optional[dict] = None) -> list[Finding]:
+    """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError.
+    ``deps``, when given, receives the other project files the answers read (path -> sha256)."""
+    project = project_for(path, options)
+    known = project.modules.get(os.path.abspath(path)) if project is not None else None
+    if known is not None and known.source == source:
+        module, tree = known, known.tree  # already built as another file's import: the same object
+    else:
+        tree = cst.parse_module(source)
+        module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
+                        tf_version=options.tf_version, project=project)
+    try:
+        return _analyse(module, tree, rules, with_fixes, path)
+    finally:
+        if project is not None and deps is not None:
+            deps.update(_dep_digests(project, module))
+
+
+def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with_fixes: bool,
+             path: str) -> list[Finding]:
+    source = module.source
     reports = []
+    instances = []
     for rule_cls in rules:
-        for rep in rule_cls(module).check():
-            reports.append((rule_cls, rep))
+        rule = rule_cls(module)
+        instances.append(rule)
+        for rep in rule.check():
+            reports.append((rule, rep))
     if not reports:
         return []
+    fixes = _propose_fixes(reports) if with_fixes else {}
     wanted = [rep.node for _, rep in reports] + [rep.related for _, rep in reports if rep.related is not None]
+    for fx in fixes.values():
+        wanted.extend(fx.nodes())
     positions = node_positions(tree, wanted)
+    table = None
     findings = []
     seen = set()
-    for rule_cls, rep in reports:
+    for rule, rep in reports:
+        rule_cls = type(rule)
         rng = positions.get(rep.node)
         if rng is None:  # pragma: no cover - every reported node is in the tree
             continue
@@ -216,16 +317,57 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
             if rel is not None:
                 # "{line}" stays until the caller knows how to name lines (notebooks: cell and line)
                 data.setdefault("related_line", rel.start.line)
+            else:  # the related place is in another file of the project
+                where = _place_in_project(module, rep.related)
+                message = message.replace("{line}", where)
+        fix_json = None
+        fx = fixes.get(id(rep))
+        if fx is not None:
+            from tfpar_lint.fix import LineTable, resolve
+
+            table = table or LineTable(source)
+            fix_json = resolve(fx, positions, table)
         findings.append(
             Finding(
                 code=rule_cls.CODE, name=rule_cls.NAME, message=message, path=path,
                 line=rng.start.line, col=rng.start.column + 1,
                 end_line=rng.end.line, end_col=rng.end.column + 1,
-                severity=rule_cls.SEVERITY, fix_hint=rule_cls.FIX_HINT, data=data,
+                severity=rule_cls.SEVERITY, fix_hint=rule_cls.FIX_HINT, data=data, fix=fix_json,
             )
         )
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _propose_fixes(reports) -> dict[int, Any]:
+    """id(report) -> the rule's Fix, for rules that offer one (a fix that fails is no fix)."""
+    out: dict[int, Any] = {}
+    for rule, rep in reports:
+        if not type(rule).FIXABLE:
+            continue
+        try:
+            fx = rule.fix(rep)
+        except Exception:  # a bug in a fix must not lose the finding
+            fx = None
+        if fx is not None and fx.edits:
+            out[id(rep)] = fx
+    return out
+
+
+def _place_in_project(module: Module, node: cst.CSTNode) -> str:
+    """``steps.py:12`` for a node of another project module (whole-project analysis)."""
+    project = module.project
+    for other in (project.modules.values() if project is not None else ()):
+        if other is None or other is module:
+            continue
+        try:
+            pos = node_positions(other.tree, [node]).get(node)
+        except Exception:  # not in that tree  # pragma: no cover
+            pos = None
+        if pos is not None:
+            rel = os.path.relpath(other.path, os.path.dirname(os.path.abspath(module.path)))
+            return f"{rel}:{pos.start.line}"
+    return "another file of the project"
 
 
 def _name_related_line(message: str, where: str) -> str:
@@ -289,8 +431,11 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode]) -> Any:
     return MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
+_NOQA_ANY_CASE = re.compile("noqa", re.IGNORECASE)
+
+
 def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
-    if not findings or "noqa" not in source:
+    if not findings or not _NOQA_ANY_CASE.search(source):
         return findings
     from tfpar_lint.noqa import NoqaMap
 
@@ -321,12 +466,18 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
                 check_syntax: bool = True) -> FileResult:
     if path.endswith(".ipynb"):
         return _lint_notebook(source, path, enabled, options, apply_noqa)
-    rules = candidate_rules(source, _rules_for(enabled), options)
+    enabled_rules = _rules_for(enabled)
+    rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options,
+                            path)
     if not rules:
         err = _syntax_check(source, path) if check_syntax else None
-        return FileResult(path, error=err) if err is not None else FileResult(path, skipped=True)
+        if err is not None:
+            return FileResult(path, error=err)
+        extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
+        return FileResult(path, findings=extra, skipped=not extra)
+    deps: dict[str, str] = {}
     try:
-        findings = analyse(source, path, rules, options)
+        findings = analyse(source, path, rules, options, deps=deps)
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, source=source))
     except RecursionError:
@@ -336,11 +487,78 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     except Exception as exc:  # an engine bug must not lose the other files
         return FileResult(path, error=gave_up(path, f"internal error: {type(exc).__name__}: {exc}"))
     if apply_noqa:
+        raw = findings
         findings = _apply_noqa(findings, source)
+        findings = sorted(findings + _noqa_findings(source, path, enabled_rules, raw), key=Finding.sort_key)
     for f in findings:
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
-    return FileResult(path, findings)
+    project = project_for(path, options) if deps else None
+    return FileResult(path, findings, deps=deps, capped=bool(project is not None and project.capped))
+
+
+def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], raw: list[Finding]) -> list[Finding]:
+    """TFP900 (unused-noqa) and TFP901 (noqa-rule-name), judged from the text and the raw findings."""
+    wanted = {r.CODE: r for r in enabled_rules if getattr(r, "TEXT_ONLY", False)}
+    if not wanted or not _NOQA_ANY_CASE.search(source):
+        return []
+    from tfpar_lint import noqa
+    from tfpar_lint.fix import SAFE
+    from tfpar_lint.registry import rules_by_code, rules_by_name
+
+    by_code, by_name = rules_by_code(), rules_by_name()
+    enabled = frozenset(r.CODE for r in enabled_rules)
+    lines = source.splitlines()
+    out: list[Finding] = []
+
+    def finding(rule, d, message, new_codes: list[str]) -> Finding:
+        text = lines[d.line - 1] if d.line - 1 < len(lines) else ""
+        if new_codes:
+            edit = {"content": ", ".join(new_codes), "location": {"row": d.line, "column": d.codes_start + 1},
+                    "end_location": {"row": d.line, "column": d.end + 1}}
+            what = "Remove unused codes" if rule.CODE == "TFP900" else "Write rule codes instead of names"
+        else:  # the whole directive goes, with the spaces before it
+            start = d.start
+            while start > 0 and text[start - 1] in " \t":
+                start -= 1
+            rest = text[d.end:]
+            end = d.end if rest.strip() else len(text)
+            if rest.strip() and not rest.lstrip().startswith("#"):
+                end = d.end  # a free-text reason after the codes stays
+            edit = {"content": "", "location": {"row": d.line, "column": start + 1},
+                    "end_location": {"row": d.line, "column": end + 1}}
+            what = "Remove unused `noqa` directive"
+        return Finding(code=rule.CODE, name=rule.NAME, message=message, path=path, line=d.line,
+                       col=d.start + 1, end_line=d.line, end_col=d.end + 1, severity=rule.SEVERITY,
+                       fix_hint=rule.FIX_HINT,
+                       fix={"applicability": SAFE, "message": what, "edits": [edit]})
+
+    def silenced(d, code: str, name: str) -> bool:
+        return code in d.codes or name in d.codes
+
+    if "TFP900" in wanted:
+        rule = wanted["TFP900"]
+        for d, judged in noqa.unused_report(source, raw, frozenset(), enabled, by_code, by_name):
+            if silenced(d, rule.CODE, rule.NAME):
+                continue
+            parts = [f"{k}: {', '.join(f'`{c}`' for c in v)}" for k, v in judged.items() if v]
+            bad = {c for v in judged.values() for c in v}
+            keep = [c for c in d.codes if c not in bad]
+            out.append(finding(rule, d, f"Unused `noqa` directive ({'; '.join(parts)})", keep))
+    if "TFP901" in wanted:
+        rule = wanted["TFP901"]
+        for d, names in noqa.name_directives(source, by_name):
+            if silenced(d, rule.CODE, rule.NAME):
+                continue
+            first = d.codes[0] in names
+            how = ("takes this comment as a bare `# noqa` that hides every code on the line" if first
+                   else "ignores the name")
+            listed = ", ".join(f"`{n}`" for n in names)
+            codes = [by_name[c].CODE if c in names else c for c in d.codes]
+            out.append(finding(rule, d, f"`# noqa` names {listed}: flake8 reads only codes after `noqa:`, so it "
+                                        f"{how}; write {', '.join(f'`{by_name[n].CODE}`' for n in names)}",
+                               codes))
+    return out
 
 
 def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileResult:
@@ -369,11 +587,11 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
                 cell_start, cell = s, n
         return cell, joined_line - cell_start + 1
 
-    rules = candidate_rules(source, _rules_for(enabled), options)
+    rules = candidate_rules(source, _rules_for(enabled), options, path)
     if not rules:
         return FileResult(path, skipped=True)
     try:
-        findings = analyse(source, path, rules, options)
+        findings = analyse(source, path, rules, options, with_fixes=False)  # fixes would edit the joined cells
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, where, source))
     except RecursionError:
@@ -684,3 +902,46 @@ def _file_size(path: str) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
+
+
+# -- fixing ------------------------------------------------------------------------
+
+@dataclass
+class FixOutcome:
+    """What :func:`fix_source` did to one text."""
+
+    source: str  # the fixed text (the input when nothing was fixed)
+    fixed: list[Finding]  # the findings whose fixes were applied, every pass
+    result: FileResult  # the lint of the fixed text
+    reverted: Optional[str] = None  # why the last pass was undone (its fixes broke the parse)
+
+
+def fix_source(source: str, path: str, enabled: Optional[Collection[str]] = None,
+               options: AnalysisOptions = AnalysisOptions(), unsafe: bool = False) -> FixOutcome:
+    """Apply the applicable fixes, re-lint, and repeat until stable (ruff's loop, at most MAX_PASSES).
+
+    A pass whose fixes leave the text unparsable is undone (the findings stay reported).
+    """
+    from tfpar_lint.fix import MAX_PASSES, applicable, apply_fixes
+
+    fixed: list[Finding] = []
+    current = source
+    result = lint_source(current, path, enabled, options)
+    if path.endswith(".ipynb") or result.error is not None:
+        return FixOutcome(source, [], result)
+    for _ in range(MAX_PASSES):
+        todo = [f for f in result.findings if applicable(f.fix, unsafe)]
+        if not todo:
+            break
+        new, applied = apply_fixes(current, [f.fix for f in todo])
+        if new == current or not applied:
+            break
+        after = lint_source(new, path, enabled, options)
+        if after.error is not None:
+            return FixOutcome(current, fixed, result,
+                              reverted=f"fixes of {', '.join(sorted({todo[i].code for i in applied}))} "
+                                       f"made the file unparsable ({after.error.message}); they were not applied")
+        fixed.extend(todo[i] for i in applied)
+        current, result = new, after
+    return FixOutcome(current, fixed, result)
+

@@ -51,6 +51,10 @@ class Finding:
     cell: Optional[int] = None
     data: dict[str, Any] = field(default_factory=dict)
     verification: Optional[Verification] = None
+    # The rule's proposed fix, in ruff's JSON shape: {"applicability": "safe"|"unsafe",
+    # "message": ..., "edits": [{"content", "location": {"row", "column"}, "end_location": ...}]}
+    # (1-based rows and columns of the linted text).  None: no automatic fix.
+    fix: Optional[dict[str, Any]] = None
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.col, self.code)
@@ -74,6 +78,7 @@ class Finding:
             d["data"] = self.data
         if self.verification is not None:
             d["verification"] = self.verification.to_dict()
+        d["fix"] = self.fix
         return d
 
     @classmethod
@@ -85,6 +90,7 @@ class Finding:
             severity=d.get("severity", "warning"), fix_hint=d.get("fix_hint", ""),
             cell=d.get("cell"), data=dict(d.get("data") or {}),
             verification=Verification(**v) if v else None,
+            fix=d.get("fix"),
         )
 
 

@@ -133,3 +133,164 @@ def _logical_line_mapping(source: str, lines: list[str]) -> dict[int, str]:
     except (tokenize.TokenError, SyntaxError, ValueError):
         pass
     return ret
+
+
+# -- unused-noqa (TFP900) and noqa-rule-name (TFP901) -------------------------------
+
+_KEBAB = re.compile(_NAME + r"\Z")
+
+
+class Directive:
+    """One ``# noqa: ...`` comment with a code list, on physical ``line`` (1-based)."""
+
+    def __init__(self, line: int, start: int, end: int, codes_start: int, codes: list[str],
+                 covers: range) -> None:
+        self.line = line
+        self.start = start  # column (0-based) of '#' in the physical line
+        self.end = end  # column just after the code list
+        self.codes_start = codes_start
+        self.codes = codes
+        self.covers = covers  # the lines of its logical line
+
+
+def directives(source: str) -> list[Directive]:
+    """Every ``# noqa: CODES`` comment (bare ``# noqa`` is left out: it may serve other tools)."""
+    if not re.search("noqa", source, re.IGNORECASE):
+        return []
+    lines = source.splitlines(keepends=True)
+    logical = _logical_line_mapping(source, lines)
+    groups: dict[int, range] = {}
+    for ln in sorted(logical):
+        if ln in groups:
+            continue
+        text = logical[ln]
+        n = text.count("\n") or 1
+        span = range(ln, ln + n)
+        for k in span:
+            groups[k] = span
+    out = []
+    for i, text in enumerate(lines, start=1):
+        if "noqa" not in text.lower():
+            continue
+        m = _comment_match(text)
+        if m is None or m.group("codes") is None:
+            continue
+        codes = [c for c in _SPLIT.split(m.group("codes").strip()) if c]
+        out.append(Directive(i, m.start(), m.end("codes"), m.start("codes"), codes,
+                             groups.get(i, range(i, i + 1))))
+    return out
+
+
+def _comment_match(text: str) -> Optional["re.Match[str]"]:
+    """The noqa match of a physical line, only where it sits in a comment (not in a string)."""
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        toks = []
+    for tok in toks:
+        if tok.type == tokenize.COMMENT:
+            m = NOQA_INLINE_WITH_NAMES.search(tok.string)
+            if m is None:
+                return None
+            off = tok.start[1]
+            return NOQA_INLINE_WITH_NAMES.search(text, off)
+    m = NOQA_INLINE_WITH_NAMES.search(text)  # untokenizable alone (inside a bracket): take the text
+    if m is not None and "#" in text[:m.start() + 1]:
+        return m
+    return None
+
+
+def unused_report(source: str, raw: list, kept_codes: frozenset[str], enabled: frozenset[str],
+                  rules_by_code: dict, rules_by_name: dict) -> list[tuple[Directive, dict[str, list[str]]]]:
+    """Directives with TFP codes/names that suppressed nothing.
+
+    ``raw`` are the findings before noqa filtering; a code is *used* when it
+    matched one of them on a line the directive covers.  Returns, per
+    directive, {"unused": [...], "non-enabled": [...], "unknown": [...]}.
+    Codes of other tools (``E501``, ``F401``) are never judged.
+    """
+    out = []
+    for d in directives(source):
+        judged: dict[str, list[str]] = {"unused": [], "non-enabled": [], "unknown": []}
+        for c in d.codes:
+            is_name = bool(_KEBAB.match(c))
+            if is_name:
+                if c not in rules_by_name:
+                    continue  # a name of another tool's rule
+                codes = {rules_by_name[c].CODE}
+            elif c.startswith("TFP"):
+                codes = {k for k in rules_by_code if k.startswith(c)}
+            else:
+                continue
+            if c in ("TFP900", "unused-noqa"):
+                continue
+            used = any(f.line in d.covers and (f.code == c or f.code.startswith(c) or f.name == c) for f in raw)
+            if used:
+                continue
+            if not codes:
+                judged["unknown"].append(c)
+            elif not (codes & enabled):
+                judged["non-enabled"].append(c)
+            else:
+                judged["unused"].append(c)
+        if any(judged.values()):
+            out.append((d, judged))
+    return out
+
+
+def name_directives(source: str, rules_by_name: dict) -> list[tuple[Directive, list[str]]]:
+    """Directives that name a tfpar-lint rule by its kebab-case name (a blanket noqa for flake8)."""
+    out = []
+    for d in directives(source):
+        names = [c for c in d.codes if _KEBAB.match(c) and c in rules_by_name]
+        if names:
+            out.append((d, names))
+    return out
+
+
+def add_noqa(source: str, findings: list) -> tuple[str, int]:
+    """``source`` with ``# noqa: CODES`` added for ``findings`` (ruff's ``--add-noqa``).
+
+    The comment goes at the end of the finding's logical line (its last
+    physical line: after a bracket that closes there, never inside a
+    multi-line string), merged into a ``# noqa: ...`` already there.
+    Returns the new text and the number of comments added or extended.
+    """
+    lines = source.splitlines(keepends=True)
+    logical = _logical_line_mapping(source, lines) if findings else {}
+    wanted: dict[int, list[str]] = {}
+    for f in findings:
+        if getattr(f, "cell", None) is not None:
+            continue
+        text = logical.get(f.line)
+        last = f.line
+        if text is not None:  # the last physical line of the logical line
+            first = f.line
+            while first - 1 in logical and logical[first - 1] is text:
+                first -= 1
+            last = first + text.count("\n") - 1 if text.endswith("\n") else first + text.count("\n")
+            last = max(last, f.line)
+        codes = wanted.setdefault(last, [])
+        if f.code not in codes:
+            codes.append(f.code)
+    count = 0
+    for ln, codes in sorted(wanted.items()):
+        if not 0 < ln <= len(lines):
+            continue
+        raw = lines[ln - 1]
+        body = raw.rstrip("\r\n")
+        nl = raw[len(body):]
+        m = _comment_match(body)
+        if m is not None and m.group("codes") is not None:
+            have = [c for c in _SPLIT.split(m.group("codes").strip()) if c]
+            add = [c for c in codes if c not in have]
+            if not add:
+                continue
+            body = body[:m.start("codes")] + ", ".join(have + add) + body[m.end("codes"):]
+        elif m is not None:
+            continue  # a bare noqa already covers everything
+        else:
+            body = body.rstrip() + "  # noqa: " + ", ".join(codes)
+        lines[ln - 1] = body + nl
+        count += 1
+    return "".join(lines), count

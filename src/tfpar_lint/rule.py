@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional
 import libcst as cst
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tfpar_lint.fix import Fix
     from tfpar_lint.semantic import Module
 
 
@@ -46,9 +47,16 @@ class Rule:
     MARKERS: ClassVar[tuple[tuple[str, ...], ...]] = ()
     # Verifier probe family (module name under tfpar_lint/verify/probes).
     PROBE: ClassVar[str] = ""
+    # The automatic fix this rule can offer: "safe", "unsafe" (applied only with
+    # --unsafe-fixes), or "" for none.  The rule page's "## Fix" section says the same.
+    FIXABLE: ClassVar[str] = ""
 
     def __init__(self, module: "Module") -> None:
         self.module = module
 
     def check(self) -> Iterator[Report]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def fix(self, report: Report) -> "Optional[Fix]":
+        """The fix for one of this rule's reports (see :mod:`tfpar_lint.fix`), or None."""
+        return None

@@ -21,6 +21,7 @@ CHECKPOINT_MANAGER = "checkpoint_manager"
 VARIABLE = "variable"
 VARIABLES = "variables"  # a list of tf.Variables (``model.trainable_variables``)
 LAYERS = "layers"  # ``model.layers``
+MODULE = "module"  # another module of the project (``import models``)
 NONE = "none"  # the literal None (a placeholder: ``x = None`` before ``x = make()``)
 GENERATOR = "generator"
 DATASET = "dataset"  # plain tf.data.Dataset
@@ -158,6 +159,9 @@ GENERATOR_FACTORIES = frozenset(
         "tensorflow.random.experimental.Generator.from_non_deterministic_state",
     }
 )
+# tf.compat.v1 iterators of a dataset (canonical names: compat.v1 reduces to tensorflow.)
+V1_ITERATOR_FACTORIES = frozenset({"tensorflow.data.make_one_shot_iterator", "tensorflow.data.make_initializable_iterator"})
+V1_ITERATOR_METHODS = frozenset({"make_one_shot_iterator", "make_initializable_iterator"})
 DATASET_FACTORIES = frozenset(
     {
         "tensorflow.data.Dataset.from_tensor_slices",

@@ -1,4 +1,4 @@
-"""Report formats: ``text`` (default), ``json``, ``sarif``, ``github``.
+"""Report formats: ``text`` (default, flake8's), ``concise`` and ``full`` (ruff's), ``json``, ``sarif``, ``github``.
 
 Every format receives a :class:`Report` (the findings, the files that could
 not be linted, and the verifier's script runs when ``--verify`` ran) and
@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, TextIO
 
 from tfpar_lint.finding import FileError, Finding
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "full", "json", "sarif", "github")
 
 
 @dataclass
@@ -31,12 +31,43 @@ class Report:
     runs: list[Any] = field(default_factory=list)  # verify.ScriptRun objects
     verified: bool = False
     root: str = "."  # paths in SARIF are made relative to this
+    unsafe_fixes: bool = False  # unsafe fixes count as applicable ([*] marker)
+    color: bool = False  # ANSI colours (text, concise, full)
+    show_source: bool = False  # text: flake8's --show-source
+    sources: dict[str, str] = field(default_factory=dict)  # path -> text, where not read from disk
+
+    def fixable(self, f: Finding) -> bool:
+        from tfpar_lint.fix import applicable
+
+        return applicable(f.fix, self.unsafe_fixes)
+
+    def source_line(self, f: Finding) -> Optional[str]:
+        """The physical line a finding points at (None for notebooks or unreadable files)."""
+        if f.cell is not None:
+            return None
+        text = self.sources.get(f.path)
+        if text is None:
+            try:
+                with open(f.path, encoding="utf-8", errors="replace", newline="") as fh:
+                    text = fh.read()
+            except OSError:
+                return None
+            self.sources[f.path] = text
+        lines = text.splitlines()
+        return lines[f.line - 1] if 0 < f.line <= len(lines) else None
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=lambda f: f.sort_key())
 
     def sorted_errors(self) -> list[FileError]:
         return sorted(self.errors, key=lambda e: (e.path, e.line, e.col))
+
+
+BOLD, RED, CYAN, BLUE, RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[34m", "\x1b[0m"
+
+
+def paint(text: str, *styles: str, on: bool) -> str:
+    return "".join(styles) + text + RESET if on and text else text
 
 
 def error_code(err: FileError) -> str:
@@ -127,8 +158,11 @@ def relative_uri(path: str, root: str) -> tuple[str, bool]:
 def write(fmt: str, report: Report, stream: TextIO, *, statistics: bool = False) -> None:
     from tfpar_lint.output import github, json as json_fmt, sarif, text
 
+    from tfpar_lint.output import concise, full
+
     writers: dict[str, Callable[..., None]] = {
-        "text": text.write, "json": json_fmt.write, "sarif": sarif.write, "github": github.write,
+        "text": text.write, "concise": concise.write, "full": full.write,
+        "json": json_fmt.write, "sarif": sarif.write, "github": github.write,
     }
     if fmt not in writers:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")

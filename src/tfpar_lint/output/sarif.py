@@ -72,6 +72,24 @@ def _location(path: str, root: str, line: int, col: int, end_line: int, end_col:
     return {"physicalLocation": phys}
 
 
+def sarif_fix(f: Any, root: str) -> dict[str, Any]:
+    """A finding's fix as a SARIF ``fix``: one artifactChange, one replacement per edit
+    (``deletedRegion`` 1-based with an exclusive end column, as the results' regions)."""
+    art = _location(f.path, root, 0, 0, 0, 0)["physicalLocation"]["artifactLocation"]
+    replacements = []
+    for e in f.fix["edits"]:
+        replacements.append({
+            "deletedRegion": {"startLine": e["location"]["row"], "startColumn": e["location"]["column"],
+                              "endLine": e["end_location"]["row"], "endColumn": e["end_location"]["column"]},
+            "insertedContent": {"text": e["content"]},
+        })
+    return {
+        "description": {"text": f.fix["message"]},
+        "artifactChanges": [{"artifactLocation": art, "replacements": replacements}],
+        "properties": {"applicability": f.fix["applicability"]},
+    }
+
+
 def _finding_location(f: Any, root: str) -> dict[str, Any]:
     if f.cell is None:
         return _location(f.path, root, f.line, f.col, f.end_line, f.end_col)
@@ -101,6 +119,8 @@ def build(report: Report) -> dict[str, Any]:
             "message": {"text": text},
             "locations": [_finding_location(f, report.root)],
         }
+        if f.fix and f.cell is None:
+            res["fixes"] = [sarif_fix(f, report.root)]
         props: dict[str, Any] = {}
         if f.cell is not None:
             props["cell"] = f.cell
@@ -121,7 +141,9 @@ def build(report: Report) -> dict[str, Any]:
             "level": "error",
             "message": {"text": f"{display_path(err.path)}: {err.message}"},
             "descriptor": {"id": code},
-            "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0)],
+            # a notebook's error lines are counted in its cell (the message names it), not in the file
+            "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0) if not
+                          err.path.endswith(".ipynb") else _location(err.path, report.root, 0, 0, 0, 0)],
         })
     invocation: dict[str, Any] = {
         "executionSuccessful": not report.errors,

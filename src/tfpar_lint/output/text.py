@@ -15,14 +15,21 @@ from collections import Counter
 from typing import TextIO
 
 from tfpar_lint.finding import Finding
-from tfpar_lint.output import Report, display_path, error_code, verification_line
+from tfpar_lint.output import BOLD, CYAN, RED, Report, display_path, error_code, paint, verification_line
 
 
-def location(f: Finding) -> str:
-    path = display_path(f.path)
+def location(f: Finding, color: bool = False) -> str:
+    sep = paint(":", CYAN, on=color)
+    path = paint(display_path(f.path), BOLD, on=color)
     if f.cell is not None:
-        return f"{path}:cell_{f.cell}:{f.line}:{f.col}"
-    return f"{path}:{f.line}:{f.col}"
+        return f"{path}{sep}cell_{f.cell}{sep}{f.line}{sep}{f.col}"
+    return f"{path}{sep}{f.line}{sep}{f.col}"
+
+
+def caret_lines(line: str, col: int) -> list[str]:
+    """flake8's --show-source: the line, then a caret under the column (tabs kept so it lines up)."""
+    pad = "".join(c if c == "\t" else " " for c in line[:max(col - 1, 0)])
+    return [line, pad + "^"]
 
 
 def one_line(s: str) -> str:
@@ -30,8 +37,9 @@ def one_line(s: str) -> str:
     return " ".join(s.splitlines()) if ("\n" in s or "\r" in s) else s
 
 
-def format_finding(f: Finding) -> str:
-    return f"{location(f)}: {f.code} {one_line(f.message)}"
+def format_finding(f: Finding, color: bool = False) -> str:
+    sep = paint(":", CYAN, on=color)
+    return f"{location(f, color)}{sep} {paint(f.code, BOLD, RED, on=color)} {one_line(f.message)}"
 
 
 def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
@@ -41,7 +49,11 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
         rows.append(((err.path, 0, err.line, err.col, code),
                      [f"{display_path(err.path)}:{err.line}:{err.col}: {code} {one_line(err.message)}"]))
     for f in report.sorted_findings():
-        lines = [format_finding(f)]
+        lines = [format_finding(f, report.color)]
+        if report.show_source:
+            src = report.source_line(f)
+            if src is not None:
+                lines.extend(caret_lines(src, f.col))
         v = verification_line(f)
         if v is not None:
             lines.append("    " + one_line(v))

@@ -28,3 +28,21 @@ class CreatedOutsideScopeRule(Rule):
                     related=use.node,
                 )
                 break
+
+    # -- fix (safe): move the creating statement into the `with X.scope():` right after it
+    FIXABLE = "safe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import Fix, move_into_with, scope_with_after, statement_of
+        import libcst as cst
+
+        m = self.module
+        stmt = statement_of(m, report.node)
+        if stmt is None or not isinstance(stmt.body[0], (cst.Assign, cst.AnnAssign)) \
+                or stmt.body[0].value is not report.node:
+            return None
+        with_node = scope_with_after(m, stmt)
+        if with_node is None:
+            return None
+        return move_into_with(m, stmt, with_node,
+                              Fix(f"Move the {self.WHAT} into the `with ...scope():` block below it"))

@@ -31,6 +31,24 @@ def device_calls(m: Module) -> Iterator[tuple[CallSite, str, str, Optional[int]]
         yield cs, text, kind, idx
 
 
+def device_calls_formatted(m: Module) -> Iterator[tuple[CallSite, str, str]]:
+    """``tf.device("/gpu:%d" % i)`` / ``tf.device(f"/gpu:{i}")``: a device string built from a literal
+    that names the device kind, with a computed index: (site, source text, kind)."""
+    for cs, _ in m.calls_to(api.DEVICE_SCOPE):
+        a = arg(cs.node, 0, "device_name")
+        head: Optional[str] = None
+        if isinstance(a, cst.BinaryOperation) and isinstance(a.operator, cst.Modulo) \
+                and isinstance(a.left, cst.SimpleString) and isinstance(a.left.evaluated_value, str):
+            head = a.left.evaluated_value
+        elif isinstance(a, cst.FormattedString):
+            head = "".join(p.value for p in a.parts if isinstance(p, cst.FormattedStringText))
+        if head is None:
+            continue
+        mt = DEVICE_RE.search(head)
+        if mt:
+            yield cs, m.code(a), mt.group(1).upper().replace("XLA_", "")
+
+
 def calls_inside(m: Module, with_call: cst.Call) -> list[CallSite]:
     """Call sites in the body of ``with <with_call>:``."""
     return [cs for cs in m.calls if any(item.item is with_call for item in cs.withs)]

@@ -31,6 +31,12 @@ def created_outside_scope(m: Module, v: Value) -> bool:
         return False
     if m.in_replica_fn(site.scope):
         return False
+    if isinstance(v.origin, cst.Call):
+        # made by a local function whose body runs in a scope whatever the call site (a decorator
+        # that opens strategy.scope() around it)
+        fns = m.resolve_function(v.origin.func, site.scope, site.order)
+        if fns and all(m.function_scope(fn)[0] for fn in fns):
+            return False
     return True
 
 
@@ -57,9 +63,17 @@ def strategy_text(m: Module, site: CallSite) -> str:
     return "strategy"
 
 
-def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
+def values_of_kind(m: Module, kind: str) -> list[Value]:
     """Each distinct object of ``kind`` created by a call in this module: bound to a name or an
-    attribute, or created inline as an argument (``compile(optimizer=SGD())``)."""
+    attribute, or created inline as an argument (``compile(optimizer=SGD())``).  Computed once
+    per module and kind (several rules ask)."""
+    memo = m.rule_memo.setdefault("values_of_kind", {})
+    if kind not in memo:
+        memo[kind] = list(_values_of_kind(m, kind))
+    return memo[kind]
+
+
+def _values_of_kind(m: Module, kind: str) -> Iterator[Value]:
     seen: set[int] = set()
     for b_list in _all_binding_lists(m):
         for b in b_list:
@@ -74,6 +88,49 @@ def values_of_kind(m: Module, kind: str) -> Iterator[Value]:
             if v.kind == kind and v.origin is cs.node:
                 seen.add(id(cs.node))
                 yield v
+    if kind == api.METRIC:
+        # compile(metrics=make_metrics()): the metrics a local helper returns in a list
+        for cs in m.calls:
+            f = cs.node.func
+            if not (isinstance(f, cst.Attribute) and f.attr.value == "compile"):
+                continue
+            for kw in ("metrics", "weighted_metrics"):
+                e = keyword(cs.node, kw)
+                for v in returned_items(m, e, cs) if e is not None else ():
+                    if v.kind == kind and id(v.origin) not in seen:
+                        seen.add(id(v.origin))
+                        yield v
+
+
+def returned_items(m: Module, expr: Optional[cst.BaseExpression], cs: CallSite) -> list[Value]:
+    """The items of the list a local helper returns, for ``expr`` = ``helper()`` or a name bound
+    (once) to it: every ``return`` of the helper must be a list or tuple literal.  Items the helper
+    creates are created at the call (the caller's scope context), like its plain return values."""
+    call, site = expr, cs
+    if isinstance(expr, cst.Name):
+        reaching = m.reaching_exprs(expr, cs.scope, cs.order)
+        if len(reaching) != 1 or not isinstance(reaching[0][0], cst.Call):
+            return []
+        call = reaching[0][0]
+        site = m.site_of_call.get(id(call))
+    if not isinstance(call, cst.Call) or site is None:
+        return []
+    fns = m.resolve_function(call.func, site.scope, site.order)
+    out: list[Value] = []
+    for fn in fns:
+        if not fn.returns:
+            return []
+        for ret, order in fn.returns:
+            if not isinstance(ret, (cst.List, cst.Tuple)) or any(isinstance(el, cst.StarredElement)
+                                                                  for el in ret.elements):
+                return []
+            for el in ret.elements:
+                for v in m.infer(el.value, fn.scope, order):
+                    if v.kind != api.UNKNOWN and m.created_within(v.origin, fn):
+                        v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
+                                  info=v.info, source=v.source)
+                    out.append(v)
+    return out
 
 
 def _all_binding_lists(m: Module):
@@ -105,6 +162,13 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
             if known:
                 yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
                                    f"({{line}})", strategy_text(m, cs), m.code(f.value))
+            elif cs.func is not None:
+                # in a function whose whole body runs under a scope (every caller is in one, or a
+                # local decorator runs it in one)
+                fk, fmaybe = m.function_scope(cs.func)
+                if fk and not fmaybe:
+                    yield Use(cs.node, f"`{meth}` is called in `{cs.func.name}`, which runs under a strategy's "
+                                       f"scope ({{line}})", "strategy", m.code(f.value))
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
             known, _ = m.scope_items(cs)
             where = f"under `{strategy_text(m, cs)}.scope()` ({{line}})"
@@ -123,7 +187,8 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                     lst = keyword(cs.node, kw)
                     items = [el.value for el in lst.elements] if isinstance(lst, (cst.List, cst.Tuple)) else [lst]
                     for e in items:
-                        if hit is None and all_from(m, e, cs, origin):
+                        if hit is None and (all_from(m, e, cs, origin)
+                                            or any(x.origin is origin for x in returned_items(m, e, cs))):
                             hit = e
             if hit is not None:
                 how = (f"it is passed to `compile` {where}" if known else f"it is passed {where}")

@@ -4,9 +4,11 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._placement import MIRRORING, calls_inside, device_calls
+from tfpar_lint.rules._placement import MIRRORING, calls_inside, device_calls, device_calls_formatted
 
 CREATED = (api.MODEL, api.LAYER, api.VARIABLE, api.OPTIMIZER, api.METRIC, api.GENERATOR, api.CHECKPOINT)
+# tf.compat.v1 graph code creates its variables with get_variable (tower loops under tf.device)
+V1_VARIABLE_FACTORIES = frozenset({"tensorflow.get_variable", "tensorflow.compat.v1.get_variable"})
 
 
 class DevicePinnedInScope(Rule):
@@ -21,7 +23,8 @@ class DevicePinnedInScope(Rule):
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        for cs, text, kind, idx in device_calls(m):
+        calls = [(cs, text, kind) for cs, text, kind, _ in device_calls(m)] + list(device_calls_formatted(m))
+        for cs, text, kind in calls:
             strategies = m.replica_strategies(cs.scope)
             if strategies:
                 if kind in ("GPU", "TPU") and all(s.qname in MIRRORING for s in strategies):
@@ -38,6 +41,9 @@ class DevicePinnedInScope(Rule):
                 continue
             made = []
             for inner in calls_inside(m, cs.node):
+                if m.qualified_name(inner.node.func, inner.scope, inner.order)[0] in V1_VARIABLE_FACTORIES:
+                    made.append(inner)
+                    continue
                 vals = m.infer(inner.node, inner.scope, inner.order)
                 if vals and all(v.kind in CREATED for v in vals):
                     made.append(inner)
@@ -50,3 +56,29 @@ class DevicePinnedInScope(Rule):
                     {"device": text, "context": "scope"},
                     related=made[0].node,
                 )
+
+    # -- fix (unsafe: every op in the block moves to the strategy's placement): drop the
+    #    `with tf.device(...):` line and dedent its body; a comment on that line stays, on a line of its own
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        import libcst as cst
+
+        from tfpar_lint.fix import UNSAFE, Fix, line_indent, parent, reindent
+
+        m = self.module
+        item = parent(m, report.node)
+        with_node = parent(m, item) if isinstance(item, cst.WithItem) else None
+        if not isinstance(with_node, cst.With) or len(with_node.items) != 1 or item.asname is not None \
+                or with_node.asynchronous is not None or not isinstance(with_node.body, cst.IndentedBlock):
+            return None
+        body = "".join(m.tree.code_for_node(s) for s in with_node.body.body)
+        indent = line_indent(m, with_node)
+        text = reindent(body, indent)
+        if text is None:
+            return None  # a multi-line string would change
+        comment = with_node.body.header.comment
+        if comment is not None:
+            text = f"{indent}{comment.value}{m.tree.default_newline}" + text
+        return (Fix("Drop the `tf.device` block (the strategy places its ops)", UNSAFE)
+                .delete_statement(with_node, keep_comment=False).insert_lines_before(with_node, text))

@@ -71,3 +71,46 @@ class RunOnUndistributedInput(Rule):
                                 for v in vals):
                     return inner.node
         return None
+
+    # -- fix (unsafe: every other use of the dataset now sees distributed values): wrap the
+    #    dataset where it is built, `ds = strategy.experimental_distribute_dataset(<dataset>)`
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import UNSAFE, Fix, statement_of
+
+        m = self.module
+        cs = m.site_of_call.get(id(report.node))
+        call = report.node
+        if cs is None or not isinstance(call.func, cst.Attribute):
+            return None
+        recv = call.func.value
+        if not isinstance(recv, cst.Name):
+            return None
+        e = None
+        for ex in [arg(call, 1, "args")]:
+            e = ex
+        exprs = [el.value for el in e.elements] if isinstance(e, (cst.Tuple, cst.List)) else [e]
+        wanted = report.data.get("argument")
+        datasets = set()
+        for ex in exprs:
+            if ex is None or m.tree.code_for_node(ex) != wanted:
+                continue
+            for v in m.infer_at(ex, cs):
+                while v is not None and v.kind != api.DATASET:
+                    v = v.source
+                if v is None or v.origin is None or v.site is None:
+                    return None
+                datasets.add((id(v.origin), v))
+        if len(datasets) != 1:
+            return None
+        (_, ds), = datasets
+        stmt = statement_of(m, ds.origin)
+        if stmt is None or not isinstance(stmt.body[0], cst.Assign) or stmt.body[0].value is not ds.origin:
+            return None
+        if ds.site.scope is not cs.scope and ds.site.scope is not m.scope:
+            return None
+        if not m.lookup(recv.value, ds.site.scope, ds.site.order):
+            return None  # the strategy is not bound yet where the dataset is built
+        return Fix(f"Distribute the dataset with `{recv.value}.experimental_distribute_dataset`", UNSAFE).replace(
+            ds.origin, f"{recv.value}.experimental_distribute_dataset({m.tree.code_for_node(ds.origin)})")

@@ -6,9 +6,12 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._placement import calls_inside
 from tfpar_lint.semantic import arg, is_constant
 
 DATA = (api.DATASET, api.ITERATOR)
+# APIs whose count is the number of replicas or devices (a loop over them builds per-replica inputs)
+PER_REPLICA_APIS = ("num_replicas_in_sync", "worker_devices", "list_logical_devices", "list_physical_devices")
 
 
 def _names(node: cst.CSTNode) -> set[str]:
@@ -52,7 +55,7 @@ class DatasetReplicatedByHand(Rule):
                                        f"{'iterator' if vals[0].kind == api.ITERATOR else 'dataset'}: each "
                                        f"replica reads the same data; distribute it with the strategy instead")
                     break
-        # [iter(ds) for _ in range(n)]
+        # [iter(ds) for _ in range(n)], {device: ds for device in devices}
         for node, scope, order in m.comprehensions:
             if id(node) in data_api_args:
                 continue
@@ -61,7 +64,7 @@ class DatasetReplicatedByHand(Rule):
             while for_in is not None:
                 targets |= _names(for_in.target)
                 for_in = for_in.inner_for_in
-            elt = node.elt
+            elt = node.value if isinstance(node, cst.DictComp) else node.elt
             if targets & _names(elt):
                 continue
             vals = m.infer(elt, scope, order)
@@ -86,6 +89,8 @@ class DatasetReplicatedByHand(Rule):
             yield Report(cs.node, f"`{m.code(cs.node)}` under `{m.code(device_items[-1].item)}` in a loop iterates the "
                                   f"same dataset once per device: every device reads the same batches; distribute it "
                                   f"with the strategy instead")
+        yield from self._appended_per_replica()
+        yield from self._towers_share_one_batch()
         # experimental_distribute_values_from_function(lambda ctx: batch)
         for cs, recv, meth, strat in m.strategy_method_calls(api.DISTRIBUTE_VALUES_METHODS):
             fns = m.resolve_function(arg(cs.node, 0, "value_fn"), cs.scope, cs.order)
@@ -93,6 +98,75 @@ class DatasetReplicatedByHand(Rule):
                 yield Report(cs.node, f"the function passed to `{meth}` ignores its context argument: every "
                                       f"replica receives the same value; select the replica's part with "
                                       f"`ctx.replica_id_in_sync_group`")
+
+    def _appended_per_replica(self) -> Iterator[Report]:
+        """``for _ in range(strategy.num_replicas_in_sync): its += [iter(ds)]`` (or ``.append``): a
+        list filled with the same dataset once per replica or device."""
+        m = self.module
+        loops: dict[int, cst.For] = {}  # the for statements (from their target bindings: no tree walk)
+        for scope in [m.scope] + [f.scope for f in m.functions] + [c.scope for c in m.classes]:
+            for bs in scope.bindings.values():
+                for b in bs:
+                    if b.kind == "for" and isinstance(b.node, cst.For):
+                        loops[id(b.node)] = b.node
+        for loop in loops.values():
+            if not any(a in m.code(loop.iter) for a in PER_REPLICA_APIS):
+                continue
+            targets = _names(loop.target)
+            for elem, site in self._list_additions(loop.body):
+                if elem is None or site is None or targets & _names(elem):
+                    continue
+                vals = m.infer_at(elem, site)
+                if vals and all(v.kind in DATA for v in vals):
+                    yield Report(elem, f"`{m.code(elem)}` is added once per replica in the loop over "
+                                       f"`{m.code(loop.iter)}`: every replica gets the same data; distribute "
+                                       f"the dataset with the strategy instead")
+
+    def _list_additions(self, body: cst.CSTNode):
+        """(element, call site to infer it at) for ``x += [e, ...]`` and ``x.append(e)`` in ``body``."""
+        m = self.module
+        found: list = []
+
+        class V(cst.CSTVisitor):
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, (cst.List, cst.Tuple)):
+                    for el in node.value.elements:
+                        e = el.value
+                        found.append((e, m.site_of_call.get(id(e)) if isinstance(e, cst.Call) else None))
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value == "append" and node.args:
+                    found.append((node.args[0].value, m.site_of_call.get(id(node))))
+
+        body.visit(V())
+        return found
+
+    def _towers_share_one_batch(self) -> Iterator[Report]:
+        """A tower loop (``for i ...: with tf.device(<device i>):``) whose towers all use one batch
+        drawn before the loop (``x = iterator.get_next()`` outside it): every tower trains on it."""
+        m = self.module
+        reported: set[int] = set()
+        for cs, _ in m.calls_to(api.DEVICE_SCOPE):
+            dev = arg(cs.node, 0, "device_name")
+            if not cs.loops or dev is None or isinstance(dev, cst.SimpleString):
+                continue
+            per_tower = _names(dev)  # the names that tell the towers apart
+            for inner in calls_inside(m, cs.node):
+                for a in inner.node.args:
+                    if per_tower & _names(a.value):
+                        continue
+                    vals = m.infer_at(a.value, inner)
+                    if not vals or not all(v.kind == api.ELEMENT and v.site is not None for v in vals):
+                        continue
+                    if not all(v.site.func is cs.func and v.site.loops < cs.loops for v in vals):
+                        continue
+                    origin = vals[0].origin
+                    if id(origin) in reported:
+                        continue
+                    reported.add(id(origin))
+                    yield Report(origin, f"`{m.code(origin)}` is drawn once, before the loop of `{m.code(cs.node)}` "
+                                         f"towers, and every tower uses it: all towers train on the same batch; "
+                                         f"draw one batch per tower (or distribute the dataset with a strategy)")
 
     def _returns_constant(self, fn) -> bool:
         """Every return is a literal or ``tf.constant(<literal>)``: a value meant to be the same on every

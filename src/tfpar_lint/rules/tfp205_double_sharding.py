@@ -35,3 +35,26 @@ class DoubleSharding(Rule):
                 {"policy": p.name},
                 related=c.node,
             )
+
+    # -- fix (unsafe: which elements each worker reads changes, and the variables the manual shard
+    #    used may be left unused): drop the manual `.shard(...)`, keep the auto-sharding
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        import libcst as cst
+
+        from tfpar_lint.fix import UNSAFE, Fix, parent, statement_of
+
+        m = self.module
+        call = report.node
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return None
+        recv = call.func.value
+        fix = Fix("Drop the manual `.shard(...)` (auto-sharding already splits the data)", UNSAFE)
+        holder = parent(m, call)
+        if isinstance(holder, cst.Assign) and holder.value is call and len(holder.targets) == 1 \
+                and isinstance(recv, cst.Name) and isinstance(holder.targets[0].target, cst.Name) \
+                and holder.targets[0].target.value == recv.value:
+            stmt = statement_of(m, holder)  # `ds = ds.shard(n, i)`: the statement goes
+            return fix.delete_statement(stmt) if stmt is not None else None
+        return fix.replace(call, m.tree.code_for_node(recv))

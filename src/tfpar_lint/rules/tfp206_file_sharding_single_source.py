@@ -53,3 +53,32 @@ class FileShardingSingleSource(Rule):
                     isinstance(files, (cst.List, cst.Tuple)) and len(files.elements) == 1):
                 return "a single file"
         return None
+
+    # -- fix (safe: DATA sharding is right for any source, only slower for many files):
+    #    `options...auto_shard_policy = AutoShardPolicy.FILE` -> `AutoShardPolicy.DATA`
+    FIXABLE = "safe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import Fix
+
+        m = self.module
+        site = m.site_of_call.get(id(report.node))
+        opts = arg(report.node, 0, "options")
+        if site is None or opts is None:
+            return None
+        vals = m.infer_at(opts, site)
+        if len(vals) != 1 or vals[0].origin is None:
+            return None
+        targets = []
+        for target, value, scope, order in m.attr_assigns:
+            if target.attr.value != "auto_shard_policy":
+                continue
+            base = target.value
+            while isinstance(base, cst.Attribute):
+                base = base.value
+            bvals = m.infer(base, scope, order)
+            if len(bvals) == 1 and bvals[0].origin is vals[0].origin:
+                targets.append(value)
+        if not targets or not isinstance(targets[-1], cst.Attribute) or targets[-1].attr.value != "FILE":
+            return None
+        return Fix("Shard by data: `AutoShardPolicy.DATA`").replace(targets[-1].attr, "DATA")

@@ -43,3 +43,20 @@ class ListFilesUnseeded(Rule):
                     f"shards overlap and some files are never read; pass `shuffle=False` or a fixed `seed=`",
                     related=cs.node,
                 )
+
+    # -- fix (unsafe: the file order changes): list_files(..., shuffle=False)
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import Fix, UNSAFE
+
+        call = report.node
+        if not isinstance(call, cst.Call) or any(a.keyword and a.keyword.value in ("shuffle", "seed")
+                                                 for a in call.args):
+            return None
+        if not call.args or any(a.star for a in call.args):
+            return None
+        from tfpar_lint.fix import add_keyword
+
+        return Fix("Pass `shuffle=False` to `list_files`", UNSAFE).replace(
+            call, add_keyword(call, "shuffle", "False"))

@@ -83,3 +83,27 @@ class PerReplicaBatchForDistributeDataset(Rule):
                 for b in bs:
                     if b.kind in ("assign", "annassign"):
                         yield b
+
+    # -- fix (unsafe: every epoch then has num_replicas_in_sync times fewer steps):
+    #    .batch(PER_REPLICA) -> .batch(PER_REPLICA * strategy.num_replicas_in_sync)
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        import libcst as cst
+
+        from tfpar_lint.fix import UNSAFE, Fix
+
+        m = self.module
+        size = arg(report.node, 0, "batch_size")
+        dist = report.related
+        site = m.site_of_call.get(id(report.node))
+        if size is None or site is None or not isinstance(dist, cst.Call) or not isinstance(dist.func, cst.Attribute):
+            return None
+        recv = dist.func.value
+        if not isinstance(recv, cst.Name) or not m.lookup(recv.value, site.scope, site.order):
+            return None  # the strategy is not bound yet where the dataset is batched
+        text = m.tree.code_for_node(size)
+        if not isinstance(size, (cst.Name, cst.Attribute, cst.Integer, cst.Call, cst.Subscript)):
+            text = f"({text})"
+        return Fix("Batch with the global batch size", UNSAFE).replace(
+            size, f"{text} * {recv.value}.num_replicas_in_sync")

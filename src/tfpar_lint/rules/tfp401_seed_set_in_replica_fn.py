@@ -43,3 +43,35 @@ class SeedSetInReplicaFn(Rule):
             else:
                 continue
             yield Report(cs.node, msg, {"call": m.code(cs.node.func), "where": where})
+
+    # -- fix (unsafe: the random sequence changes): move a constant-seed `set_seed(...)` call out of
+    #    the function, to module level right before the function's definition
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        import libcst as cst
+
+        from tfpar_lint.fix import UNSAFE, Fix, block_of, parent, statement_of, statement_text
+        from tfpar_lint.semantic import is_constant
+
+        m = self.module
+        call = report.node
+        stmt = statement_of(m, call)
+        if stmt is None or not isinstance(stmt.body[0], cst.Expr) or stmt.body[0].value is not call:
+            return None
+        if not all(is_constant(a.value) for a in call.args):
+            return None
+        block, _ = block_of(m, stmt)
+        if block is None or len(block.body) < 2:
+            return None  # the function would be left without a body
+        top = stmt
+        while parent(m, top) is not None and not isinstance(parent(m, top), cst.Module):
+            top = parent(m, top)
+        if not isinstance(top, (cst.FunctionDef, cst.ClassDef)) or top is stmt:
+            return None
+        text = statement_text(m, stmt)
+        if "\n" in text.rstrip("\n"):
+            return None
+        anchor = top.decorators[0] if top.decorators else top
+        return (Fix("Seed once at module level, before the function", UNSAFE)
+                .delete_statement(stmt, keep_comment=False).insert_lines_before(anchor, (text if text.endswith("\n") else text + "\n") + "\n\n"))

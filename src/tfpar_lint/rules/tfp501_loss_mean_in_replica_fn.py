@@ -64,3 +64,18 @@ class LossMeanInReplicaFn(Rule):
             return False
         axis = arg(call, 1, "axis")
         return axis is None or (isinstance(axis, cst.Name) and axis.value == "None")
+
+    # -- fix (unsafe: equal only for a per-example loss of rank 1):
+    #    tf.reduce_mean(per_example_loss) -> tf.nn.compute_average_loss(per_example_loss)
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import UNSAFE, Fix, tf_alias
+
+        m = self.module
+        call = report.node
+        tf = tf_alias(m)
+        if tf is None or not isinstance(call, cst.Call) or len(call.args) != 1 or call.args[0].keyword:
+            return None
+        return Fix("Average with `tf.nn.compute_average_loss` (divides by the global batch size)", UNSAFE).replace(
+            call, f"{tf}.nn.compute_average_loss({m.tree.code_for_node(call.args[0].value)})")

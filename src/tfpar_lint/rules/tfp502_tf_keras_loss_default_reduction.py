@@ -38,3 +38,32 @@ class TfKerasLossDefaultReduction(Rule):
                 {"loss": m.code(lo.origin)},
                 related=lo.origin,
             )
+
+    # -- fix (unsafe: every call site of the loss changes meaning): build the loss with
+    #    reduction=NONE and average the flagged call with tf.nn.compute_average_loss
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        import libcst as cst
+
+        from tfpar_lint.fix import UNSAFE, Fix, tf_alias
+
+        m = self.module
+        tf = tf_alias(m)
+        ctor = report.related
+        call = report.node
+        if tf is None or not isinstance(ctor, cst.Call) or not isinstance(ctor.func, cst.Attribute):
+            return None
+        # `tf_keras.losses.MeanSquaredError` -> `tf_keras.losses.Reduction.NONE`
+        losses_mod = ctor.func.value
+        if not (isinstance(losses_mod, cst.Attribute) and losses_mod.attr.value == "losses") and not (
+                isinstance(losses_mod, cst.Name) and losses_mod.value == "losses"):
+            return None
+        reduction = f"{m.tree.code_for_node(losses_mod)}.Reduction.NONE"
+        if any(a.keyword and a.keyword.value == "reduction" for a in ctor.args):
+            return None
+        from tfpar_lint.fix import add_keyword
+
+        return (Fix("Build the loss with `reduction=NONE` and average it with `tf.nn.compute_average_loss`", UNSAFE)
+                .replace(ctor, add_keyword(ctor, "reduction", reduction))
+                .replace(call, f"{tf}.nn.compute_average_loss({m.tree.code_for_node(call)})"))

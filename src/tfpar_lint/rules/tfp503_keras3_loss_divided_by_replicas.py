@@ -40,3 +40,27 @@ class Keras3LossDividedByReplicas(Rule):
                                 related=lo.origin,
                             )
                             break
+
+    # -- fix (safe): drop the extra division by num_replicas_in_sync
+    FIXABLE = "safe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import Fix, parent, statement_of
+
+        m = self.module
+        div = parent(m, report.node)
+        msg = "Drop the division by `num_replicas_in_sync`"
+        if isinstance(div, cst.AugAssign) and div.operator.__class__ is cst.DivideAssign:
+            stmt = statement_of(m, div)
+            return Fix(msg).delete_statement(stmt) if stmt is not None else None
+        if not (isinstance(div, cst.BinaryOperation) and isinstance(div.operator, cst.Divide)
+                and div.right is report.node):
+            return None
+        holder = parent(m, div)
+        if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(div.left, cst.Name) \
+                and isinstance(holder.targets[0].target, cst.Name) \
+                and holder.targets[0].target.value == div.left.value:
+            stmt = statement_of(m, holder)  # `loss = loss / n`: the statement goes
+            return Fix(msg).delete_statement(stmt) if stmt is not None else None
+        left = m.tree.code_for_node(div.left)
+        return Fix(msg).replace(div, f"({left})" if div.lpar else left)

@@ -41,3 +41,21 @@ class UnscaledRegularizationLoss(Rule):
                         {"function": fn.name},
                         related=cs.node,
                     )
+
+    # -- fix (safe): tf.add_n(model.losses) -> tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+    FIXABLE = "safe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import Fix, parent, tf_alias
+
+        m = self.module
+        tf = tf_alias(m)
+        arg_node = parent(m, report.node)
+        call = parent(m, arg_node) if isinstance(arg_node, cst.Arg) else None
+        if tf is None or not isinstance(call, cst.Call) or len(call.args) != 1:
+            return None
+        fname = m.tree.code_for_node(call.func)
+        if not (fname == "sum" or fname.endswith("add_n") or fname.endswith("reduce_sum")):
+            return None
+        return Fix("Scale with `tf.nn.scale_regularization_loss`").replace(
+            call, f"{tf}.nn.scale_regularization_loss({m.tree.code_for_node(call)})")

@@ -82,3 +82,16 @@ class MeanReduceOfScaledLoss(Rule):
                     if lo is not None and is_keras3(m, lo) and default_reduction(m, lo):
                         return "scaled by 1/num_replicas_in_sync (Keras 3 default-reduction loss)"
         return None
+
+    # -- fix (safe): ReduceOp.MEAN -> ReduceOp.SUM in the flagged `strategy.reduce`
+    FIXABLE = "safe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import Fix
+
+        op = arg(report.node, 0, "reduce_op")
+        if isinstance(op, cst.Attribute) and op.attr.value == "MEAN":
+            return Fix("Reduce with `ReduceOp.SUM`").replace(op.attr, "SUM")
+        if isinstance(op, cst.SimpleString) and op.evaluated_value in ("MEAN", "mean"):
+            return Fix("Reduce with `ReduceOp.SUM`").replace(op, op.quote + "SUM" + op.quote)
+        return None

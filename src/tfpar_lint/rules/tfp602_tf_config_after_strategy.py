@@ -60,3 +60,28 @@ class TfConfigAfterStrategy(Rule):
                     {},
                     related=ctor.node,
                 )
+
+    # -- fix (unsafe: the code between them may be what TF_CONFIG's value depends on at run time):
+    #    move the TF_CONFIG statement to just before the statement that creates the strategy
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import UNSAFE, Fix, block_of, line_indent, names_in, statement_of, statement_text
+
+        m = self.module
+        cfg = statement_of(m, report.node)
+        ctor = statement_of(m, report.related) if report.related is not None else None
+        if cfg is None or ctor is None:
+            return None
+        block, i_cfg = block_of(m, cfg)
+        block2, i_ctor = block_of(m, ctor)
+        if block is None or block is not block2 or not i_ctor < i_cfg:
+            return None
+        used = names_in(cfg)
+        for stmt in block.body[i_ctor:i_cfg]:  # what runs in between must not feed the value
+            if used & names_in(stmt):
+                return None
+        text = statement_text(m, cfg)
+        return (Fix("Set TF_CONFIG before creating the strategy", UNSAFE)
+                .delete_statement(cfg, keep_comment=False)
+                .insert_lines_before(ctor, line_indent(m, ctor) + text))

@@ -99,3 +99,22 @@ class RunOutsideTfFunction(Rule):
                 {"strategy": name},
                 related=None if loop is cs else loop.node,
             )
+
+    # -- fix (unsafe: inside tf.function Python side effects run at trace time only, and `.numpy()`
+    #    fails): decorate the function that calls `strategy.run` with `@tf.function`
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import UNSAFE, Fix, line_indent, tf_alias
+
+        m = self.module
+        site = m.site_of_call.get(id(report.node))
+        tf = tf_alias(m)
+        if site is None or site.func is None or tf is None or report.related is None:
+            return None  # the run sits in the loop itself: the loop body has to become a function first
+        fn = site.func.node
+        if not isinstance(fn, cst.FunctionDef):
+            return None
+        anchor = fn.decorators[0] if fn.decorators else fn
+        return Fix(f"Decorate `{fn.name.value}` with `@{tf}.function`", UNSAFE).insert_lines_before(
+            anchor, f"{line_indent(m, fn)}@{tf}.function\n")

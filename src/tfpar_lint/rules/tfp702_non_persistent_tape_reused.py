@@ -92,3 +92,23 @@ class NonPersistentTapeReused(Rule):
                         related=tape.origin,
                     )
                     break
+
+    # -- fix (unsafe: the tape then keeps its resources until it is deleted): tf.GradientTape(persistent=True).
+    #    Not offered for a tape reused across loop iterations (a tape per iteration is the likely intent).
+    FIXABLE = "unsafe"
+
+    def fix(self, report: Report):
+        from tfpar_lint.fix import UNSAFE, Fix, add_keyword
+
+        m = self.module
+        call = report.node
+        site = m.site_of_call.get(id(call))
+        if site is None or not isinstance(call.func, cst.Attribute):
+            return None
+        vals = m.infer_at(call.func.value, site)
+        if len(vals) != 1 or not isinstance(vals[0].origin, cst.Call) or report.related is vals[0].origin:
+            return None
+        tape = vals[0].origin
+        if any(a.keyword and a.keyword.value == "persistent" for a in tape.args):
+            return None
+        return Fix("Make the tape persistent", UNSAFE).replace(tape, add_keyword(tape, "persistent", "True"))

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class Bindings:
     def __init__(self, m: "Module") -> None:
         self.m = m
+        self._qn_memo: dict[tuple[int, int, int], tuple[str, str]] = {}
 
     def lookup(self, name: str, scope: Scope, order: int) -> list[Binding]:
         s: Optional[Scope] = scope
@@ -42,15 +43,32 @@ class Bindings:
 
     def qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int) -> tuple[str, str]:
         """(canonical, raw) qualified name of an imported API reference, or ("", "")."""
+        key = (id(expr), id(scope), order)
+        got = self._qn_memo.get(key)
+        if got is None:
+            got = self._qn_memo[key] = self._qualified_name(expr, scope, order)
+        return got
+
+    def _qualified_name(self, expr: cst.BaseExpression, scope: Scope, order: int,
+                        _depth: int = 0) -> tuple[str, str]:
+        """A module alias made by assignment counts as an import: ``tf1 = tf.compat.v1`` then
+        ``tf1.get_variable``."""
         d = dotted_name(expr)
         if not d:
             return "", ""
         head, _, rest = d.partition(".")
         bs = self.lookup(head, scope, order)
+        if len(bs) == 1 and bs[0].kind == "assign" and not bs[0].path and _depth < 4 \
+                and isinstance(bs[0].value, (cst.Name, cst.Attribute)):
+            q, raw_head = self._qualified_name(bs[0].value, bs[0].scope, bs[0].order, _depth + 1)
+            if not q:
+                return "", ""
+            raw = f"{raw_head}.{rest}" if rest else raw_head
+            return api.canonical(raw), raw
         if not bs or any(b.kind != "import" or not b.qname for b in bs):
             return "", ""
         q = bs[0].qname
-        if any(b.qname != q for b in bs):
-            return "", ""
+        if any(b.qname != q for b in bs) or q.startswith("."):
+            return "", ""  # ambiguous, or a relative import (the project's own module, never an API)
         raw = f"{q}.{rest}" if rest else q
         return api.canonical(raw), raw

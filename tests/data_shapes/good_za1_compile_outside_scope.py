@@ -1,0 +1,8 @@
+import keras
+import tensorflow as tf
+
+with tf.distribute.MirroredStrategy().scope():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(), loss="mse", metrics=[keras.metrics.MeanAbsoluteError()])
+plain = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+plain.compile(optimizer=keras.optimizers.Adam(), loss="mse")
