@@ -1,7 +1,12 @@
 """Driver: run every script in instrumented child processes and judge findings.
 
-* one child per script (``python -m tfpar_lint.verify.child spec.json``) in
-  its own temporary working directory and its own process group;
+* one child per script (``python -m tfpar_lint.verify.child spec.json``, or
+  forked by the zygote) in its own process group, contained by
+  :mod:`tfpar_lint.verify.sandbox`, running in the caller's working directory;
+  its stdout/stderr come through capped relays (:mod:`tfpar_lint.verify.procs`),
+  its memory is watched, and whatever it leaves running is killed at its end;
+* Ctrl-C / SIGTERM: every run and its processes are killed, queued runs never
+  start, finished runs are kept (:class:`Interrupted`); a second signal exits at once;
 * ``timeout`` per run: on expiry SIGTERM to the whole group, SIGKILL after a
   short grace period; the child dumps its Python stacks (faulthandler) just
   before, so a hang is reported with where it hung;
