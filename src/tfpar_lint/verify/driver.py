@@ -50,8 +50,17 @@ KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 OUTPUT_MB = 4.0
 
 
+def _env_mb(name: str) -> Optional[float]:
+    """A positive number of MB from the environment; None when unset or not a positive finite number."""
+    try:
+        v = float(os.environ.get(name, ""))
+    except ValueError:
+        return None
+    return v if 0 < v < float("inf") else None
+
+
 def _output_cap() -> int:
-    return int(float(os.environ.get("TFPAR_VERIFY_OUTPUT_MB", OUTPUT_MB)) * 1024 * 1024)
+    return int((_env_mb("TFPAR_VERIFY_OUTPUT_MB") or OUTPUT_MB) * 1024 * 1024)
 
 
 PEER_GRACE = 10.0  # seconds a worker may outlive a failed peer
@@ -61,9 +70,9 @@ _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 
 def _memory_limit() -> int:
-    env = os.environ.get("TFPAR_VERIFY_MEMORY_MB")
+    env = _env_mb("TFPAR_VERIFY_MEMORY_MB")
     if env:
-        return int(float(env) * 1024 * 1024)
+        return int(env * 1024 * 1024)
     try:
         with open("/proc/meminfo") as f:
             for line in f:
