@@ -116,7 +116,7 @@ FAULTS = {
     "memhog.py": """
         import time
         chunks = []
-        for _ in range(64):  # up to 8 GB, 128 MB at a time, every page touched
+        for _ in range(24):  # up to 3 GB, 128 MB at a time, every page touched
             chunks.append(bytearray(b"x" * (128 << 20)))
             time.sleep(0.2)
         print("END", flush=True)
@@ -124,7 +124,7 @@ FAULTS = {
     "diskhog.py": """
         import os, time
         block = b"x" * (128 << 20)
-        for i in range(40):  # up to 5 GB written into its folder: in the sandbox, RAM of a tmpfs
+        for i in range(20):  # up to 2.5 GB written into its folder: in the sandbox, RAM of a tmpfs
             with open(f"hog{{i}}.bin", "wb") as f:
                 f.write(block)
             time.sleep(0.1)
@@ -322,7 +322,8 @@ def faults(request, tmp_path_factory):
     was = sandbox.set_subreaper()  # every orphan comes back here, where the tests look for it
     before = {"top": tree_digest(top), "home": os.path.exists(HOME_FILE), "tmp": os.path.exists(TMP_FILE)}
     old = os.getcwd()
-    env = {"TFPAR_VERIFY_OUTPUT_MB": "1", "TFPAR_VERIFY_MEMORY_MB": "3000",
+    # 1500 MB per run: a TensorFlow script here stays under 500 MB (proportional set size)
+    env = {"TFPAR_VERIFY_OUTPUT_MB": "1", "TFPAR_VERIFY_MEMORY_MB": "1500",
            "TFPAR_VERIFY_SANDBOX": request.param}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
