@@ -127,7 +127,7 @@ FAULTS = {
         for i in range(20):  # up to 2.5 GB written into its folder: in the sandbox, RAM of a tmpfs
             with open(f"hog{{i}}.bin", "wb") as f:
                 f.write(block)
-            time.sleep(0.1)
+            time.sleep(0.3)
         print("END", flush=True)
     """,
     "writes.py": """
