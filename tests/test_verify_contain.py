@@ -66,12 +66,17 @@ FAULTS = {
         ctypes.string_at(0)
     """,
     "forkbomb.py": """
-        import os, signal, time
+        import gc, os, signal, sys, time
         top = os.getpid()
+        gc.freeze()  # the copies share the parent's memory instead of copying it at their first collection
         for _ in range(5):  # bounded: 2**5 = 32 processes
             os.fork()
         if os.getpid() != top:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            try:
+                os.execv(sys.executable, [sys.executable, "-c", {sleeper!r}, "{mark}-bomb"])
+            except PermissionError:  # no sandbox: other programs are refused
+                pass
             while True:
                 time.sleep(1)
         time.sleep(1.0)
