@@ -44,9 +44,13 @@ case "${1:-}" in
     rc=0; .venv/bin/tfpar-lint check fixtures/ --extend-select ALL --extend-exclude fixtures/zoo --statistics || rc=$?
     [ "$rc" -le 1 ] || exit "$rc"
     echo
-    echo "== tfpar-lint --verify fixtures/TFP201/bad.py   (runs it on 2 logical CPU replicas)"
-    rc=0; .venv/bin/tfpar-lint --verify fixtures/TFP201/bad.py || rc=$?
+    echo "== tfpar-lint --verify fixtures/TFP201/bad.py fixtures/TFP201/good.py   (runs both on 2 logical CPU replicas)"
+    rc=0; .venv/bin/tfpar-lint --verify fixtures/TFP201/bad.py fixtures/TFP201/good.py || rc=$?
     [ "$rc" -le 1 ] || exit "$rc"
+    echo
+    echo "Next: lint your code with '.venv/bin/tfpar-lint src/', verify a training script with"
+    echo "'.venv/bin/tfpar-lint --verify train.py -- ARGS' (-v for the full evidence), and read a rule with"
+    echo "'.venv/bin/tfpar-lint rule TFP201'; 'bash scripts/dev.sh test' runs the test suite."
     ;;
   test)
     setup

@@ -9,7 +9,8 @@ import types
 
 import pytest
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding, Verification
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding, Verification
+from tfpar_lint.verify.result import ScriptRun  # no TensorFlow import
 
 
 def _tfp101_line(path: str = "a.py") -> str:
@@ -428,22 +429,18 @@ def test_double_dash_without_verify_means_paths(project, cli, snippets):
 
 # -- --verify plumbing (with a stand-in verifier; the real one needs TensorFlow) -----
 
-class _FakeRun:
-    def __init__(self, script):
-        self.script = script
-
-    def summary(self):
-        return f"{self.script}: ran 3 steps on 2 replicas"
-
-    def to_dict(self):
-        return {"script": self.script, "steps": 3}
+def _fake_run(script, outcome="stopped", runtime=()):
+    run = ScriptRun(path=script, outcome=outcome, seconds=4.12, replicas=2, devices=["/cpu:0", "/cpu:1"], steps=3,
+                    notes=["stopped after 3 steps of step"])
+    run.runtime_findings = [f.to_dict() for f in runtime]
+    return run
 
 
 @pytest.fixture
 def fake_verify(monkeypatch):
     calls = {}
 
-    def install(status):
+    def install(status, outcome="stopped", runtime_code=None):
         def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=120.0,
                             script_args=(), jobs=None, workdir=None):
             calls.update(scripts=list(scripts), devices=devices, max_steps=max_steps, timeout=timeout,
@@ -451,7 +448,16 @@ def fake_verify(monkeypatch):
             for f in findings:
                 f.verification = Verification(status=status, evidence="variable is not mirrored",
                                               replicas=2, devices=["/cpu:0", "/cpu:1"], seconds=4.12)
-            return [_FakeRun(s) for s in scripts]
+            runs = []
+            for s in scripts:
+                extra = []
+                if runtime_code:
+                    g = Finding(runtime_code, "thread-unlocked-read-modify-write", "seen at runtime", s, 2, 1, 2, 1)
+                    g.verification = Verification(status=RUNTIME, evidence="5 updates should give 5, got 1",
+                                                  replicas=0, seconds=4.12)
+                    extra.append(g)
+                runs.append(_fake_run(s, outcome, extra))
+            return runs
         mod = types.ModuleType("tfpar_lint.verify")
         mod.verify_findings = verify_findings
         monkeypatch.setitem(sys.modules, "tfpar_lint.verify", mod)
@@ -466,19 +472,49 @@ def test_verify_confirmed_text(project, cli, snippets, fake_verify):
     r = cli("--verify", "--devices", "cpu:2", "--max-steps", "3", "--timeout", "60", "train.py",
             "--", "--epochs", "1")
     assert r.rc == 1
-    assert r.lines[0].startswith("train.py:3:9: TFP101")
-    assert r.lines[1] == ("    -> CONFIRMED: variable is not mirrored "
-                          "(2 replicas on /cpu:0,/cpu:1, 4.1 s)")
-    assert "train.py: ran 3 steps on 2 replicas" in r.out
+    assert r.lines[0] == ("train.py: stopped after 3 steps of step (the step bound, --max-steps); "
+                          "2 replicas on cpu:0,cpu:1; 4.1 s; 1 CONFIRMED")
+    assert r.lines[1] == "train.py:3:9: TFP101 CONFIRMED: variable is not mirrored"
+    assert r.lines[2].startswith("== 1 script verified: 1 CONFIRMED, 0 RUNTIME")
+    assert r.lines[3].startswith("Next: ")
     assert calls == {"scripts": ["train.py"], "devices": "cpu:2", "max_steps": 3, "timeout": 60.0,
                      "script_args": ["--epochs", "1"]}
+    r = cli("--verify", "-v", "train.py")
+    assert r.lines[1].startswith("train.py:3:9: TFP101 ") and "CONFIRMED" not in r.lines[1]
+    assert r.lines[2] == "    CONFIRMED: variable is not mirrored (2 replicas on /cpu:0,/cpu:1, 4.1 s)"
 
 
-@pytest.mark.parametrize("status, rc", [(CONFIRMED, 1), (INCONCLUSIVE, 1), (NOT_REPRODUCED, 0)])
+@pytest.mark.parametrize("status, rc", [(CONFIRMED, 1), (INCONCLUSIVE, 0), (NOT_REPRODUCED, 0)])
 def test_verify_exit_codes(project, cli, snippets, fake_verify, status, rc):
     fake_verify(status)
     project.write("train.py", snippets.tfp101)
     assert cli("--verify", "train.py").rc == rc
+
+
+def test_verify_runtime_finding_exits_1_in_every_format(project, cli, snippets, fake_verify):
+    """A mistake the run showed where the linter is silent is a finding of its own (RUNTIME)."""
+    fake_verify(CONFIRMED, runtime_code="TFP301")
+    project.write("train.py", snippets.clean)
+    r = cli("--verify", "train.py")
+    assert r.rc == 1
+    assert "train.py:2:1: TFP301 RUNTIME: 5 updates should give 5, got 1" in r.lines
+    r = cli("--verify", "--format", "json", "train.py")
+    assert r.rc == 1
+    (d,) = json.loads(r.out)
+    assert (d["code"], d["line"], d["verification"]["status"]) == ("TFP301", 2, RUNTIME)
+    r = cli("--verify", "--format", "sarif", "train.py")
+    (res,) = json.loads(r.out)["runs"][0]["results"]
+    assert res["ruleId"] == "TFP301" and res["properties"]["verification"]["status"] == RUNTIME
+    from tfpar_lint.finding import VERDICTS
+
+    assert json.loads(r.out)["runs"][0]["invocations"][0]["properties"]["verdicts"] == VERDICTS
+
+
+def test_verify_script_that_could_not_run_exits_2(project, cli, snippets, fake_verify):
+    fake_verify(INCONCLUSIVE, outcome="failed")
+    project.write("train.py", snippets.tfp101)
+    r = cli("--verify", "train.py")
+    assert r.rc == 2 and "could not be run" in r.lines[0]
 
 
 def test_verify_json_and_sarif(project, cli, snippets, fake_verify):
@@ -487,15 +523,30 @@ def test_verify_json_and_sarif(project, cli, snippets, fake_verify):
     r = cli("--verify", "--format", "json", "train.py")
     assert r.rc == 0
     assert json.loads(r.out)[0]["verification"]["status"] == NOT_REPRODUCED
-    assert "ran 3 steps" in r.err  # run summaries go to stderr, stdout stays JSON
+    assert r.err.startswith("train.py: stopped after 3 steps")  # run headers go to stderr, stdout stays JSON
     r = cli("--verify", "--format", "sarif", "train.py")
     log = json.loads(r.out)
     assert log["runs"][0]["results"][0]["properties"]["verification"]["replicas"] == 2
     assert log["runs"][0]["invocations"][0]["properties"]["scriptRuns"][0]["steps"] == 3
 
 
+def test_help_names_the_verdicts_and_exit_codes(cli):
+    from tfpar_lint.finding import VERDICTS
+
+    out = " ".join(build_help().split())
+    for v in VERDICTS:
+        assert v in out
+    assert "0 when nothing is CONFIRMED or RUNTIME, 1 otherwise, 2 when a script could not be run at all" in out
+
+
+def build_help() -> str:
+    from tfpar_lint.cli import build_parser
+
+    return build_parser().format_help()
+
+
 def test_verify_clean_script_still_runs_and_exits_0(project, cli, snippets, fake_verify):
-    """A script without findings is still run, so its observations show "not reproduced"."""
+    """A script without findings is still run (a mistake the linter missed would be RUNTIME)."""
     calls = fake_verify(CONFIRMED)
     project.write("train.py", snippets.clean)
     assert cli("--verify", "train.py").rc == 0
@@ -551,22 +602,34 @@ with strategy.scope():
     model.fit(x, y, batch_size=16, epochs=1, verbose=0)
 """
 
+REAL_GOOD_SCRIPT = REAL_TFP101_SCRIPT.replace(
+    "model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])\nwith strategy.scope():\n",
+    "with strategy.scope():\n    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])\n")
+
 
 @pytest.mark.verify
-def test_verify_for_real(project, tfpar):
+def test_verify_for_real(project, cli):
+    """The real verifier through the CLI: a known-bad script is CONFIRMED and exits 1,
+    its corrected version gets no finding and exits 0 (in-process CLI, so that this checkout's
+    code runs; the verifier's children are real processes with real TensorFlow)."""
     from tfpar_lint.cli import _tensorflow_available
 
     if not _tensorflow_available():
         pytest.skip("TensorFlow is not installed (pip install 'tfpar-lint[verify]')")
+    assert REAL_GOOD_SCRIPT != REAL_TFP101_SCRIPT
     project.write("train.py", REAL_TFP101_SCRIPT)
-    r = tfpar("--verify", "--devices", "cpu:2", "--max-steps", "2", "--timeout", "240", "train.py")
-    assert r.rc in (1, 0), r.err
+    project.write("good.py", REAL_GOOD_SCRIPT)
+    r = cli("--verify", "--devices", "cpu:2", "--max-steps", "2", "--timeout", "240", "train.py")
+    assert r.rc == 1, r.out + r.err
     lines = r.out.splitlines()
-    assert lines[0].startswith("train.py:8:9: TFP101 "), r.out
-    assert re.match(r"    -> (CONFIRMED|NOT REPRODUCED|INCONCLUSIVE): .+ \(.*\d+\.\d s\)$", lines[1]), lines[1]
-    assert any(ln.startswith("train.py: ") for ln in lines[2:]), r.out  # the script run summary
-    if lines[1].startswith("    -> CONFIRMED"):
-        assert r.rc == 1 and "2 replicas on /cpu:0,/cpu:1" in lines[1]
+    assert lines[0].startswith("train.py: ") and lines[0].endswith("1 CONFIRMED"), r.out
+    assert lines[1].startswith("train.py:8:9: TFP101 CONFIRMED: "), r.out
+    r = cli("--verify", "--devices", "cpu:2", "--max-steps", "2", "--timeout", "240", "good.py")
+    assert r.rc == 0, r.out + r.err
+    lines = r.out.splitlines()
+    assert lines[0].startswith("good.py: ran to the end; 2 replicas on cpu:0,cpu:1; ") and lines[0].endswith(
+        "nothing found"), r.out
+    assert lines[1].startswith("== 1 script verified: 0 CONFIRMED, 0 RUNTIME"), r.out
 
 
 def test_verify_runs_named_files_and_flagged_files_only(project, snippets):

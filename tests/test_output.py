@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tfpar_lint.finding import CONFIRMED, FileError, Finding, Verification
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, FileError, Finding, Verification
 from tfpar_lint.output import Report, error_code, write
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -44,10 +44,10 @@ def test_short_device_names_in_verdict_line():
     from tfpar_lint.output import verification_line
 
     f = _finding()
-    f.verification = Verification(status="not_reproduced", evidence="ran fine", replicas=2, seconds=1.0,
+    f.verification = Verification(status=NOT_REPRODUCED, evidence="ran fine", replicas=2, seconds=1.0,
                                   devices=["/job:localhost/replica:0/task:0/device:CPU:0",
                                            "/job:localhost/replica:0/task:0/device:GPU:1"])
-    assert verification_line(f) == "-> NOT REPRODUCED: ran fine (2 replicas on /cpu:0,/gpu:1, 1.0 s)"
+    assert verification_line(f) == "-> NOT_REPRODUCED: ran fine (2 replicas on /cpu:0,/gpu:1, 1.0 s)"
 
 
 def test_error_codes():
@@ -79,16 +79,77 @@ def test_text_statistics_like_flake8():
     assert out[-1] == "3     TFP101 50% of it, with: commas, colons and a newline"
 
 
-def test_text_script_run_summaries():
-    class Run:
-        def summary(self):
-            return "pkg/train.py: 2 replicas, 3 steps, exit 0"
-    rep = _report()
-    rep.runs = [Run()]
-    rep.verified = True
-    out = render("text", rep)
-    assert out.rstrip().endswith("pkg/train.py: 2 replicas, 3 steps, exit 0")
-    assert "    -> UNVERIFIED" in out  # findings the verifier did not run are marked
+def _verified_report(verbose=False):
+    from tfpar_lint.verify.result import FamilyObservation, ScriptRun
+
+    def fnd(path, line, code, status, evidence):
+        f = Finding(code, "name", f"{code} message", path, line, 1, line, 5)
+        f.verification = Verification(status=status, evidence=evidence, replicas=2,
+                                      devices=["/device:CPU:0", "/device:CPU:1"], seconds=3.0)
+        return f
+
+    runs = [
+        ScriptRun(path="a.py", outcome="stopped", seconds=3.04, replicas=2, devices=["/device:CPU:0", "/device:CPU:1"],
+                  notes=["stopped after 3 steps of step"],
+                  observations=[FamilyObservation("execution", "TFP7xx", CONFIRMED, "strategy.run called eagerly")]),
+        ScriptRun(path="b.py", outcome="ok", seconds=5.2, devices=["/device:CPU:0", "/device:CPU:1"]),
+        ScriptRun(path="c.py", outcome="error", seconds=0.4, error="KeyError: 'x' (c.py:3)"),
+    ]
+    findings = [
+        fnd("a.py", 4, "TFP201", CONFIRMED, "strategy.run at line 4 received identical data; 2 replicas (each) saw it"),
+        fnd("a.py", 9, "TFP403", NOT_REPRODUCED, "replicas drew different values. More detail here"),
+        fnd("b.py", 10, "TFP301", RUNTIME, "variable v: 5 updates from 5 threads should give 5, the final value is 1"),
+        fnd("c.py", 7, "TFP101", INCONCLUSIVE, "the script failed before line 7 ran: KeyError"),
+    ]
+    return Report(findings=findings, runs=runs, verified=True, verbose=verbose)
+
+
+def test_verify_report_reads_like_pytest():
+    out = render("text", _verified_report()).splitlines()
+    assert out == [
+        "a.py: stopped after 3 steps of step (the step bound, --max-steps); 2 replicas on cpu:0,cpu:1; 3.0 s; "
+        "1 CONFIRMED, 1 NOT_REPRODUCED",
+        "a.py:4:1: TFP201 CONFIRMED: strategy.run at line 4 received identical data",
+        "a.py:9:1: TFP403 NOT_REPRODUCED: replicas drew different values",
+        "b.py: ran to the end; no strategy created (devices cpu:0,cpu:1); 5.2 s; 1 RUNTIME",
+        "b.py:10:1: TFP301 RUNTIME: variable v: 5 updates from 5 threads should give 5, the final value is 1",
+        "c.py: failed with KeyError: 'x' (c.py:3); no strategy created; 0.4 s; 1 INCONCLUSIVE",
+        "c.py:7:1: TFP101 INCONCLUSIVE: the script failed before line 7 ran: KeyError",
+        "== 3 scripts verified: 1 CONFIRMED, 1 RUNTIME, 1 NOT_REPRODUCED, 1 INCONCLUSIVE ==",
+        "Next: fix the CONFIRMED and RUNTIME findings; `tfpar-lint rule CODE` explains each rule and its fix "
+        "(TFP201, TFP301); -v shows the full evidence.",
+        "INCONCLUSIVE: the run could not decide (the script failed or hung first, or the line never ran); -v shows "
+        "why: pass the script's arguments after --, or raise --timeout / --max-steps.",
+    ]
+
+
+def test_verify_report_verbose_and_no_family_verdicts():
+    out = render("text", _verified_report(verbose=True))
+    lines = out.splitlines()
+    assert lines[1] == "a.py:4:1: TFP201 TFP201 message"
+    assert lines[2] == ("    CONFIRMED: strategy.run at line 4 received identical data; 2 replicas (each) saw it "
+                        "(2 replicas on /cpu:0,/cpu:1, 3.0 s)")
+    assert "    notes: stopped after 3 steps of step" in lines
+    assert "    execution probe (TFP7xx) saw: strategy.run called eagerly" in lines
+    # A family observation is never printed as a verdict of a code that has no finding.
+    for text in (out, render("text", _verified_report())):
+        assert "TFP7xx CONFIRMED" not in text.upper()
+
+
+def test_verify_report_clean_and_first_sentence():
+    from tfpar_lint.output import first_sentence
+    from tfpar_lint.verify.result import ScriptRun
+
+    rep = Report(findings=[], runs=[ScriptRun(path="ok.py", outcome="ok", seconds=1.0)], verified=True)
+    assert render("text", rep).splitlines() == [
+        "ok.py: ran to the end; no strategy created; 1.0 s; nothing found",
+        "== 1 script verified: 0 CONFIRMED, 0 RUNTIME, 0 NOT_REPRODUCED, 0 INCONCLUSIVE ==",
+        "Nothing found: no finding, and the run showed no mistake.",
+    ]
+    assert first_sentence("a (b; c) d; e") == "a (b; c) d"
+    assert first_sentence("value 1.5 was read. Then more") == "value 1.5 was read"
+    long = "word " * 60
+    assert len(first_sentence(long)) <= 110 and first_sentence(long).endswith("...")
 
 
 # -- json ------------------------------------------------------------------------------
@@ -104,7 +165,7 @@ def test_json_is_a_list_with_errors_inline():
         ("E999", "syntax-error", "broken.py"), ("E902", "io-error", "latin.py")]
     f = [d for d in data if d["path"] == "pkg/train.py"]
     assert f[0]["line"] == 3 and "verification" not in f[0]
-    assert f[1]["verification"] == {"status": "confirmed", "evidence": "weights differ across replicas",
+    assert f[1]["verification"] == {"status": "CONFIRMED", "evidence": "weights differ across replicas",
                                     "replicas": 2, "devices": ["/cpu:0", "/cpu:1"], "seconds": 4.06}
     nb = [d for d in data if d["path"] == "nb.ipynb"][0]
     assert nb["cell"] == 4
@@ -177,7 +238,7 @@ def test_sarif_complete(tmp_path, monkeypatch):
     assert loc["artifactLocation"] == {"uri": "pkg/train.py", "uriBaseId": "%SRCROOT%"}
     assert loc["region"] == {"startLine": 3, "startColumn": 9, "endLine": 3, "endColumn": 56}
     assert results[0]["properties"]["cell"] == 4 and results[0]["level"] == "warning"
-    assert results[2]["properties"]["verification"]["status"] == "confirmed"
+    assert results[2]["properties"]["verification"]["status"] == "CONFIRMED"
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
     inv = run["invocations"][0]
     assert inv["executionSuccessful"] is False

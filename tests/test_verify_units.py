@@ -87,7 +87,7 @@ def test_scriptrun_summary_and_dict():
                                   FamilyObservation("input", "TFP2xx", CONFIRMED, "same data")])
     s = run.summary()
     assert s.startswith("train.py: stopped in 3.2 s, 2 replicas on CPU:0,CPU:1;")
-    assert "TFP2xx confirmed: same data" in s and "\n" not in s
+    assert "input probe: same data" in s and "\n" not in s and "CONFIRMED" not in s
     assert run.status == CONFIRMED
     assert ScriptRun.from_dict(run.to_dict()) == run
     hung = ScriptRun(path="t.py", outcome="hung", hang_location="t.py:8 in <module>")
@@ -119,6 +119,216 @@ def test_cluster_detection_ignores_docstrings():
     doc = '"""Under MultiWorkerMirroredStrategy this would..."""\nimport tensorflow as tf\n'
     assert not _MWMS.search(_code_only(doc))
     assert _MWMS.search(_code_only("import tensorflow as tf\ns = tf.distribute.MultiWorkerMirroredStrategy()\n"))
+
+
+# -- a local cluster stops at the same step on every worker ------------------------------------
+
+def _recorders(folder, n=2):
+    from tfpar_lint.verify.runtime import Recorder
+
+    out = []
+    for i in range(n):
+        r = Recorder("/x/train.py", 3, {})
+        r.sync_dir, r.num_workers, r.worker_index, r.sync_wait = str(folder), n, i, 5.0
+        out.append(r)
+    return out
+
+
+def _decide(recs, tag, wishes):
+    import threading
+
+    got = [None] * len(recs)
+
+    def run(i):
+        got[i] = recs[i].agree(tag, wishes[i])
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(len(recs))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(10)
+    return got
+
+
+@pytest.mark.parametrize("wishes, want", [((True, True), True), ((True, False), False), ((False, True), False),
+                                          ((False, False), False)])
+def test_workers_agree_on_the_step_bound(tmp_path, wishes, want):
+    """Each worker's wish to stop depends on its own flagged lines still to come; stopping
+    alone would leave the peer blocked in the next collective. All stop, or none."""
+    recs = _recorders(tmp_path)
+    assert _decide(recs, "step-train-3", wishes) == [want, want]
+
+
+def test_worker_whose_peer_left_stops_without_waiting(tmp_path):
+    import time
+
+    a, b = _recorders(tmp_path)
+    b.leave()
+    t0 = time.time()
+    assert a.agree("step-train-3", True) is True
+    assert time.time() - t0 < a.sync_wait  # behaviour: it did not wait for the peer's decision
+    single = _recorders(tmp_path, 1)[0]
+    single.sync_dir = None
+    assert single.agree("x", False) is False and single.agree("x", True) is True
+
+
+def test_step_bound_race_is_reported_as_it_was(monkeypatch, tmp_path):
+    """A run where one worker hit UnavailableError while its peer stopped at the step bound is
+    never re-run and never NOT_REPRODUCED: it stays an error, the finding INCONCLUSIVE, and a
+    note says what happened."""
+    from tfpar_lint.finding import Finding
+    from tfpar_lint.verify import driver
+    from tfpar_lint.verify.probes import RunData
+
+    err = {"type": "UnavailableError", "message": "Collective ops is aborted by: peer left", "frames": [],
+           "script_lines": [9], "location": "t.py:9"}
+    workers = [{"outcome": "stopped", "notes": [], "steps": 3, "marks": {"9": 1}, "ran": {"1": 1}, "probes": {}},
+               {"outcome": "error", "error": err, "notes": [], "steps": 3, "marks": {"9": 1}, "ran": {"1": 1},
+                "probes": {}}]
+    calls = []
+
+    def fake_now(job, ctx, rerun):
+        calls.append(rerun)
+        data = RunData(path=job.script, workers=[dict(w) for w in workers], outcome="error", seconds=1.0)
+        data.exit_codes, data.killed, data.driver_notes = [0, 1], [False, False], []
+        return data
+
+    monkeypatch.setattr(driver, "_execute_now", fake_now)
+    f = Finding("TFP601", "", "", str(tmp_path / "t.py"), 9, 1, 9, 1)
+    job = driver._Job(index=0, script=str(tmp_path / "t.py"), findings=[f], multiworker=True, uses_threads=False,
+                      rerun=False, lines=[9])
+    import threading
+
+    ctx = {"slots": driver._Slots(2), "cancel": threading.Event()}
+    data = driver._execute(job, ctx, False)
+    assert calls == [False]  # run once, not re-run
+    assert any("UnavailableError" in n and "not re-run" in n for n in data.driver_notes)
+    run = driver._conclude(job, data, "t.py", driver.parse_devices("cpu:2"), "")
+    assert run.outcome == "error"
+    assert f.verification.status != driver.NOT_REPRODUCED, f.verification
+    assert any("not re-run" in n for n in run.notes)
+
+
+# -- --devices: the device plan, decided from the number of GPUs alone -------------------------
+
+@pytest.mark.parametrize("spec, gpus, names, visible, split, split_gpu", [
+    ("auto", 0, ["/device:CPU:0", "/device:CPU:1"], (), 2, False),
+    ("auto", 1, ["/device:GPU:0", "/device:GPU:1"], (0,), 2, True),  # one GPU split into 2 logical GPUs
+    ("auto", 2, ["/device:GPU:0", "/device:GPU:1"], (0, 1), 0, False),  # all GPUs
+    ("auto", 4, [f"/device:GPU:{i}" for i in range(4)], (0, 1, 2, 3), 0, False),
+    ("gpu", 1, ["/device:GPU:0", "/device:GPU:1"], (0,), 2, True),
+    ("gpu", 3, ["/device:GPU:0", "/device:GPU:1", "/device:GPU:2"], (0, 1, 2), 0, False),
+    ("gpu:3", 1, ["/device:GPU:0", "/device:GPU:1", "/device:GPU:2"], (0,), 3, True),
+    ("gpu:2", 4, ["/device:GPU:0", "/device:GPU:1"], (0, 1), 0, False),
+    ("cpu:4", 2, [f"/device:CPU:{i}" for i in range(4)], (), 4, False),  # GPUs hidden
+    ("cpu:1", 0, ["/device:CPU:0"], (), 0, False),
+])
+def test_device_plan(spec, gpus, names, visible, split, split_gpu):
+    from tfpar_lint.verify.devices import plan
+
+    p = plan(parse_devices(spec), gpus, memory_mb=1024)
+    assert (list(p.names), p.visible, p.split, p.split_gpu) == (names, visible, split, split_gpu)
+    if split_gpu:
+        assert p.memory_mb == 1024 and p.note == f"GPU 0 split into {len(names)} logical GPUs of 1024 MiB"
+
+
+@pytest.mark.parametrize("gpus, worker, visible, split", [(2, 1, (1,), 0), (4, 0, (0,), 0), (1, 1, (0,), 1),
+                                                          (0, 1, (), 0)])
+def test_device_plan_for_cluster_workers(gpus, worker, visible, split):
+    from tfpar_lint.verify.devices import plan
+
+    p = plan(parse_devices("auto"), gpus, worker_index=worker, num_workers=2)
+    assert len(p.names) == 1 and (p.visible, p.split) == (visible, split)
+    assert p.kind == ("gpu" if gpus else "cpu")
+
+
+def test_device_plan_gpu_without_gpu_is_an_error():
+    from tfpar_lint.verify.devices import plan
+
+    with pytest.raises(RuntimeError, match="no GPU"):
+        plan(parse_devices("gpu"), 0)
+
+
+def test_scope_evidence_names_the_compile_line_itself():
+    """A model built outside the scope and compiled inside a helper: the evidence names the
+    ``compile`` call (innermost script line), not the call of the helper."""
+    from tfpar_lint.verify.probes import RunData
+    from tfpar_lint.verify.probes.scope import _misuses
+
+    obs = {"objects": [{"kind": "model", "cls": "Sequential", "strategy": None, "lines": [5]}],
+           "compiles": [{"model": 0, "strategy": 0, "model_strategy": None, "optimizer": None, "metrics": [],
+                         "lines": [12, 30]}],  # compile at line 12, inside a function called at line 30
+           "fits": [], "applies": []}
+    run = RunData(path="t.py", workers=[{"strategies": [{"type": "MirroredStrategy", "replicas": 2}],
+                                         "probes": {"scope": obs}}], outcome="ok", seconds=1.0)
+    ((ob, use),) = _misuses(run, obs)
+    assert "compiled under MirroredStrategy (2 replicas) (line 12)" in use, use
+
+
+# -- runtime findings: one per mistake, never beside a static finding of it ---------------------
+
+def _race_run(path):
+    from tfpar_lint.verify.probes import RunData
+
+    var = {"name": "v:0", "first": 0.0, "expected": 5.0, "final": 1.0, "writes": 5, "stale": 2, "threads": 5,
+           "sites": {"10": {"writes": 5, "stale": 2, "kind": "assign"}}, "kinds": ["assign"], "unit": 1.0,
+           "graph_writes": False}
+    return RunData(path=path, workers=[{"probes": {"threads": {"variables": [var]}}}], outcome="ok", seconds=1.0)
+
+
+def _job(path, findings, cell_map=None):
+    from tfpar_lint.verify import driver
+
+    return driver._Job(index=0, script=path, findings=findings, multiworker=False, uses_threads=True, rerun=False,
+                       cell_map=cell_map or {})
+
+
+def _static(path, code, line, status):
+    from tfpar_lint.finding import Finding, Verification
+
+    f = Finding(code, "", "", path, line, 1, line, 1)
+    f.verification = Verification(status=status, evidence="static verdict")
+    return f
+
+
+def test_runtime_finding_where_nothing_static_covers_it():
+    from tfpar_lint.finding import RUNTIME
+    from tfpar_lint.verify import driver
+
+    (g,) = driver._runtime_findings(_job("t.py", []), _race_run("t.py"), "t.py")
+    assert (g.code, g.line, g.verification.status, g.name) == ("TFP301", 10, RUNTIME,
+                                                               "thread-unlocked-read-modify-write")
+    assert "5 updates from 5 threads should give 5, the final value is 1" in g.verification.evidence
+    # a finding of another family elsewhere does not cover it
+    other = _static("t.py", "TFP201", 10, CONFIRMED)
+    assert [x.code for x in driver._runtime_findings(_job("t.py", [other]), _race_run("t.py"), "t.py")] == ["TFP301"]
+
+
+@pytest.mark.parametrize("line, status", [(10, NOT_REPRODUCED), (11, INCONCLUSIVE), (10, CONFIRMED)])
+def test_static_finding_at_the_place_gets_the_verdict(line, status):
+    from tfpar_lint.verify import driver
+
+    f = _static("t.py", "TFP301", line, status)
+    assert driver._runtime_findings(_job("t.py", [f]), _race_run("t.py"), "t.py") == []
+    assert f.verification.status == CONFIRMED
+    if status != CONFIRMED:
+        assert "threads should give 5" in f.verification.evidence
+
+
+def test_confirmed_static_finding_of_the_code_elsewhere_covers_it():
+    from tfpar_lint.verify import driver
+
+    f = _static("t.py", "TFP301", 40, CONFIRMED)
+    assert driver._runtime_findings(_job("t.py", [f]), _race_run("t.py"), "t.py") == []
+    g = _static("t.py", "TFP301", 40, NOT_REPRODUCED)  # not confirmed: a different place, a finding of its own
+    assert [x.line for x in driver._runtime_findings(_job("t.py", [g]), _race_run("t.py"), "t.py")] == [10]
+
+
+def test_runtime_finding_in_a_notebook_points_into_its_cell():
+    from tfpar_lint.verify import driver
+
+    (g,) = driver._runtime_findings(_job("n.ipynb", [], {(3, 2): 10, (3, 3): 11}), _race_run("n.ipynb"), "n.ipynb")
+    assert (g.cell, g.line) == (3, 2)
 
 
 def test_reports_carry_the_end_of_the_output():

@@ -9,10 +9,11 @@
     tfpar-lint --list-rules               code, name, default on/off, summary
     tfpar-lint --verify train.py [--devices cpu:2] [-- script args...]
 
-Exit codes: 0 nothing found, 1 findings (with ``--verify``: a finding was
-confirmed or could not be decided), 2 usage, configuration or file error (a
-file that cannot be read or parsed is reported and the others are still
-linted).  Bad input never prints a traceback.
+Exit codes: 0 nothing found, 1 findings, 2 usage, configuration or file error
+(a file that cannot be read or parsed is reported and the others are still
+linted).  With ``--verify``: 0 when no finding is CONFIRMED and nothing was found
+at runtime (RUNTIME), 1 otherwise, 2 when a script could not be run at all.
+Bad input never prints a traceback.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
 
 from tfpar_lint import __version__
 from tfpar_lint.config import FORMATS, ConfigError, Settings, load_settings, split_csv
-from tfpar_lint.finding import NOT_REPRODUCED, FileError, Finding
+from tfpar_lint.finding import CONFIRMED, RUNTIME, VERDICTS, FileError, Finding
 
 PROG = "tfpar-lint"
 PROGRESS_MIN_FILES = 20
@@ -117,7 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find tf.distribute mistakes in Python files and notebooks (`check` is optional, as in "
                     "`ruff check`).",
         epilog=f"`{PROG} rule CODE` prints a rule's page. Everything after `--` is passed to the "
-               "scripts run by --verify. Exit codes: 0 clean, 1 findings, 2 usage/config/file error.",
+               "scripts run by --verify. Exit codes: 0 clean, 1 findings, 2 usage/config/file error. "
+               "--verify gives each finding a verdict: "
+               + "; ".join(f"{k}: {v}" for k, v in VERDICTS.items())
+               + ". Exit codes under --verify: 0 when nothing is CONFIRMED or RUNTIME, 1 otherwise, "
+               "2 when a script could not be run at all.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); - for stdin")
     sel = p.add_argument_group("rule selection")
@@ -149,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="colours: auto (on a terminal, unless NO_COLOR is set; FORCE_COLOR forces them), "
                           "always, never")
     log = p.add_argument_group("log levels")
-    log.add_argument("-v", "--verbose", action="store_true", help="log what is done to standard error")
+    log.add_argument("-v", "--verbose", action="store_true",
+                     help="log what is done to standard error; with --verify, also print each finding's message "
+                          "and full evidence, the run's notes and what each probe checked")
     log.add_argument("-q", "--quiet", action="store_true", help="print findings, but nothing else")
     log.add_argument("-s", "--silent", action="store_true",
                      help="print nothing (the exit code still says whether there are findings)")
@@ -197,12 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
                           ".tfpar_lint_cache in the project root)")
     ver = p.add_argument_group("runtime verification (needs tfpar-lint[verify])")
     ver.add_argument("--verify", action="store_true",
-                     help="run scripts on real devices to confirm or refute each finding: the files named on the "
-                          "command line, and the files with findings found in the folders given (other files in "
-                          "those folders are linted, never run). Each run is sandboxed: see README, Security")
+                     help="run scripts on several devices: the files named on the command line, and the files "
+                          "with findings found in the folders given (other files in those folders are linted, "
+                          "never run). Each finding gets CONFIRMED, NOT_REPRODUCED or INCONCLUSIVE with its "
+                          "evidence; a mistake the run shows where the linter was silent is a finding of its "
+                          "own, RUNTIME. Each run is sandboxed: see README, Security")
     ver.add_argument("--show-output", action="store_true",
                      help="print each verified script's stdout and stderr (always shown, last lines, when it fails)")
-    ver.add_argument("--devices", type=_devices, default="auto", help="auto, cpu:N or gpu[:N] (default: auto)")
+    ver.add_argument("--devices", type=_devices, default="auto",
+                     help="auto (every GPU when there are two or more, one GPU split into 2 logical GPUs, else 2 "
+                          "logical CPU devices), cpu:N or gpu[:N] (default: auto)")
     ver.add_argument("--max-steps", type=_positive_int("--max-steps"), default=None,
                      help="stop each script after N training steps")
     ver.add_argument("--timeout", type=_positive_float, default=None, help="seconds allowed per script")
@@ -629,7 +640,7 @@ def _main(argv: list[str]) -> int:
     interrupted = 0
     if args.verify:
         scripts = _scripts_to_run(found.files, paths, findings)
-        if scripts:  # a named clean script runs too: its per-family observations show "not reproduced"
+        if scripts:  # a named clean script runs too: a mistake the linter missed is reported as RUNTIME
             try:
                 runs = _verify(scripts, findings, args, script_args, settings.jobs)
             except KeyboardInterrupt as e:  # lose nothing: report the findings and the finished runs
@@ -638,19 +649,26 @@ def _main(argv: list[str]) -> int:
                 _exit_on_next_signal()
                 sys.stderr.write(f"{PROG}: interrupted: {len(runs)} of {len(scripts)} script(s) verified; "
                                  f"the others were stopped or not started\n")
+        for run in runs:
+            findings.extend(run.new_findings() if hasattr(run, "new_findings") else [])
 
     from tfpar_lint.output import Report, write
 
     report = Report(findings=findings, errors=errors, runs=runs if fmt in ("text", "concise", "full") else [],
                     verified=args.verify, root=settings.root if settings.config_path else os.getcwd(),
-                    unsafe_fixes=args.unsafe_fixes, show_source=args.show_source)
+                    unsafe_fixes=args.unsafe_fixes, show_source=args.show_source, verbose=args.verbose)
     if stdin_result is not None and stdin_source is not None:
         report.sources[stdin_result.path] = stdin_fixed if stdin_fixed is not None else stdin_source
     if fmt == "sarif":
         report.runs = runs
-    if runs and fmt in ("json", "github"):
-        for run in runs:
-            sys.stderr.write((run.summary() if hasattr(run, "summary") else str(run)).rstrip("\n") + "\n")
+    if runs and fmt in ("json", "github", "sarif"):
+        from tfpar_lint.output.text import script_header
+
+        for run in runs:  # stdout stays machine-readable: one line per script on stderr
+            fs = [f.verification.status for f in findings
+                  if f.verification is not None and os.path.realpath(f.path) == os.path.realpath(run.path)]
+            line = script_header(run, fs) if hasattr(run, "outcome") else str(run.summary())
+            sys.stderr.write(line.rstrip("\n") + "\n")
 
     def emit(stream: TextIO) -> None:
         if args.silent:
@@ -659,7 +677,7 @@ def _main(argv: list[str]) -> int:
         if fmt in ("text", "concise", "full") and not quiet:
             if args.show_fixes and fix_mode and fixed:
                 stream.write(_show_fixes(fixed))
-            if fmt != "text" or fix_mode:
+            if (fmt != "text" or fix_mode) and not (args.verify and runs):  # --verify ends with its own counts
                 for line in summary_lines(findings, errors, n_fixed, fix_mode, args.unsafe_fixes):
                     stream.write(line + "\n")
         if args.count:
@@ -689,7 +707,8 @@ def _main(argv: list[str]) -> int:
         _show_outputs(runs, always=args.show_output)
     if interrupted:
         return 128 + interrupted
-    rc = exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero)
+    not_run = [r for r in runs if getattr(r, "outcome", "") == "failed"]
+    rc = exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero, not_run=len(not_run))
     if rc == 0 and args.exit_non_zero_on_fix and modified:
         rc = 1
     return rc
@@ -902,17 +921,18 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
 
 
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,
-              exit_zero: bool) -> int:
-    if errors:
+              exit_zero: bool, not_run: int = 0) -> int:
+    """0 clean, 1 findings, 2 errors.  Under --verify: 1 only when a finding is CONFIRMED
+    or was found at runtime (RUNTIME); 2 when a script could not be run at all."""
+    if errors or (verified and not_run):
         return 2
     findings = list(findings)
     if exit_zero or not findings:
         return 0
     if not verified:
         return 1
-    for f in findings:
-        if f.verification is None or f.verification.status != NOT_REPRODUCED:
-            return 1  # confirmed, inconclusive, or not run
+    if any(f.verification is not None and f.verification.status in (CONFIRMED, RUNTIME) for f in findings):
+        return 1
     return 0
 
 

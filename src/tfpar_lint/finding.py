@@ -9,16 +9,24 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-CONFIRMED = "confirmed"
-NOT_REPRODUCED = "not_reproduced"
-INCONCLUSIVE = "inconclusive"
+# The verifier's verdicts, spelled the same in the text report, JSON, SARIF, --help and the README.
+CONFIRMED = "CONFIRMED"  # a finding of the linter, whose symptom the run showed
+NOT_REPRODUCED = "NOT_REPRODUCED"  # a finding of the linter; the run showed the code behaving correctly
+INCONCLUSIVE = "INCONCLUSIVE"  # a finding of the linter the run could not decide (crash, hang, line not reached)
+RUNTIME = "RUNTIME"  # a mistake the run showed where the linter reported nothing
+VERDICTS: dict[str, str] = {
+    CONFIRMED: "the run showed the finding's symptom",
+    RUNTIME: "the run showed a mistake the linter did not report (a finding of its own)",
+    NOT_REPRODUCED: "the run showed the flagged code behaving correctly",
+    INCONCLUSIVE: "the run could not decide (the script failed or hung first, or the line never ran)",
+}
 
 
 @dataclass
 class Verification:
     """What the runtime verifier saw for one finding."""
 
-    status: str  # CONFIRMED | NOT_REPRODUCED | INCONCLUSIVE
+    status: str  # CONFIRMED | NOT_REPRODUCED | INCONCLUSIVE | RUNTIME
     evidence: str
     replicas: int = 0
     devices: list[str] = field(default_factory=list)

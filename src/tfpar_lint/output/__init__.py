@@ -31,6 +31,7 @@ class Report:
     runs: list[Any] = field(default_factory=list)  # verify.ScriptRun objects
     verified: bool = False
     root: str = "."  # paths in SARIF are made relative to this
+    verbose: bool = False  # --verify text report: full findings, evidence, notes and probe observations
     unsafe_fixes: bool = False  # unsafe fixes count as applicable ([*] marker)
     color: bool = False  # ANSI colours (text, concise, full)
     show_source: bool = False  # text: flake8's --show-source
@@ -87,7 +88,32 @@ def error_name(code: str) -> str:
 
 
 def status_label(status: str) -> str:
-    return status.replace("_", " ").upper()
+    """The verdict as printed everywhere: CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE, RUNTIME."""
+    return status.upper()
+
+
+def first_sentence(text: str, limit: int = 110) -> str:
+    """The evidence's first clause (up to ``; `` or ``. `` outside brackets and quotes),
+    at most ``limit`` characters, for the one-line report."""
+    depth, quote, end = 0, "", len(text)
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "`":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch in ";." and text[i + 1:i + 2] == " ":
+            end = i
+            break
+    s = " ".join(text[:end].split())
+    if len(s) > limit:
+        cut = s.rfind(" ", 0, limit - 1)
+        s = s[:cut if cut > limit // 2 else limit - 1].rstrip(" ,;:(") + "..."
+    return s
 
 
 _DEVICE = re.compile(r"device:([A-Za-z_]+):(\d+)$")
@@ -166,6 +192,13 @@ def write(fmt: str, report: Report, stream: TextIO, *, statistics: bool = False)
     }
     if fmt not in writers:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt in ("concise", "full") and report.verified and report.runs:
+        # --verify's report is the same in every human-readable format (one line per script and
+        # per finding, the verdict counts, what to do next)
+        text.write_verified(report, stream)
+        if statistics:
+            {"concise": concise, "full": full}[fmt].write_statistics(report, stream)
+        return
     writers[fmt](report, stream, statistics=statistics)
 
 

@@ -16,7 +16,9 @@
 * Files that could not be linted: ``invocations[0].toolExecutionNotifications``
   (level ``error``, ``descriptor.id`` E999/E902, with the location), and
   ``executionSuccessful`` false.  The verifier's script runs go into
-  ``invocations[0].properties.scriptRuns``.
+  ``invocations[0].properties.scriptRuns``, and what each verdict (``CONFIRMED``,
+  ``RUNTIME``, ``NOT_REPRODUCED``, ``INCONCLUSIVE``) means into
+  ``invocations[0].properties.verdicts``.
 """
 from __future__ import annotations
 
@@ -150,8 +152,12 @@ def build(report: Report) -> dict[str, Any]:
         "toolExecutionNotifications": notifications,
     }
     if report.runs:
+        from tfpar_lint.finding import VERDICTS
+
         invocation["properties"] = {
-            "scriptRuns": [r.to_dict() if hasattr(r, "to_dict") else str(r) for r in report.runs]}
+            "scriptRuns": [r.to_dict() if hasattr(r, "to_dict") else str(r) for r in report.runs],
+            "verdicts": dict(VERDICTS),  # what each properties.verification.status means
+        }
 
     root_uri = Path(os.path.abspath(report.root)).as_uri().rstrip("/") + "/"
     return {

@@ -4,18 +4,25 @@ Notebook findings read ``path:cell_N:line:col: CODE message`` (line inside the
 cell).  Control characters and bytes that are not UTF-8 in a path are
 escaped (:func:`tfpar_lint.output.display_path`), so each finding stays on
 one line.  Files that could not be linted read ``path:line:col: E999 reason`` /
-``path:0:0: E902 reason``, on standard output like flake8.  With ``--verify``
-an indented ``-> CONFIRMED: ...`` line follows each finding and each script's
-run summary follows the findings.  ``--statistics`` appends flake8's
-``count  CODE first-message`` lines.
+``path:0:0: E902 reason``, on standard output like flake8.  ``--statistics``
+appends flake8's ``count  CODE first-message`` lines.
+
+With ``--verify`` the report reads like pytest's: per script one header line
+(``path: how the run ended; replicas and devices; seconds; verdict counts``),
+then one line per finding, ``path:line:col: CODE VERDICT: first sentence of the
+evidence``, and at the end a count of the verdicts and what to do next.  ``-v``
+prints each finding's message and full evidence, the run's notes and what each
+probe checked.
 """
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import TextIO
 
-from tfpar_lint.finding import Finding
-from tfpar_lint.output import BOLD, CYAN, RED, Report, display_path, error_code, paint, verification_line
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding
+from tfpar_lint.output import (BOLD, CYAN, RED, Report, display_path, error_code, first_sentence, paint, short_device,
+                               status_label, verification_line)
 
 
 def location(f: Finding, color: bool = False) -> str:
@@ -43,6 +50,11 @@ def format_finding(f: Finding, color: bool = False) -> str:
 
 
 def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
+    if report.verified and report.runs:
+        write_verified(report, stream)
+        if statistics:
+            write_statistics(report, stream)
+        return
     rows: list[tuple[tuple, list[str]]] = []
     for err in report.sorted_errors():
         code = error_code(err)
@@ -84,3 +96,122 @@ def write_statistics(report: Report, stream: TextIO) -> None:
         first.setdefault(f.code, one_line(f.message))
     for code in sorted(counts):
         stream.write(f"{counts[code]:<5} {code} {first[code]}\n")
+
+
+# -- --verify -------------------------------------------------------------------
+
+ORDER = (CONFIRMED, RUNTIME, NOT_REPRODUCED, INCONCLUSIVE)
+
+
+def _devices(run) -> str:
+    devs = ",".join(short_device(d).lstrip("/") for d in getattr(run, "devices", []) or [])
+    workers = f"{run.workers} workers, " if getattr(run, "workers", 1) > 1 else ""
+    if getattr(run, "replicas", 0):
+        return f"{workers}{run.replicas} replica{'s' if run.replicas != 1 else ''} on {devs or '?'}"
+    return f"{workers}no strategy created" + (f" (devices {devs})" if devs else "")
+
+
+def _ending(run) -> str:
+    outcome = getattr(run, "outcome", "")
+    notes = list(getattr(run, "notes", []) or [])
+    if outcome == "ok":
+        return "ran to the end"
+    if outcome == "stopped":
+        why = next((n for n in notes if n.startswith("stopped ")), "stopped")
+        return f"{why} (the step bound, --max-steps)"
+    if outcome == "hung":
+        where = f" at {run.hang_location}" if getattr(run, "hang_location", "") else ""
+        return f"hung{where}; killed after {run.seconds:.0f} s"
+    if outcome == "failed":
+        return f"could not be run: {first_sentence(getattr(run, 'error', '') or 'no result', 160)}"
+    return f"failed with {first_sentence(getattr(run, 'error', '') or 'an error', 160)}"
+
+
+def script_header(run, verdicts: list[str]) -> str:
+    counts = [f"{verdicts.count(v)} {v}" for v in ORDER if verdicts.count(v)]
+    found = ", ".join(counts) if counts else "nothing found"
+    sandbox = f"; sandbox: {run.sandbox}" if getattr(run, "sandbox", "") else ""
+    return f"{display_path(run.path)}: {_ending(run)}; {_devices(run)}; {run.seconds:.1f} s{sandbox}; {found}"
+
+
+def _key(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def write_verified(report: Report, stream: TextIO) -> None:
+    """The ``--verify`` text report (see the module docstring)."""
+    for err in report.sorted_errors():
+        stream.write(f"{display_path(err.path)}:{err.line}:{err.col}: {error_code(err)} {one_line(err.message)}\n")
+    by_script: dict[str, list[Finding]] = {}
+    for f in report.sorted_findings():
+        by_script.setdefault(_key(f.path), []).append(f)
+    shown: set[str] = set()
+    total: list[str] = []
+    seconds = 0.0
+    for run in report.runs:
+        key = _key(run.path)
+        if key in shown:
+            continue
+        shown.add(key)
+        fs = by_script.get(key, [])
+        verdicts = [f.verification.status for f in fs if f.verification is not None]
+        total += verdicts
+        seconds = max(seconds, float(getattr(run, "seconds", 0.0) or 0.0))
+        stream.write(script_header(run, verdicts) + "\n")
+        for f in fs:
+            _write_finding(f, stream, report.verbose)
+        if report.verbose:
+            _write_run_detail(run, stream)
+    for key, fs in by_script.items():  # findings of files the verifier did not run
+        if key not in shown:
+            for f in fs:
+                _write_finding(f, stream, report.verbose)
+    parts = ", ".join(f"{total.count(v)} {v}" for v in ORDER)
+    n = len(shown)
+    stream.write(f"== {n} script{'s' if n != 1 else ''} verified: {parts} ==\n")
+    for line in next_steps(report.findings, report.verbose):
+        stream.write(line + "\n")
+
+
+def _write_finding(f: Finding, stream: TextIO, verbose: bool) -> None:
+    v = f.verification
+    if v is None:
+        stream.write(f"{format_finding(f)}\n    UNVERIFIED: the verifier did not run this file\n")
+        return
+    if not verbose:
+        stream.write(f"{location(f)}: {f.code} {status_label(v.status)}: {first_sentence(v.evidence)}\n")
+        return
+    stream.write(format_finding(f) + "\n")
+    line = verification_line(f) or ""
+    stream.write("    " + one_line(line[3:] if line.startswith("-> ") else line) + "\n")
+
+
+def _write_run_detail(run, stream: TextIO) -> None:
+    if getattr(run, "error", ""):
+        stream.write(f"    error: {one_line(run.error)}\n")
+    notes = [n for n in getattr(run, "notes", []) or []]
+    if notes:
+        stream.write(f"    notes: {one_line('; '.join(notes))}\n")
+    for o in getattr(run, "observations", []) or []:
+        stream.write(f"    {o.family} probe ({o.codes}) saw: {one_line(o.summary)}\n")
+
+
+def next_steps(findings: list[Finding], verbose: bool) -> list[str]:
+    """One or two lines: what to do with this report."""
+    out = []
+    hit = sorted({f.code for f in findings if f.verification is not None
+                  and f.verification.status in (CONFIRMED, RUNTIME)})
+    undecided = any(f.verification is not None and f.verification.status == INCONCLUSIVE for f in findings)
+    more = "" if verbose else "; -v shows the full evidence"
+    if hit:
+        out.append(f"Next: fix the CONFIRMED and RUNTIME findings; `tfpar-lint rule CODE` explains each rule and "
+                   f"its fix ({', '.join(hit)}){more}.")
+    if undecided:
+        out.append("INCONCLUSIVE: the run could not decide (the script failed or hung first, or the line never ran); "
+                   "-v shows why: pass the script's arguments after --, or raise --timeout / --max-steps.")
+    if not out and not findings:
+        out.append("Nothing found: no finding, and the run showed no mistake.")
+    elif not out:
+        out.append("Nothing confirmed: the flagged code behaved correctly on these devices (NOT_REPRODUCED), and the "
+                   "run showed no other mistake.")
+    return out

@@ -136,6 +136,8 @@ def chief_test(expr: cst.BaseExpression) -> Union[bool, str, None]:
     if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
         left, comp = expr.left, expr.comparisons[0]
         right, op = comp.comparator, comp.operator
+        if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+            return _membership_test(left, right, isinstance(op, cst.In))
         lname, rname = _last_name(left), _last_name(right)
         if _literal(left) is not ... and _literal(right) is ...:
             left, right, lname, rname = right, left, rname, lname
@@ -162,6 +164,29 @@ def chief_test(expr: cst.BaseExpression) -> Union[bool, str, None]:
                     return True if eq else (False if ne else None)
                 if value == "worker":
                     return NEUTRAL if eq else None
+        return None
+    return None
+
+
+def _membership_test(left: cst.BaseExpression, options: cst.BaseExpression, positive: bool) -> Union[bool, None]:
+    """``task_id in (None, 0)`` / ``task_type not in ("chief", "master")``: the literal options
+    say which tasks pass (``None`` only matches a single-process run, as in the ``==`` tests)."""
+    values = [_literal(el.value) for el in options.elements]
+    if not values or any(v is ... for v in values):
+        return None
+    name = _last_name(left)
+    rest = [v for v in values if v is not None]
+    if not rest:
+        return None
+    if name in _INDEX_NAMES and all(isinstance(v, int) for v in rest):
+        if rest == [0] * len(rest):
+            return positive  # only task 0 (the chief) passes `in`, only the others pass `not in`
+        if 0 not in rest and all(v > 0 for v in rest):
+            return not positive
+        return None
+    if name in _TYPE_NAMES and all(isinstance(v, str) for v in rest):
+        if all(v in _CHIEF_TYPES for v in rest):
+            return positive
         return None
     return None
 
@@ -286,6 +311,8 @@ MODEL_SAVE_METHODS = ("save", "save_weights", "export")
 CHECKPOINT_SAVE_METHODS = ("save", "write")
 MANAGER_SAVE_METHODS = ("save",)
 SAVE_FUNCTIONS = frozenset({"tensorflow.saved_model.save", "keras.models.save_model", "keras.saving.save_model"})
+# plain trackables ``tf.saved_model.save`` exports (a ``tf.Module`` holding the variables)
+SAVED_MODEL_OBJECTS = frozenset({"tensorflow.Module"})
 
 
 @dataclass
@@ -316,7 +343,8 @@ def save_calls(m: Module) -> Iterator[SaveCall]:
         vals = m.infer_at(obj, cs)
         if not vals or any(v.origin is not vals[0].origin or v.origin is None for v in vals):
             continue
-        if vals[0].kind not in (api.MODEL, api.CHECKPOINT):
+        if vals[0].kind not in (api.MODEL, api.CHECKPOINT) and not (
+                q == "tensorflow.saved_model.save" and vals[0].qname in SAVED_MODEL_OBJECTS):
             continue
         path = arg(cs.node, 1, "export_dir" if q == "tensorflow.saved_model.save" else "filepath")
         yield SaveCall(cs, vals[0], m.code(cs.node.func), path, cs)

@@ -96,6 +96,8 @@ def _contain(spec: dict, result: dict) -> None:
         pass
     rundir = os.path.dirname(os.path.abspath(spec["result"]))
     _STATE["result_dirfd"] = os.open(rundir, os.O_RDONLY | os.O_DIRECTORY)
+    if spec.get("sync_dir"):  # a local cluster's shared folder, reached through this fd inside the sandbox
+        _STATE["sync_dirfd"] = os.open(spec["sync_dir"], os.O_RDONLY | os.O_DIRECTORY)
     mode = spec.get("sandbox") or "python"
     cwd = spec.get("cwd") or os.getcwd()
     if mode == "namespaces":
@@ -111,7 +113,8 @@ def _contain(spec: dict, result: dict) -> None:
             result["sandbox_error"] = f"{type(e).__name__}: {e}"
     if mode != "namespaces":
         result["sandbox"] = "python"
-        _STATE["python_guard"] = [rundir, spec.get("tmpdir") or rundir]
+        _STATE["python_guard"] = [rundir, spec.get("tmpdir") or rundir] + (
+            [spec["sync_dir"]] if spec.get("sync_dir") else [])
         sandbox.set_subreaper()  # orphans of the script's processes stay below this process
         try:
             os.chdir(cwd)
@@ -164,6 +167,9 @@ def _setup(spec: dict, result: dict) -> Recorder:
     R.devices = devs
     R.worker_mode = worker is not None
     R.worker_index = worker
+    R.num_workers = int(spec.get("num_workers", 1) or 1)
+    R.sync_dir = spec.get("sync_dir") or None  # local cluster: where the workers agree on when to stop
+    R.sync_fd = _STATE.get("sync_dirfd")
     for n in notes:
         R.note(n)
     R.text = marked_text
@@ -204,6 +210,7 @@ def _setup(spec: dict, result: dict) -> Recorder:
             R.note(f"worker {worker} left after {R.preempt_after} steps (preemption simulated by the verifier)")
             result["outcome"] = "ok"
             result["preempted"] = True
+            R.leave()
             faulthandler.cancel_dump_traceback_later()
             _finish(R, result, spec, time.time())
             os._exit(0)
@@ -281,6 +288,8 @@ def _protect_linecache(files: dict) -> None:
 
 
 def _finish(R, result: dict, spec: dict, t_start: float) -> None:
+    if R is not None:
+        R.leave()
     try:
         if R is not None:
             from tfpar_lint.verify import probes

@@ -53,52 +53,76 @@ def host_has_gpu() -> bool:
     return os.path.exists("/dev/nvidia0") or os.path.exists("/dev/dxg")
 
 
-def configure(req: DeviceRequest, worker_index: int | None = None, num_workers: int = 1):
-    """Child side: configure logical devices; returns (device names, notes, split_gpu).
+@dataclass(frozen=True)
+class DevicePlan:
+    """What :func:`configure` does, decided from the GPUs present alone (testable without one).
 
-    Must run after ``import tensorflow`` and before any op executes.
-    """
-    import tensorflow as tf
+    ``kind`` "cpu" or "gpu"; ``visible``: indices of the physical GPUs to keep visible;
+    ``split``: logical devices to create on the first visible device (0: none);
+    ``names``: the devices the strategies get; ``split_gpu``: one GPU split into logical GPUs
+    (NCCL cannot all-reduce between those)."""
 
-    notes: list[str] = []
-    gpus = [] if req.kind == "cpu" else tf.config.list_physical_devices("GPU")
-    mem = int(os.environ.get("TFPAR_VERIFY_GPU_MEMORY_MB", DEFAULT_GPU_MEMORY_MB))
+    kind: str
+    names: tuple[str, ...]
+    visible: tuple[int, ...] = ()
+    split: int = 0
+    memory_mb: int = 0
+    split_gpu: bool = False
+    note: str = ""
+
+
+def plan(req: DeviceRequest, n_gpus: int, worker_index: int | None = None, num_workers: int = 1,
+         memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DevicePlan:
+    """The devices for ``req`` on a machine with ``n_gpus`` GPUs (0 for none, or hidden).
+
+    * ``auto``: every GPU when there are at least two; one GPU split into 2 logical GPUs;
+      no GPU: 2 logical CPU devices.
+    * ``gpu``: as auto, but an error without a GPU; ``gpu:N``: N GPUs, or GPU 0 split into N.
+    * ``cpu:N``: N logical CPU devices.
+    * a worker of a local cluster (``worker_index``) gets one device: its own GPU when there
+      is one per worker, else GPU 0 shared with a memory limit, else CPU:0."""
+    gpus = 0 if req.kind == "cpu" else max(0, int(n_gpus))
     if req.kind == "gpu" and not gpus:
         raise RuntimeError(f"--devices {req}: no GPU visible to TensorFlow")
-    if req.kind == "cpu" or not gpus:
+    if not gpus:
+        n = 1 if worker_index is not None else (req.count or DEFAULT_N)
+        return DevicePlan("cpu", tuple(f"/device:CPU:{i}" for i in range(n)), split=n if n > 1 else 0,
+                          note=f"{n} logical CPU devices" if n > 1 else "")
+    if worker_index is not None:
+        if gpus >= num_workers:
+            return DevicePlan("gpu", ("/device:GPU:0",), visible=(worker_index,))
+        return DevicePlan("gpu", ("/device:GPU:0",), visible=(0,), split=1, memory_mb=memory_mb,
+                          note=f"workers share GPU 0 ({memory_mb} MiB each)")
+    want = req.count or (gpus if gpus >= 2 else DEFAULT_N)
+    names = tuple(f"/device:GPU:{i}" for i in range(want))
+    if gpus >= want:
+        return DevicePlan("gpu", names, visible=tuple(range(want)))
+    return DevicePlan("gpu", names, visible=(0,), split=want, memory_mb=memory_mb, split_gpu=True,
+                      note=f"GPU 0 split into {want} logical GPUs of {memory_mb} MiB")
+
+
+def configure(req: DeviceRequest, worker_index: int | None = None, num_workers: int = 1):
+    """Child side: configure logical devices as :func:`plan` says; returns (device names,
+    notes, split_gpu).  Must run after ``import tensorflow`` and before any op executes."""
+    import tensorflow as tf
+
+    gpus = [] if req.kind == "cpu" else tf.config.list_physical_devices("GPU")
+    mem = int(os.environ.get("TFPAR_VERIFY_GPU_MEMORY_MB", DEFAULT_GPU_MEMORY_MB))
+    p = plan(req, len(gpus), worker_index, num_workers, mem)
+    notes = [p.note] if p.note else []
+    if p.kind == "cpu":
         try:
             tf.config.set_visible_devices([], "GPU")
         except Exception:
             pass
-        n = req.count or DEFAULT_N
-        if worker_index is not None:
-            n = 1  # MWMS uses CPU:0 of each worker
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        if n > 1:
+        if p.split:
+            cpu = tf.config.list_physical_devices("CPU")[0]
             tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
-            )
-            notes.append(f"{n} logical CPU devices")
-        return [f"/device:CPU:{i}" for i in range(n)], notes, False
-    # GPUs
-    if worker_index is not None:
-        if len(gpus) >= num_workers:
-            mine = [gpus[worker_index]]
-            tf.config.set_visible_devices(mine, "GPU")
-            return ["/device:GPU:0"], notes, False
-        tf.config.set_visible_devices([gpus[0]], "GPU")
+                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(p.split)])
+        return list(p.names), notes, False
+    tf.config.set_visible_devices([gpus[i] for i in p.visible], "GPU")
+    if p.split:
         tf.config.set_logical_device_configuration(
-            gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=mem)]
-        )
-        notes.append(f"workers share GPU 0 ({mem} MiB each)")
-        return ["/device:GPU:0"], notes, False
-    want = req.count or (len(gpus) if len(gpus) >= 2 else DEFAULT_N)
-    if len(gpus) >= want:
-        tf.config.set_visible_devices(gpus[:want], "GPU")
-        return [f"/device:GPU:{i}" for i in range(want)], notes, False
-    tf.config.set_visible_devices([gpus[0]], "GPU")
-    tf.config.set_logical_device_configuration(
-        gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=mem) for _ in range(want)]
-    )
-    notes.append(f"GPU 0 split into {want} logical GPUs of {mem} MiB")
-    return [f"/device:GPU:{i}" for i in range(want)], notes, True
+            gpus[p.visible[0]], [tf.config.LogicalDeviceConfiguration(memory_limit=p.memory_mb)
+                                 for _ in range(p.split)])
+    return list(p.names), notes, p.split_gpu

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding, Verification
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding, Verification
 from tfpar_lint.verify import probes as probes_pkg
 from tfpar_lint.verify import procs, sandbox
 from tfpar_lint.verify import procs as procs_mod
@@ -564,6 +564,8 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "seed": seed,
         "np_seed": seed if job.one_replica else None,
         "preempt_after_steps": PREEMPT_STEPS if (job.preempt and worker == 1) else 0,
+        # the workers of a local cluster agree there on the step at which they all stop
+        "sync_dir": os.path.dirname(rundir) if worker is not None else None,
     }
     spec_path = os.path.join(rundir, "spec.json")
     with open(spec_path, "w") as f:
@@ -658,13 +660,13 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
             raise _NotStarted()
         data = _execute_now(job, ctx, rerun)
         if job.multiworker and _step_bound_race(data):
-            # One worker left at the verifier's step bound while its peer was still in a collective:
-            # an artefact of bounding, not of the script. Run the cluster once more.
-            again = _execute_now(job, ctx, rerun)
-            notes = getattr(again, "driver_notes", None)
+            # The workers agree on the step at which they stop (Recorder.agree), so this should
+            # not happen; if it does, the run is reported as it was (never re-run, never turned
+            # into NOT_REPRODUCED: the outcome stays "error" and the findings INCONCLUSIVE).
+            notes = getattr(data, "driver_notes", None)
             if isinstance(notes, list):
-                notes.append("re-run once: the first run's workers stopped at different steps of the step bound")
-            return again
+                notes.append("a worker hit UnavailableError while its peer had stopped at the step bound "
+                             "(the run is reported as it was, not re-run)")
         return data
     except Exception as e:  # the driver itself failed (spawn, disk): report, never crash the CLI
         msg = ("not run: the verifier was interrupted" if isinstance(e, _NotStarted)
@@ -999,7 +1001,66 @@ def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_r
             status, evidence = _judge(f, data)
         f.verification = Verification(status=status, evidence=evidence, replicas=data.replicas,
                                       devices=list(data.devices), seconds=round(data.seconds, 2))
+    run.runtime_findings = [g.to_dict() for g in _runtime_findings(job, data, display)]
     return run
+
+
+def _seen(data: RunData) -> list:
+    """What every probe saw at a place of the script (``probes.Seen``), one per code and line."""
+    out, keys = [], set()
+    for name in FAMILIES.values():
+        mod = probes_pkg.load(name)
+        locate = getattr(mod, "locate", None)
+        if locate is None:
+            continue
+        try:
+            seen = locate(data)
+        except Exception:  # pragma: no cover - a probe bug must not lose the run
+            continue
+        for s in seen:
+            if (s.code, s.line) not in keys:
+                keys.add((s.code, s.line))
+                out.append(s)
+    return out
+
+
+def _runtime_findings(job: _Job, data: RunData, display: str) -> list[Finding]:
+    """Mistakes the run showed that no static finding covers, as findings of their own
+    (verdict RUNTIME).  A static finding of the same family on the line where the mistake
+    was seen (or one of its other lines) is the same mistake: it gets the verdict CONFIRMED
+    and the evidence instead; a CONFIRMED static finding of the same code covers it too."""
+    from tfpar_lint import registry
+
+    rules = registry.rules_by_code()
+    back = {v: k for k, v in job.cell_map.items()} if job.cell_map else {}
+    out: list[Finding] = []
+    for s in _seen(data):
+        fam = s.code[:4]
+        near = set(range(s.line - 1, s.line + 2)) | set(s.lines)
+        covered = False
+        for f in job.findings:
+            if not f.code.startswith(fam) or f.verification is None:
+                continue
+            line = _script_line(f, job.cell_map)
+            if line in near:
+                if f.verification.status != CONFIRMED:
+                    f.verification.status = CONFIRMED
+                    f.verification.evidence = s.evidence
+                covered = True
+            elif f.code == s.code and f.verification.status == CONFIRMED:
+                covered = True
+        if covered:
+            continue
+        rule = rules.get(s.code)
+        cell, line = back.get(s.line, (None, s.line))
+        g = Finding(code=s.code, name=rule.NAME if rule else "", path=display, line=line, col=1, end_line=line,
+                    end_col=1, cell=cell, severity=rule.SEVERITY if rule else "warning",
+                    message=(rule.SUMMARY if rule else s.code) + " (seen at runtime; the linter did not report it)",
+                    fix_hint=(rule.FIX_HINT or "") if rule else "")
+        g.verification = Verification(status=RUNTIME, evidence=s.evidence, replicas=data.replicas,
+                                      devices=list(data.devices), seconds=round(data.seconds, 2))
+        out.append(g)
+    return out
 
 
 def _sandbox_name(data: RunData, ctx: Optional[dict]) -> str:

@@ -296,10 +296,14 @@ def _install_function_steps(R: Recorder) -> None:
 
 
 # --------------------------------------------------------- iterator bounds
+MAX_LOOP_CUTS = 10
+
+
 def _install_iterator_bounds(R: Recorder) -> None:
     """Python loops of the script over a (distributed) dataset end after
-    ``max_steps`` elements, so code after a training loop still runs; once no
-    flagged line is pending, exhausting the budget stops the script instead."""
+    ``max_steps`` elements, so code after a loop still runs (a mistake there is seen
+    whether or not the linter flagged it); after ``MAX_LOOP_CUTS`` cut loops (epochs)
+    the script is stopped once no flagged line is pending."""
     from tensorflow.python.data.ops import dataset_ops, iterator_ops
     from tensorflow.python.distribute import input_lib
     from tensorflow.python.eager import context
@@ -322,8 +326,12 @@ def _install_iterator_bounds(R: Recorder) -> None:
             b = getattr(self, "_tfpar_budget", None)
             if b is not None and R.in_main_thread():
                 if b <= 0:
-                    if not R.pending():
-                        R.stop_reason = f"stopped after {R.max_steps} elements of a dataset loop"
+                    # Cut the loop, so that the code after it (and any mistake there) still runs;
+                    # a script that keeps looping (epochs of cut loops) is stopped after
+                    # MAX_LOOP_CUTS of them, or at once when a flagged line is still to come later.
+                    R.loop_cuts = getattr(R, "loop_cuts", 0) + 1
+                    if R.loop_cuts > MAX_LOOP_CUTS and R.agree(f"cut-{R.loop_cuts}", not R.pending()):
+                        R.stop_reason = f"stopped after {MAX_LOOP_CUTS} dataset loops cut at {R.max_steps} elements"
                         raise VerifierStop(R.stop_reason)
                     R.note(f"dataset loops cut after {R.max_steps} elements")
                     raise StopIteration

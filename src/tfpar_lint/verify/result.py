@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding
 
 # Rule families and the probe module that observes each one.
 FAMILIES: dict[str, str] = {
@@ -69,6 +69,8 @@ class ScriptRun:
     sandbox: str = ""  # "namespaces" (user/mount/PID namespaces, overlays) or "python" (Python-level guard)
     stdout: str = ""  # the script's output (capped; see TFPAR_VERIFY_OUTPUT_MB)
     stderr: str = ""
+    # Mistakes the run showed that no static finding covers (Finding.to_dict(), verdict RUNTIME).
+    runtime_findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -80,6 +82,10 @@ class ScriptRun:
         if any(o.status == INCONCLUSIVE for o in self.observations):
             return INCONCLUSIVE
         return NOT_REPRODUCED
+
+    def new_findings(self) -> list[Finding]:
+        """The runtime findings as :class:`Finding` objects (for the report and the exit code)."""
+        return [Finding.from_dict(d) for d in self.runtime_findings]
 
     def observation(self, family: str) -> Optional[FamilyObservation]:
         for o in self.observations:
@@ -119,8 +125,8 @@ class ScriptRun:
             parts.append(f"error: {self.error}")
         if self.hang_location:
             parts.append(f"hung at {self.hang_location}")
-        for o in self.observations:
-            parts.append(f"{o.codes} {o.status}: {o.summary}")
+        for o in self.observations:  # what each probe saw; verdicts belong to findings only
+            parts.append(f"{o.family} probe: {o.summary}")
         if self.notes:
             parts.append("notes: " + "; ".join(self.notes))
         return "; ".join(parts)

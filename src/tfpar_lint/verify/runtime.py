@@ -27,6 +27,7 @@ class VerifierStop(BaseException):
 
 
 STOP_SENTINEL = "TFPAR_VERIFY_STOP"
+SYNC_WAIT = 20.0  # seconds a worker waits for its peers' decision at the step bound
 
 # Frames skipped when looking for the code that called a TensorFlow API:
 # TensorFlow itself (dispatch, AutoGraph, ops built from other ops such as
@@ -71,6 +72,11 @@ class Recorder:
         self.fn_errors: list[dict[str, Any]] = []  # exceptions that left an outer tf.function call
         self.preempt_after = 0  # fault injection: leave (as if preempted) after this many steps
         self.on_preempt: Optional[Callable[[], None]] = None
+        # Local cluster: a folder every worker shares, where they agree on when to stop.
+        self.sync_dir: Optional[str] = None
+        self.sync_fd: Optional[int] = None  # that folder opened before the sandbox (its mounts hide the path)
+        self.num_workers = 1
+        self.sync_wait = SYNC_WAIT
 
     # ------------------------------------------------------------ markers
     def mark(self, mid: int, value: Any = None) -> Any:
@@ -231,9 +237,82 @@ class Recorder:
         if self.keras_loop_depth or not self.in_main_thread():
             return
         n = self.steps.get(key, 0)
-        if n >= self.max_steps and (not self.pending() or n >= self.hard_cap):
+        if n >= self.max_steps and self.agree(f"step-{name}-{n}", not self.pending() or n >= self.hard_cap):
             self.stop_reason = f"stopped after {n} steps of {name}"
             raise VerifierStop(self.stop_reason)
+
+    def agree(self, tag: str, mine: bool) -> bool:
+        """Whether to stop here: this process's own decision, or, in a local cluster, the
+        decision of every worker at the same step (stop only when all want to; a worker that
+        left counts as wanting to).  Each worker's wish depends on its own flagged lines still
+        to come, which differ between workers (a chief-only branch): deciding alone, one
+        worker would stop while its peer waits in the next step's collective."""
+        if not self.sync_dir or self.num_workers < 2 or self.worker_index is None:
+            return mine
+        safe = re.sub(r"[^\w.-]", "_", tag)[:120]
+        if not self._sync_write(f"{safe}.w{self.worker_index}", "1" if mine else "0"):
+            return mine
+        votes = [mine]
+        end = time.time() + self.sync_wait
+        for w in range(self.num_workers):
+            if w == self.worker_index:
+                continue
+            while True:
+                vote = self._sync_read(f"{safe}.w{w}")
+                if vote is not None:
+                    votes.append(vote.strip() != "0")
+                    break
+                if self._sync_read(f"left.w{w}") is not None or time.time() >= end:
+                    votes.append(True)  # the peer is gone (or never came): nothing to wait for
+                    break
+                time.sleep(0.01)
+        out = all(votes)
+        if out != mine:
+            self.note("the workers of the local cluster agreed to stop at the same step")
+        return out
+
+    def leave(self) -> None:
+        """Tell the other workers this one is gone (they stop waiting for its decisions)."""
+        if self.sync_dir and self.worker_index is not None:
+            self._sync_write(f"left.w{self.worker_index}", "1")
+
+    def _sync_write(self, name: str, text: str) -> bool:
+        """Write ``name`` in the cluster's shared folder, atomically: through the folder's fd
+        (inside the sandbox), else by path (the Python-level guard allows that folder)."""
+        tmp = f".{name}.tmp"
+        if self.sync_fd is not None:
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=self.sync_fd)
+                try:
+                    os.write(fd, text.encode())
+                finally:
+                    os.close(fd)
+                os.replace(tmp, name, src_dir_fd=self.sync_fd, dst_dir_fd=self.sync_fd)
+                return True
+            except OSError:
+                pass
+        if not self.sync_dir:
+            return False
+        try:
+            with open(os.path.join(self.sync_dir, tmp), "w") as f:
+                f.write(text)
+            os.replace(os.path.join(self.sync_dir, tmp), os.path.join(self.sync_dir, name))
+            return True
+        except OSError:
+            return False
+
+    def _sync_read(self, name: str) -> Optional[str]:
+        try:
+            if self.sync_fd is not None:
+                fd = os.open(name, os.O_RDONLY, dir_fd=self.sync_fd)
+                try:
+                    return os.read(fd, 64).decode(errors="replace")
+                finally:
+                    os.close(fd)
+            with open(os.path.join(self.sync_dir or "", name)) as f:
+                return f.read()
+        except OSError:
+            return None
 
     def after_step(self, key, name: str) -> None:
         if self.keras_loop_depth or not self.in_main_thread():

@@ -165,3 +165,48 @@ def error_elsewhere(run: RunData, patterns: list[str]) -> Optional[dict[str, Any
         if error_matches(err, patterns):
             return err
     return None
+
+
+# ------------------------------------------------------------ runtime findings
+@dataclass
+class Seen:
+    """A mistake a probe observed at one place of the script, whatever the linter said.
+
+    ``locate(run) -> list[Seen]`` (optional in a probe module) lists them; the driver turns
+    each one that no static finding covers into a finding of its own (verdict RUNTIME).
+    ``line`` is where it was observed (the thread target's ``assign``, the ``strategy.run``
+    call whose replicas got identical batches, the ``set_seed`` call, the ``.numpy()``
+    call); ``lines`` are other script lines of the same mistake (a static finding of the
+    family on one of them is the same mistake)."""
+
+    code: str
+    line: int
+    evidence: str
+    lines: tuple[int, ...] = ()
+
+
+def error_line(err: Optional[dict[str, Any]]) -> Optional[int]:
+    """The innermost script line an error passed through (``"train.py:12"`` -> 12)."""
+    if not err:
+        return None
+    loc = str(err.get("location") or "")
+    if ":" in loc:
+        tail = loc.rsplit(":", 1)[1]
+        if tail.isdigit():
+            return int(tail)
+    lines = err.get("script_lines") or []
+    return int(lines[-1]) if lines else None
+
+
+def located_errors(run: RunData, errors: dict[str, list[str]]) -> list[Seen]:
+    """One :class:`Seen` per code of ``errors`` (a family's ERRORS table) whose error text
+    TensorFlow raised, at the innermost script line of that error."""
+    out: list[Seen] = []
+    for code, pats in errors.items():
+        err = error_elsewhere(run, pats)
+        line = error_line(err)
+        if err and line:
+            caught = " (the script caught it)" if err.get("caught") else ""
+            out.append(Seen(code, line, f"TensorFlow raised {run.error_text(err)}{caught}",
+                            tuple(err.get("script_lines") or ())))
+    return out

@@ -139,3 +139,14 @@ def observe(run) -> tuple[str, str]:
     traced = sum(c["traced"] for c in sites.values())
     return NOT_REPRODUCED, (f"{len(sites)} strategy.run site(s), {traced} traced call(s), none eager; no tape or "
                             f"optimizer misuse error")
+
+
+def locate(run) -> list:
+    from tfpar_lint.verify.probes import Seen, located_errors
+
+    out = located_errors(run, ERRORS)
+    for ln, c in _sites(run).items():
+        if c["eager"] >= 3 and ln.isdigit():
+            out.append(Seen("TFP701", int(ln), f"strategy.run at line {ln} ran eagerly {c['eager']} times from a "
+                                               f"Python loop (no tf.function)"))
+    return out

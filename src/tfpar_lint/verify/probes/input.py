@@ -41,6 +41,10 @@ class _State:
         self.made_refs: list[Any] = []
         self.coverage: list[dict[str, Any]] = []  # TFP205
         self.split: list[dict[str, Any]] = []  # TFP208
+        self.local = __import__("threading").local()  # .call: the strategy.run call this replica thread runs
+        self.plain_iters: dict[str, dict[str, Any]] = {}  # plain iterators consumed inside replica functions
+        self.hand: dict[int, dict[str, Any]] = {}  # id(dataset) -> one dataset held several times in a list
+        self.hand_refs: list[Any] = []
 
 
 def _flat_tensors(tf, obj) -> list:
@@ -108,7 +112,12 @@ def install(R) -> None:
                     raise
                 except Exception as e:  # pragma: no cover - never break the script
                     R.note(f"input probe skipped a replica function: {type(e).__name__}")
-            return fn(*args, **kwargs)
+            prev = getattr(S.local, "call", None)
+            S.local.call = call
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                S.local.call = prev
 
         return replica_fn
 
@@ -182,6 +191,7 @@ def install(R) -> None:
     _install_dataset_reads(R, S, tf, patch, fingerprint)
     _install_list_files(R, S, tf, patch)
     _install_made(R, S, tf, patch)
+    _install_plain_iterators(R, S, tf, patch, fingerprint)
 
 
 def _install_dataset_reads(R, S, tf, patch, fingerprint) -> None:
@@ -233,11 +243,107 @@ def _install_dataset_reads(R, S, tf, patch, fingerprint) -> None:
                 _after_distribute(R, S, tf, self, dataset)
             except Exception:
                 pass
+            try:  # the auto-shard policy the workers will apply (OFF: every worker reads everything)
+                line = R.direct_caller_line(2)
+                policy = dataset.options().experimental_distribute.auto_shard_policy
+                if line is not None and len(S.distributed_datasets) < 20:
+                    S.distributed_datasets.append({"line": line, "policy": getattr(policy, "name", str(policy))})
+            except Exception:
+                pass
             return out
 
         return experimental_distribute_dataset
 
     patch(distribute_lib.StrategyBase, "experimental_distribute_dataset", make_distribute, tag="input")
+
+
+def _same_object_held(R, obj) -> Optional[tuple[str, int, int]]:
+    """(binding, times, length) of a list or tuple of the script's frames that holds ``obj``
+    (by identity) at least twice: one dataset replicated by hand (``[ds] * n``)."""
+    import sys
+
+    f = sys._getframe(2)
+    depth = 0
+    while f is not None and depth < 40:
+        if f.f_code.co_filename == R.script:
+            for name, v in list(f.f_locals.items()):
+                if isinstance(v, (list, tuple)) and 2 <= len(v) <= 4096:
+                    n = sum(1 for x in v if x is obj)
+                    if n >= 2:
+                        return name, n, len(v)
+        f = f.f_back
+        depth += 1
+    return None
+
+
+def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
+    """Two things seen through ``iter(dataset)`` / ``next(iterator)`` on plain tf.data:
+
+    * a plain iterator consumed inside a replica function (``strategy.run(lambda:
+      next(iterator))``): which replicas took which element, per call site;
+    * one dataset object held several times in a list of the script (``[ds] * n``)
+      and iterated entry after entry: the first elements of each pass."""
+    from tensorflow.python.data.ops import dataset_ops, iterator_ops
+    from tensorflow.python.eager import context
+
+    cap = max(R.max_steps, 3) * 2
+
+    def fps_of(el) -> list:
+        return [[list(t.shape), t.dtype.name, fingerprint(t.numpy())] for t in _flat_tensors(tf, el)][:MAX_TENSORS]
+
+    def make_iter(orig):
+        def __iter__(self):
+            it = orig(self)
+            try:
+                if not context.executing_eagerly():
+                    return it
+                line = R.direct_caller_line(2)
+                if line is None:
+                    return it
+                it._tfpar_iter_line = line
+                rec = S.hand.get(id(self))
+                if rec is None and len(S.hand) < 20 and R.in_main_thread():
+                    held = _same_object_held(R, self)
+                    if held is not None:
+                        made = S.made.get(id(self), {}).get("line")
+                        rec = S.hand[id(self)] = {"line": line, "name": held[0], "times": held[1], "len": held[2],
+                                                  "made": made, "passes": []}
+                        S.hand_refs.append(self)
+                if rec is not None and len(rec["passes"]) < 8:
+                    rec["passes"].append([])
+                    it._tfpar_hand = rec["passes"][-1]
+            except Exception:  # pragma: no cover - never break the script
+                pass
+            return it
+
+        return __iter__
+
+    def make_next(orig):
+        def __next__(self):
+            out = orig(self)
+            try:
+                hand = getattr(self, "_tfpar_hand", None)
+                if hand is not None and len(hand) < cap:
+                    hand.append(fps_of(out))
+                call = getattr(S.local, "call", None)
+                if call is not None and R.in_replica_fn():
+                    rid = int(tf.distribute.get_replica_context().replica_id_in_sync_group)
+                    key = f"{id(self)}@{','.join(map(str, call['lines']))}"
+                    with R.lock:
+                        rec = S.plain_iters.setdefault(key, {
+                            "lines": call["lines"], "made": getattr(self, "_tfpar_iter_line", None),
+                            "at": R.direct_caller_line(2), "eager": context.executing_eagerly(), "replicas": {}})
+                        got = rec["replicas"].setdefault(str(rid), [])
+                        if len(got) < cap:
+                            got.append(fps_of(out) if rec["eager"] else [])
+            except Exception:  # pragma: no cover - never break the script
+                pass
+            return out
+
+        return __next__
+
+    patch(dataset_ops.DatasetV2, "__iter__", make_iter, tag="input")
+    patch(iterator_ops.OwnedIterator, "__next__", make_next, tag="input")
 
 
 def _install_made(R, S, tf, patch) -> None:
@@ -441,7 +547,8 @@ def collect(R) -> dict[str, Any]:
         dfs.append(d)
     return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs,
             "reads": list(S.reads.values()), "list_files": S.list_files, "coverage": S.coverage,
-            "split": S.split}
+            "split": S.split, "plain_iters": list(S.plain_iters.values()), "hand": list(S.hand.values()),
+            "distributed": S.distributed_datasets}
 
 
 # ================================================================== parent
@@ -740,6 +847,11 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
                         return CONFIRMED, (f"experimental_distribute_values_from_function at line {line}: value_fn "
                                            f"gave all {len(reps)} replicas the same value")
                     return NOT_REPRODUCED, (f"value_fn at line {line} gave the {len(reps)} replicas different values")
+        for o in run.probe("input"):
+            for rec in (o or {}).get("hand", []):
+                text = _hand_text(rec)
+                if text:
+                    return CONFIRMED, text
         if run.ran(line) is False:
             return None
         verdicts = [(s, _site_verdict(s)) for _, s in sites]
@@ -764,6 +876,11 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             return CONFIRMED, (f"strategy.run at line {_site_line(s)} received {kind}: each of the "
                                f"{len(s['replicas'])} replicas got the same {shape} batch at all {n} steps "
                                f"(the full global batch, not a per-replica slice)")
+    for o in run.probe("input"):
+        for rec in (o or {}).get("plain_iters", []):
+            text = _plain_iter_text(rec)
+            if text and (line in rec.get("lines", []) or line in (rec.get("made"), rec.get("at"))):
+                return CONFIRMED, text
     if overlap:
         return CONFIRMED, overlap
     if verdicts:
@@ -802,6 +919,14 @@ def observe(run) -> tuple[str, str]:
         for s in (o or {}).get("split", []):
             if _per_replica_named(s):
                 return CONFIRMED, _split_text(s)
+        for rec in (o or {}).get("plain_iters", []):
+            text = _plain_iter_text(rec)
+            if text:
+                return CONFIRMED, text
+        for rec in (o or {}).get("hand", []):
+            text = _hand_text(rec)
+            if text:
+                return CONFIRMED, text
     return _observe_streams(run)
 
 
@@ -837,3 +962,86 @@ def _observe_streams(run) -> tuple[str, str]:
     if sites:
         return NOT_REPRODUCED, "strategy.run passed no per-replica data (fewer than 2 replicas or no tensors)"
     return NOT_REPRODUCED, "no strategy.run calls"
+
+
+# ------------------------------------------------------------ runtime findings
+def _plain_iter_text(rec: dict) -> Optional[str]:
+    reps = rec.get("replicas", {})
+    if len(reps) < 2:
+        return None
+    site = rec["lines"][0] if rec.get("lines") else "?"
+    made = f" (iter() at line {rec['made']})" if rec.get("made") else ""
+    first = next((g[0] for g in reps.values() if g and g[0]), None)
+    shape = f" {_shape_str({0: first})}" if first else ""
+    n = sum(len(g) for g in reps.values())
+    return (f"the {len(reps)} replicas of strategy.run at line {site} each called next() on one undistributed "
+            f"iterator{made} inside the replica function: {n} whole{shape} batches taken in turn by replica threads, "
+            f"none split across the replicas by tf.distribute")
+
+
+def _hand_text(rec: dict) -> Optional[str]:
+    passes = [p for p in rec.get("passes", []) if p]
+    if len(passes) < 2:
+        return None
+    n = min(len(p) for p in passes)
+    same = sum(1 for k in range(n) if all(p[k] == passes[0][k] for p in passes[1:]))
+    if same == 0:
+        return None
+    made = f" (made at line {rec['made']})" if rec.get("made") else ""
+    return (f"`{rec['name']}` holds the same tf.data.Dataset object {rec['times']} times{made}; iterating its "
+            f"entries at line {rec['line']} gave identical batches ({same} of {n} batches compared in each of "
+            f"{len(passes)} passes): every device gets the same data")
+
+
+def locate(run) -> list:
+    """Input mistakes seen at one place: identical batches on every replica of a
+    ``strategy.run`` call (TFP201), a plain iterator consumed inside the replica function
+    (TFP201), a value function that gave every replica the same value, or one dataset
+    replicated by hand in a list (TFP202), a dataset function that ignores its input
+    context across workers (TFP203), workers reading the same data from a dataset
+    distributed with AutoShardPolicy.OFF (TFP204), a hand-sharded dataset auto-sharded
+    again (TFP205).  Not located (no runtime finding; the input probe's observation
+    says it): workers reading the same data for another reason, and a batch size the
+    script names per replica (TFP208, judged only for a static finding)."""
+    from tfpar_lint.verify.probes import Seen
+
+    out = []
+    for _, s in _all_sites(run):
+        v = _site_verdict(s)
+        if v and v[0] and (s.get("arg_kind") != "plain" or _stream(s)) and s.get("lines"):
+            kind = "an undistributed tensor" if s.get("arg_kind") == "plain" else "identical data"
+            out.append(Seen("TFP201", int(s["lines"][0]), (
+                f"strategy.run at line {s['lines'][0]} received {kind}: each of the {len(s['replicas'])} replicas "
+                f"got the same {v[2]} batch at all {v[1]} steps (the full global batch, not a per-replica slice)"),
+                tuple(s["lines"])))
+    for o in run.probe("input"):
+        for rec in (o or {}).get("plain_iters", []):
+            text = _plain_iter_text(rec)
+            if text and rec.get("lines"):
+                out.append(Seen("TFP201", int(rec["lines"][0]), text,
+                                tuple(x for x in [rec.get("made"), rec.get("at")] if x) + tuple(rec["lines"])))
+        for rec in (o or {}).get("hand", []):
+            text = _hand_text(rec)
+            if text:
+                out.append(Seen("TFP202", int(rec["line"]), text, tuple(x for x in [rec.get("made")] if x)))
+        for v in (o or {}).get("values_fn", []):
+            reps = list(v["replicas"].values())
+            if (v.get("lines") and len(reps) >= 2 and all(r == reps[0] for r in reps[1:])
+                    and any(_size(f[0]) >= 2 for f in reps[0])):
+                out.append(Seen("TFP202", int(v["lines"][0]), f"experimental_distribute_values_from_function at line "
+                                                              f"{v['lines'][0]}: value_fn gave all {len(reps)} "
+                                                              f"replicas the same value"))
+        for d in (o or {}).get("dataset_fns", []):
+            sym = _dff_symptom(d, len([x for x in run.probe("input") if x]) > 1)
+            if sym and d.get("lines"):
+                out.append(Seen("TFP203", int(d["lines"][0]), sym))
+                break
+    cs = [c for o in run.probe("input") for c in (o or {}).get("coverage", [])]
+    if cs and all(_double_shard(c) for c in cs):
+        out.append(Seen("TFP205", int(cs[0]["line"]), _coverage_text(run, cs)))
+    overlap = _worker_overlap(run) or _read_overlap(run)
+    off = [d for o in run.probe("input") for d in (o or {}).get("distributed", []) if d.get("policy") == "OFF"]
+    if overlap and off:
+        out.append(Seen("TFP204", int(off[0]["line"]), f"{overlap}; the dataset distributed at line {off[0]['line']} "
+                                                       f"has AutoShardPolicy.OFF"))
+    return out

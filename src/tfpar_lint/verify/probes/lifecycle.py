@@ -213,3 +213,22 @@ def observe(run) -> tuple[str, str]:
     nsaves = sum(len((o or {}).get("saves", [])) for o in obs)
     return NOT_REPRODUCED, (f"{n} worker(s); {nsaves} save(s), no path written by two workers; no collective "
                             f"start-up or Keras 3 PerReplica error")
+
+
+def locate(run) -> list:
+    from tfpar_lint.verify.probes import Seen, located_errors
+
+    out = located_errors(run, ERRORS)
+    obs = [((w or {}).get("probes") or {}).get("lifecycle") for w in run.workers]
+    if len(run.workers) >= 2:
+        by_path: dict[str, list] = {}
+        for i, o in enumerate(obs):
+            for s in (o or {}).get("saves", []):
+                by_path.setdefault(s["path"], []).append((i, s))
+        for path, ws in by_path.items():
+            if len({i for i, _ in ws}) >= 2 and ws[0][1].get("lines"):
+                s = ws[0][1]
+                out.append(Seen("TFP604", int(s["lines"][0]), f"{s['api']} at line {s['lines'][0]} wrote {path} on "
+                                                              f"{len({i for i, _ in ws})} workers (the same path)"))
+                break
+    return out

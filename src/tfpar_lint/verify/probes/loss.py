@@ -375,3 +375,20 @@ def observe(run) -> tuple[str, str]:
                  else "no mirrored variable updated in a replica function")
     parts.append("no PerReplica used as a tensor")
     return NOT_REPRODUCED, "; ".join(parts)
+
+
+def locate(run) -> list:
+    from tfpar_lint.verify.probes import Seen, located_errors
+
+    o = _obs(run)
+    out = []
+    for m in o.get("misuse", [])[:1]:
+        if m.get("line"):
+            out.append(Seen("TFP506", int(m["line"]), f"a PerReplica result of strategy.run used as one tensor at "
+                                                       f"line {m['line']}: {m['error']}"))
+    for u in o.get("updates", []):
+        if len(set(u["copies"])) > 1 and u.get("line"):
+            out.append(Seen("TFP507", int(u["line"]), f"replica copies of {u['name']} diverged after {u['kind']} at "
+                                                       f"line {u['line']}: {u['copies']}"))
+            break
+    return out + located_errors(run, ERRORS)

@@ -306,3 +306,25 @@ def observe(run) -> tuple[str, str]:
         return NOT_REPRODUCED, (f"{len(comps)} random call site(s) in replica functions, {n} draws per replica: "
                                 f"replicas drew different values")
     return NOT_REPRODUCED, "no random draws by the script inside replica functions"
+
+
+def locate(run) -> list:
+    """Replicas that drew identical values: at the ``set_seed`` call when one ran inside a
+    replica function (TFP401), else at the draw (TFP402 with a seed, TFP403 without)."""
+    from tfpar_lint.verify.probes import Seen
+
+    sites = [s for s in _sites(run) if not s.get("low_entropy")]
+    seeds = [x for o in run.probe("randomness") for x in (o or {}).get("seeds", []) if x.get("replica") and x["lines"]]
+    for s in sites:
+        c = _compare(s)
+        if not c or c[0] == 0:
+            continue
+        same, n, rep = c
+        drew = (f"the replicas drew identical values from {s['api']} at line {s['line']} ({same} of {n} draws)"
+                + ("; the same values repeat at every step" if rep else ""))
+        if seeds and s.get("after_seed"):
+            line = int(seeds[0]["lines"][0])
+            return [Seen("TFP401", line, f"after {seeds[0]['api']} at line {line} inside the replica function, {drew}",
+                         (s["line"],))]
+        return [Seen("TFP402" if s.get("seeded") else "TFP403", int(s["line"]), drew)]
+    return []

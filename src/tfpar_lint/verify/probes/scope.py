@@ -681,31 +681,38 @@ def _misuses(run, o: dict[str, Any]) -> list[tuple[dict, str]]:
         if ob["kind"] == "model":
             for c in o.get("compiles", []):
                 if c["model"] == i and c["strategy"] is not None:
-                    uses.append(f"compiled under {_strategy_name(run, c['strategy'])} (line {_l(c)})")
+                    uses.append(f"compiled under {_strategy_name(run, c['strategy'])} (line {_u(c)})")
             for f in o.get("fits", []):
                 if f["model"] == i and f["strategy"] is not None:
-                    uses.append(f"{f['kind']} under {_strategy_name(run, f['strategy'])} (line {_l(f)})")
+                    uses.append(f"{f['kind']} under {_strategy_name(run, f['strategy'])} (line {_u(f)})")
         if ob["kind"] == "optimizer":
             for c in o.get("compiles", []):
                 if c["optimizer"] == i and (c["strategy"] is not None or c["model_strategy"] is not None):
                     uses.append(f"passed to compile of a model under "
                                 f"{_strategy_name(run, c['strategy'] if c['strategy'] is not None else c['model_strategy'])}"
-                                f" (line {_l(c)})")
+                                f" (line {_u(c)})")
             for a in o.get("applies", []):
                 if a["optimizer"] == i and (a["strategy"] is not None or a["replica"]):
                     uses.append(f"apply_gradients in {'a replica function' if a['replica'] else 'the scope'}"
-                                f" (line {_l(a)})")
+                                f" (line {_u(a)})")
         if ob["kind"] == "metric":
             for c in o.get("compiles", []):
                 if i in c["metrics"] and c["strategy"] is not None:
-                    uses.append(f"passed to compile under {_strategy_name(run, c['strategy'])} (line {_l(c)})")
+                    uses.append(f"passed to compile under {_strategy_name(run, c['strategy'])} (line {_u(c)})")
         if uses:
             out.append((ob, "; ".join(dict.fromkeys(uses))))
     return out
 
 
 def _l(rec) -> str:
+    """Where an object was created: the outermost script line (the call of a helper that builds it)."""
     return str(rec["lines"][-1]) if rec.get("lines") else "?"
+
+
+def _u(rec) -> str:
+    """Where an object was used (compile, fit, apply_gradients): the innermost script line,
+    the call itself, not the call of the function that contains it."""
+    return str(rec["lines"][0]) if rec.get("lines") else "?"
 
 
 def _plain_uses_at(o, line: Optional[int]) -> list[dict]:
@@ -938,3 +945,39 @@ def observe(run) -> tuple[str, str]:
     what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in sorted(kinds.items())) or "no Keras objects"
     return NOT_REPRODUCED, (f"{n} variables created, {d} distributed; {what}; no plain variable used by replicas, "
                             f"no scope error")
+
+
+# The rule an error text points to when it is seen without a finding (a pattern several
+# rules share falls back to the kind of the object created outside the scope, else TFP101).
+_ERROR_CODE = {_MIXING: "TFP109", _NEED_SCOPE: "TFP106", _SLOT: "TFP106", _METRIC: "TFP103"}
+_KIND_CODE = {"model": "TFP101", "optimizer": "TFP102", "metric": "TFP103", "variable": "TFP105"}
+
+
+def locate(run) -> list:
+    from tfpar_lint.verify.probes import Seen, error_line
+
+    o = _merged(run)
+    out = []
+    mis = _misuses(run, o) if o else []
+    for err in run.errors():
+        p = error_matches(err, ALL_SYMPTOMS)
+        line = error_line(err)
+        if p and line:
+            code = _ERROR_CODE.get(p) or (_KIND_CODE.get(mis[0][0]["kind"], "TFP101") if mis else "TFP101")
+            caught = " (the script caught it)" if err.get("caught") else ""
+            out.append(Seen(code, line, f"TensorFlow raised {run.error_text(err)}{caught}",
+                            tuple(err.get("script_lines") or ())))
+            break
+    for ob, use in mis:
+        if ob.get("lines") and ob["kind"] in _KIND_CODE:
+            out.append(Seen(_KIND_CODE[ob["kind"]], int(ob["lines"][-1]),
+                            f"{ob['cls']} created outside any scope (line {_l(ob)}) then {use}",
+                            tuple(ob["lines"])))
+    for f in (o or {}).get("foreign", [])[:1]:
+        if f.get("lines"):
+            out.append(Seen("TFP109", int(f["lines"][-1]), f"variable {f['name']} of {_strategy_name(run, f['own'])} "
+                                                          f"used under {_strategy_name(run, f['current'])} (line {_l(f)})"))
+    plain = _plain_uses_at(o, None) if o else []
+    if plain and plain[0].get("lines"):
+        out.append(Seen("TFP105", int(plain[0]["lines"][-1]), _describe_plain(run, plain), tuple(plain[0]["lines"])))
+    return out

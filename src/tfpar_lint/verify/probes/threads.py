@@ -32,6 +32,7 @@ class _State:
         self.refs: dict[int, Any] = {}
         self.local = threading.local()
         self.graph_writes: set[int] = set()
+        self.read_lines: dict[int, set[int]] = {}  # id(variable) -> script lines that read it from a thread
 
 
 def install(R) -> None:
@@ -71,6 +72,10 @@ def install(R) -> None:
             if not busy() and tracking(self) and small(self):
                 try:
                     last_reads()[id(self)] = np.asarray(out.numpy(), dtype=np.float64)
+                    if threading.current_thread() is not R.main_thread:
+                        seen = S.read_lines.setdefault(id(self), set())
+                        if len(seen) < 20:
+                            seen.update(R.script_lines(2)[:1])
                 except Exception:
                     pass
             return out
@@ -113,7 +118,7 @@ def install(R) -> None:
                         rec = S.vars[id(self)] = {
                             "name": str(getattr(self, "name", "?")), "first": float(np.sum(before)),
                             "delta": 0.0, "writes": 0, "stale": 0, "threads": set(), "sites": {},
-                            "kinds": set(),
+                            "kinds": set(), "starts": set(),
                         }
                         S.refs[id(self)] = self
                     rec["delta"] += delta
@@ -121,6 +126,9 @@ def install(R) -> None:
                     rec["stale"] += int(stale)
                     rec["threads"].add(tid)
                     rec["kinds"].add(kind)
+                    me = threading.current_thread()
+                    rec["starts"].update({getattr(me, "_tfpar_start_line", None),
+                                          getattr(me, "_tfpar_made_line", None)})
                     for ln in lines[:3]:
                         site = rec["sites"].setdefault(str(ln), {"writes": 0, "stale": 0, "kind": kind})
                         site["writes"] += 1
@@ -134,6 +142,30 @@ def install(R) -> None:
         return make
 
     patch(BRV, "_read_variable_op", make_read, tag="threads")
+
+    def make_start(orig):
+        def start(self, *a, **k):
+            try:  # where the script started this thread (a finding may point there)
+                self._tfpar_start_line = R.direct_caller_line(2)
+            except Exception:  # pragma: no cover
+                pass
+            return orig(self, *a, **k)
+
+        return start
+
+    patch(threading.Thread, "start", make_start, tag="threads")
+
+    def make_init(orig):
+        def __init__(self, *a, **k):
+            orig(self, *a, **k)
+            try:  # where the script created this thread (threading.Thread(target=...))
+                self._tfpar_made_line = R.direct_caller_line(2)
+            except Exception:  # pragma: no cover
+                pass
+
+        return __init__
+
+    patch(threading.Thread, "__init__", make_init, tag="threads")
     for m in ("assign", "assign_add", "assign_sub"):
         patch_variable_method(m, make_write(m), tag="threads")
 
@@ -157,6 +189,7 @@ def collect(R) -> dict[str, Any]:
             "sites": rec["sites"], "kinds": sorted(rec["kinds"]),
             "unit": abs(rec["delta"]) / rec["writes"] if rec["writes"] else 0.0,
             "graph_writes": vid in S.graph_writes,
+            "reads": sorted(S.read_lines.get(vid, ())), "starts": sorted(x for x in rec["starts"] if x is not None),
         })
     return {"variables": out}
 
@@ -181,17 +214,24 @@ def _describe(v, n_lost: int) -> str:
 KNOWN = ("TFP301",)
 
 
+def _at(v, line: int) -> bool:
+    """The variable was written (``sites``) or read from a thread at ``line``, or written by a
+    thread the script created or started at ``line``: a finding there is about this variable."""
+    return str(line) in v["sites"] or line in v.get("reads", []) or line in v.get("starts", [])
+
+
 def judge(finding, run) -> Optional[tuple[str, str]]:
     line = finding.line
     if finding.code not in KNOWN:
         return INCONCLUSIVE, f"the threads probe has no observation for {finding.code} yet"
-    vs = [v for o in run.probe("threads") for v in (o or {}).get("variables", []) if str(line) in v["sites"]]
+    vs = [v for o in run.probe("threads") for v in (o or {}).get("variables", []) if _at(v, line)]
     if not vs:
         return None
     multi = [v for v in vs if v["threads"] >= 2]
     for v in multi:
         missing, n = _lost(v)
-        if n > 0 or v["sites"][str(line)]["stale"] > 0:
+        site = v["sites"].get(str(line))
+        if n > 0 or (site or {}).get("stale", 0) > 0 or (site is None and v["stale"] > 0):
             return CONFIRMED, _describe(v, n)
     if multi:
         v = multi[0]
@@ -212,3 +252,23 @@ def observe(run) -> tuple[str, str]:
     if vs:
         return NOT_REPRODUCED, f"{len(vs)} variable(s) updated from several threads; no lost update"
     return NOT_REPRODUCED, "no variable updated from more than one Python thread"
+
+
+def locate(run) -> list:
+    """Variables that lost updates, at the write (``assign``) the threads raced on."""
+    from tfpar_lint.verify.probes import Seen
+
+    out = []
+    for o in run.probe("threads"):
+        for v in (o or {}).get("variables", []):
+            if v["threads"] < 2:
+                continue
+            _missing, n = _lost(v)
+            if not (n > 0 or v["stale"] > 0) or not v["sites"]:
+                continue
+            # Sites are script lines on the writer's stack, innermost first: the write itself.
+            most = max(s["writes"] for s in v["sites"].values())
+            line = next(int(k) for k, s in v["sites"].items() if s["writes"] == most)
+            out.append(Seen("TFP301", line, _describe(v, n), tuple(int(k) for k in v["sites"])
+                            + tuple(v.get("reads", [])) + tuple(v.get("starts", []))))
+    return out
