@@ -69,7 +69,7 @@ FAULTS = {
         import gc, os, signal, sys, time
         top = os.getpid()
         gc.freeze()  # the copies share the parent's memory instead of copying it at their first collection
-        for _ in range(5):  # bounded: 2**5 = 32 processes
+        for _ in range(4):  # bounded: 2**4 = 16 processes
             os.fork()
         if os.getpid() != top:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -655,7 +655,8 @@ def test_verify_folder_runs_only_flagged_files_and_reads_relative_data(tmp_path)
 
     proj = tmp_path / "proj"
     (proj / "data").mkdir(parents=True)
-    np.savez(proj / "data" / "x.npz", x=np.ones((16, 4), "float32"), y=np.ones((16, 1), "float32"))
+    rng = np.random.RandomState(0)  # distinct rows: replicas must get different batches
+    np.savez(proj / "data" / "x.npz", x=rng.rand(16, 4).astype("float32"), y=rng.rand(16, 1).astype("float32"))
     (proj / "setup.py").write_text("print('RAN setup.py', flush=True)\n")
     (proj / "clean.py").write_text("import tensorflow as tf\nprint('RAN clean.py', flush=True)\n")
     (proj / "flagged.py").write_text(TFP101 + "print('RAN flagged.py', flush=True)\n")

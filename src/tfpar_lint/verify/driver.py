@@ -771,10 +771,12 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                 rss = procs_mod.tree_rss([p.p.pid])
                 files = procs_mod.scratch_bytes(p.p.pid, ctx["root"])  # what it wrote lives in RAM (tmpfs)
                 if rss + files > limit:
-                    p.memory_killed = True
                     what = f"its processes used {rss >> 20} MB" + (f" and its writes {files >> 20} MB" if files else "")
                     _kill_group(p, f"memory limit: {what}, the limit is {limit >> 20} MB")
-                    notes.append(f"killed at the memory limit ({limit >> 20} MB; TFPAR_VERIFY_MEMORY_MB raises it)")
+                    p.memory_killed = p.killed  # False when it ended by itself meanwhile
+                    if p.memory_killed:
+                        notes.append(f"killed at the memory limit ({limit >> 20} MB; TFPAR_VERIFY_MEMORY_MB "
+                                     f"raises it)")
         try:
             alive[0].p.wait(0.05)
         except subprocess.TimeoutExpired:
