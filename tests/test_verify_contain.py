@@ -66,12 +66,17 @@ FAULTS = {
         ctypes.string_at(0)
     """,
     "forkbomb.py": """
-        import os, signal, time
+        import gc, os, signal, sys, time
         top = os.getpid()
-        for _ in range(5):  # bounded: 2**5 = 32 processes
+        gc.freeze()  # the copies share the parent's memory instead of copying it at their first collection
+        for _ in range(4):  # bounded: 2**4 = 16 processes
             os.fork()
         if os.getpid() != top:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            try:
+                os.execv(sys.executable, [sys.executable, "-c", {sleeper!r}, "{mark}-bomb"])
+            except PermissionError:  # no sandbox: other programs are refused
+                pass
             while True:
                 time.sleep(1)
         time.sleep(1.0)
@@ -116,7 +121,7 @@ FAULTS = {
     "memhog.py": """
         import time
         chunks = []
-        for _ in range(64):  # up to 8 GB, 128 MB at a time, every page touched
+        for _ in range(24):  # up to 3 GB, 128 MB at a time, every page touched
             chunks.append(bytearray(b"x" * (128 << 20)))
             time.sleep(0.2)
         print("END", flush=True)
@@ -124,10 +129,10 @@ FAULTS = {
     "diskhog.py": """
         import os, time
         block = b"x" * (128 << 20)
-        for i in range(40):  # up to 5 GB written into its folder: in the sandbox, RAM of a tmpfs
+        for i in range(20):  # up to 2.5 GB written into its folder: in the sandbox, RAM of a tmpfs
             with open(f"hog{{i}}.bin", "wb") as f:
                 f.write(block)
-            time.sleep(0.1)
+            time.sleep(0.3)
         print("END", flush=True)
     """,
     "writes.py": """
@@ -322,7 +327,8 @@ def faults(request, tmp_path_factory):
     was = sandbox.set_subreaper()  # every orphan comes back here, where the tests look for it
     before = {"top": tree_digest(top), "home": os.path.exists(HOME_FILE), "tmp": os.path.exists(TMP_FILE)}
     old = os.getcwd()
-    env = {"TFPAR_VERIFY_OUTPUT_MB": "1", "TFPAR_VERIFY_MEMORY_MB": "3000",
+    # 1500 MB per run: a TensorFlow script here stays under 500 MB (proportional set size)
+    env = {"TFPAR_VERIFY_OUTPUT_MB": "1", "TFPAR_VERIFY_MEMORY_MB": "1500",
            "TFPAR_VERIFY_SANDBOX": request.param}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -649,7 +655,8 @@ def test_verify_folder_runs_only_flagged_files_and_reads_relative_data(tmp_path)
 
     proj = tmp_path / "proj"
     (proj / "data").mkdir(parents=True)
-    np.savez(proj / "data" / "x.npz", x=np.ones((16, 4), "float32"), y=np.ones((16, 1), "float32"))
+    rng = np.random.RandomState(0)  # distinct rows: replicas must get different batches
+    np.savez(proj / "data" / "x.npz", x=rng.rand(16, 4).astype("float32"), y=rng.rand(16, 1).astype("float32"))
     (proj / "setup.py").write_text("print('RAN setup.py', flush=True)\n")
     (proj / "clean.py").write_text("import tensorflow as tf\nprint('RAN clean.py', flush=True)\n")
     (proj / "flagged.py").write_text(TFP101 + "print('RAN flagged.py', flush=True)\n")

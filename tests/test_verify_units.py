@@ -364,3 +364,14 @@ def test_output_relay_caps_and_keeps_the_tail(tmp_path):
     assert relay.total == 5500 and relay.dropped == 4500
     assert "output truncated: 4400 bytes dropped after the first 1000 bytes; the last 100 bytes follow" in text
     assert len(text) < 1300
+
+
+@pytest.mark.parametrize("value, cap", [("2", 2 << 20), ("0.5", 1 << 19), ("nan", 4 << 20), ("-1", 4 << 20),
+                                        ("lots", 4 << 20), ("inf", 4 << 20)])
+def test_output_cap_from_environment(monkeypatch, value, cap):
+    from tfpar_lint.verify.driver import _memory_limit, _output_cap
+
+    monkeypatch.setenv("TFPAR_VERIFY_OUTPUT_MB", value)
+    monkeypatch.setenv("TFPAR_VERIFY_MEMORY_MB", value)
+    assert _output_cap() == cap
+    assert _memory_limit() > 0

@@ -10,6 +10,8 @@ Layout:
 
 * ``driver.py``      - child processes, timeouts, local clusters, verdicts
 * ``child.py``       - the instrumented child (``python -m tfpar_lint.verify.child``)
+* ``sandbox.py``     - containment: user/mount/PID namespaces with overlays (Python-level guard as fallback)
+* ``procs.py``       - process trees, marker sweeps, kills, capped output relays
 * ``instrument.py``  - core patches (strategy devices, strategy.run, step bounds)
 * ``runtime.py``     - child-side recorder, stack helpers, patch/import hooks
 * ``source.py``      - line markers (did the flagged line run?)

@@ -102,7 +102,9 @@ def _contain(spec: dict, result: dict) -> None:
     cwd = spec.get("cwd") or os.getcwd()
     if mode == "namespaces":
         try:
+            t0 = time.time()
             c = sandbox.enter(spec["scratch"], cwd, spec.get("cluster_pid"))
+            result["sandbox_seconds"] = round(time.time() - t0, 4)
             result["sandbox"] = "namespaces"
             result["sandbox_detail"] = c.detail
             result["pid"] = os.getpid()

@@ -1,7 +1,12 @@
 """Driver: run every script in instrumented child processes and judge findings.
 
-* one child per script (``python -m tfpar_lint.verify.child spec.json``) in
-  its own temporary working directory and its own process group;
+* one child per script (``python -m tfpar_lint.verify.child spec.json``, or
+  forked by the zygote) in its own process group, contained by
+  :mod:`tfpar_lint.verify.sandbox`, running in the caller's working directory;
+  its stdout/stderr come through capped relays (:mod:`tfpar_lint.verify.procs`),
+  its memory is watched, and whatever it leaves running is killed at its end;
+* Ctrl-C / SIGTERM: every run and its processes are killed, queued runs never
+  start, finished runs are kept (:class:`Interrupted`); a second signal exits at once;
 * ``timeout`` per run: on expiry SIGTERM to the whole group, SIGKILL after a
   short grace period; the child dumps its Python stacks (faulthandler) just
   before, so a hang is reported with where it hung;
@@ -45,8 +50,17 @@ KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 OUTPUT_MB = 4.0
 
 
+def _env_mb(name: str) -> Optional[float]:
+    """A positive number of MB from the environment; None when unset or not a positive finite number."""
+    try:
+        v = float(os.environ.get(name, ""))
+    except ValueError:
+        return None
+    return v if 0 < v < float("inf") else None
+
+
 def _output_cap() -> int:
-    return int(float(os.environ.get("TFPAR_VERIFY_OUTPUT_MB", OUTPUT_MB)) * 1024 * 1024)
+    return int((_env_mb("TFPAR_VERIFY_OUTPUT_MB") or OUTPUT_MB) * 1024 * 1024)
 
 
 PEER_GRACE = 10.0  # seconds a worker may outlive a failed peer
@@ -56,9 +70,9 @@ _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 
 def _memory_limit() -> int:
-    env = os.environ.get("TFPAR_VERIFY_MEMORY_MB")
+    env = _env_mb("TFPAR_VERIFY_MEMORY_MB")
     if env:
-        return int(float(env) * 1024 * 1024)
+        return int(env * 1024 * 1024)
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -757,10 +771,12 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                 rss = procs_mod.tree_rss([p.p.pid])
                 files = procs_mod.scratch_bytes(p.p.pid, ctx["root"])  # what it wrote lives in RAM (tmpfs)
                 if rss + files > limit:
-                    p.memory_killed = True
                     what = f"its processes used {rss >> 20} MB" + (f" and its writes {files >> 20} MB" if files else "")
                     _kill_group(p, f"memory limit: {what}, the limit is {limit >> 20} MB")
-                    notes.append(f"killed at the memory limit ({limit >> 20} MB; TFPAR_VERIFY_MEMORY_MB raises it)")
+                    p.memory_killed = p.killed  # False when it ended by itself meanwhile
+                    if p.memory_killed:
+                        notes.append(f"killed at the memory limit ({limit >> 20} MB; TFPAR_VERIFY_MEMORY_MB "
+                                     f"raises it)")
         try:
             alive[0].p.wait(0.05)
         except subprocess.TimeoutExpired:
