@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
+from tfpar_lint.files import read_regular_text
+
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
 
@@ -89,10 +91,7 @@ class Project:
             self.capped = True
             return None
         try:
-            if os.path.getsize(path) > MAX_SIZE:
-                return None
-            with open(path, encoding="utf-8") as f:
-                source = f.read()
+            source = read_regular_text(path, MAX_SIZE)  # never blocks on a FIFO
         except (OSError, UnicodeDecodeError, ValueError):
             return None
         self.read += 1
@@ -252,10 +251,7 @@ class Project:
         if path in texts:
             return texts[path]
         try:
-            if os.path.getsize(path) > MAX_SIZE:
-                return None
-            with open(path, encoding="utf-8") as f:
-                return f.read()
+            return read_regular_text(path, MAX_SIZE)  # never blocks on a FIFO
         except (OSError, UnicodeDecodeError, ValueError):
             return None
 
@@ -281,10 +277,7 @@ class Project:
                             continue
                         seen += 1
                         try:
-                            if os.path.getsize(p) > MAX_SIZE:
-                                continue
-                            with open(p, encoding="utf-8") as f:
-                                self._texts[p] = f.read()
+                            self._texts[p] = read_regular_text(p, MAX_SIZE)  # never blocks on a FIFO
                         except (OSError, UnicodeDecodeError, ValueError):
                             continue
                     if seen >= MAX_SCAN:
