@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
-
-from tfpar_lint.files import read_regular_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -90,9 +89,8 @@ class Project:
         if self.read >= MAX_MODULES:
             self.capped = True
             return None
-        try:
-            source = read_regular_text(path, MAX_SIZE)  # never blocks on a FIFO
-        except (OSError, UnicodeDecodeError, ValueError):
+        source = _read_regular(path)
+        if source is None:
             return None
         self.read += 1
         try:
@@ -250,10 +248,7 @@ class Project:
         texts = self._project_texts()
         if path in texts:
             return texts[path]
-        try:
-            return read_regular_text(path, MAX_SIZE)  # never blocks on a FIFO
-        except (OSError, UnicodeDecodeError, ValueError):
-            return None
+        return _read_regular(path)
 
     def _imports(self, other: "Module", qname: str, target: "Module") -> bool:
         got = self.resolve(other, qname)
@@ -276,11 +271,23 @@ class Project:
                         if p in self._texts:
                             continue
                         seen += 1
-                        try:
-                            self._texts[p] = read_regular_text(p, MAX_SIZE)  # never blocks on a FIFO
-                        except (OSError, UnicodeDecodeError, ValueError):
-                            continue
+                        text = _read_regular(p)
+                        if text is not None:
+                            self._texts[p] = text
                     if seen >= MAX_SCAN:
                         self.capped = True
                         break
         return self._texts
+
+
+def _read_regular(path: str) -> Optional[str]:
+    """The text of a regular file of at most MAX_SIZE bytes (never a FIFO or a device: reading
+    one could block or never end), else None."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SIZE:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read(MAX_SIZE + 1)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
