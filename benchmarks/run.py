@@ -43,6 +43,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PACKAGES = ("tensorflow", "keras", "tf_keras")
 SMOKE_EXTRA = 8  # corpus files added to fixtures/ in --smoke
+# results.md from this line on is written by other scripts (j1_timing.py, pathological.py) and kept
+KEEP_MARKER = "<!-- measured by other scripts; benchmarks/run.py keeps what follows -->"
 
 # ----------------------------------------------------------------------------- corpus
 
@@ -684,6 +686,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         }
         text = render(cases, meta, findings)
         out_md.parent.mkdir(parents=True, exist_ok=True)
+        if out_md.is_file():  # sections measured by other scripts, below KEEP_MARKER, survive a rerun
+            old = out_md.read_text(encoding="utf-8")
+            if KEEP_MARKER in old:
+                text = text.rstrip("\n") + "\n\n" + old[old.index(KEEP_MARKER):]
         out_md.write_text(text, encoding="utf-8")
         raw = {"meta": meta, "findings": findings,
                "cases": [{"key": c.key, "label": c.label, "jobs": c.jobs, "files": c.files, "skip": c.skip,

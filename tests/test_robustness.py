@@ -476,3 +476,34 @@ def test_notebook_syntax_error_has_no_file_line_in_sarif_and_github(tmp_path):
     assert "region" not in note["locations"][0]["physicalLocation"] and "cell 3" in note["message"]["text"]
     gh = lint(tmp_path, "--format", "github", "t.ipynb").out
     assert gh.startswith("::error file=t.ipynb,title=E999::syntax error in cell 3"), gh
+
+
+def test_a_fifo_in_the_project_does_not_stall_the_files_that_import_it(tmp_path):
+    """The whole-project analysis reads the project's other files: it skips a FIFO too."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "train.py").write_text(HEADER + "from pkg import helper\n")
+    os.mkfifo(tmp_path / "pkg" / "helper.py")
+    for cache in (["--no-cache"], ["--cache-dir", str(tmp_path / "c")], ["--cache-dir", str(tmp_path / "c")]):
+        r = run_subprocess([sys.executable, "-m", "tfpar_lint", "--file-timeout", "20", *cache, "pkg/train.py"],
+                           tmp_path, env={"PYTHONPATH": SRC}, timeout=120)
+        assert r.rc == 1 and len(r.lines) == 1 and r.lines[0].startswith("pkg/train.py:3:9: TFP101 "), r
+
+
+def test_read_regular_refuses_what_is_not_a_regular_file(tmp_path):
+    from tfpar_lint.files import FileTooLarge, NotRegularFile, read_regular, read_regular_text
+
+    (tmp_path / "a.py").write_bytes(b"x = 1\r\ny = 2\n")
+    assert read_regular(str(tmp_path / "a.py")) == b"x = 1\r\ny = 2\n"
+    assert read_regular_text(str(tmp_path / "a.py")) == "x = 1\ny = 2\n"  # as open(..., encoding="utf-8")
+    with pytest.raises(FileTooLarge):
+        read_regular(str(tmp_path / "a.py"), max_size=4)
+    with pytest.raises(NotRegularFile):
+        read_regular("/dev/zero")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "f.py")
+        with pytest.raises(NotRegularFile):
+            read_regular(str(tmp_path / "f.py"))

@@ -34,6 +34,7 @@ from dataclasses import asdict
 from typing import Any, Collection, Optional
 
 from tfpar_lint import __version__
+from tfpar_lint.files import read_regular
 from tfpar_lint.finding import FileError, Finding
 
 FORMAT = 1
@@ -147,8 +148,7 @@ class Cache:
             for dep, dep_digest in (entry.get("deps") or {}).items():
                 # another project file the result read: it must be unchanged too
                 try:
-                    with open(dep, "rb") as fh:
-                        now = digest(fh.read())
+                    now = digest(read_regular(dep, self.max_file_size))  # never blocks on a FIFO
                 except OSError:
                     now = ""
                 if now != dep_digest:

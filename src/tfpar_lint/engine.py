@@ -24,6 +24,7 @@ from typing import Any, Callable, Collection, Optional, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from tfpar_lint.files import read_regular
 from tfpar_lint.finding import FileError, Finding
 from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
@@ -86,8 +87,7 @@ def _dep_digests(project: Any, module: Module) -> dict[str, str]:
     out = {}
     for p in sorted(project.dependencies(module)):
         try:
-            with open(p, "rb") as fh:
-                out[p] = hashlib.sha256(fh.read()).hexdigest()
+            out[p] = hashlib.sha256(read_regular(p)).hexdigest()  # never blocks on a FIFO
         except OSError:
             out[p] = ""
     return out
