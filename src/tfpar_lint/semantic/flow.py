@@ -174,6 +174,11 @@ class Flow:
             return None if args is None else [(e, s, o) for e, s, o, _site in args]
         return None
 
+    def self_attr_bindings(self, e: cst.Attribute, scope: Scope) -> Optional[list[Binding]]:
+        """``self.x`` read inside a method: the bindings the class's methods make of ``x``
+        (None when ``e`` is not an attribute of the method's first parameter, or none is made)."""
+        return self._self_attr_bindings(e, scope) if isinstance(e.value, cst.Name) else None
+
     def _self_attr_bindings(self, e: cst.Attribute, scope: Scope) -> Optional[list[Binding]]:
         s: Optional[Scope] = scope
         while s is not None:
