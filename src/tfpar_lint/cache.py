@@ -144,10 +144,20 @@ class Cache:
         try:
             if entry.get("format") != FORMAT or entry.get("digest") != d or entry.get("key") != self.key:
                 raise ValueError("stale")
+            for dep, dep_digest in (entry.get("deps") or {}).items():
+                # another project file the result read: it must be unchanged too
+                try:
+                    with open(dep, "rb") as fh:
+                        now = digest(fh.read())
+                except OSError:
+                    now = ""
+                if now != dep_digest:
+                    raise ValueError("stale")
             findings = [Finding.from_dict(dict(f, path=path)) for f in entry["findings"]]
             err = entry.get("error")
             error = FileError(path, str(err["message"]), int(err["line"]), int(err["col"])) if err else None
-            result = FileResult(path, findings=findings, error=error, skipped=bool(entry.get("skipped")))
+            result = FileResult(path, findings=findings, error=error, skipped=bool(entry.get("skipped")),
+                                deps=dict(entry.get("deps") or {}))
         except (ValueError, KeyError, TypeError, AttributeError):
             self.misses += 1
             return None
@@ -173,7 +183,7 @@ class Cache:
             findings.append(d)
         entry = {
             "format": FORMAT, "key": self.key, "digest": file_digest,
-            "findings": findings, "skipped": bool(result.skipped),
+            "findings": findings, "skipped": bool(result.skipped), "deps": dict(getattr(result, "deps", {}) or {}),
             "error": None if err is None else {"message": err.message, "line": err.line, "col": err.col},
         }
         try:

@@ -41,6 +41,8 @@ class AnalysisOptions:
     dataset_distributors: tuple[str, ...] = ()
     extra_markers: tuple[str, ...] = ()
     tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
+    project: bool = True  # follow names into the project's other files (whole-project analysis)
+    src: tuple[str, ...] = ()  # folders the project's modules live in (default: the root and root/src)
 
 
 @dataclass
@@ -49,6 +51,49 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     skipped: bool = False
+    deps: dict[str, str] = field(default_factory=dict)  # other project files read: path -> sha256
+
+
+# One Project per (folders, options) per process: the project's modules are parsed once.
+_PROJECTS: dict[tuple, Any] = {}
+
+
+def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
+    """The project ``path`` belongs to (whole-project analysis), or None (stdin, notebooks
+    run alone, ``--no-project``)."""
+    from tfpar_lint.semantic.project import Project, project_root
+
+    if not options.project or not path or path == "<stdin>" or not os.path.isfile(path):
+        return None
+    root = project_root(path)
+    if options.src:
+        roots = [os.path.abspath(x) for x in options.src]
+    elif root:
+        roots = [root, os.path.join(root, "src")]
+    else:  # a folder of scripts: `python train.py` imports its neighbours
+        roots = [os.path.dirname(os.path.abspath(path))]
+    key = (tuple(roots), root, options)
+    project = _PROJECTS.get(key)
+    if project is None:
+        def build(fpath: str, src: str) -> Module:
+            return Module(cst.parse_module(src), src, fpath, options.strategy_factories,
+                          options.dataset_distributors, tf_version=options.tf_version, project=project)
+
+        project = _PROJECTS[key] = Project(roots, build, root=root)
+    return project
+
+
+def _dep_digests(project: Any, module: Module) -> dict[str, str]:
+    import hashlib
+
+    out = {}
+    for p in sorted(project.dependencies(module)):
+        try:
+            with open(p, "rb") as fh:
+                out[p] = hashlib.sha256(fh.read()).hexdigest()
+        except OSError:
+            out[p] = ""
+    return out
 
 
 def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
@@ -56,7 +101,8 @@ def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
     return [r for r in all_rules() if r.CODE in codes]
 
 
-def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
+def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
+                    path: Optional[str] = None) -> list[type[Rule]]:
     """The pre-filter: rules whose markers occur in the text (no parsing).
 
     Two stages: the markers anywhere in the text (most files stop here, at the
@@ -68,15 +114,32 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
     rules = [r for r in rules if not getattr(r, "TEXT_ONLY", False)]  # the noqa rules: see _noqa_findings
     if options.extra_markers and any(m in source for m in options.extra_markers):
         return list(rules)
-    passed = _marker_rules(source, rules, options)
+    # whole-project analysis: a file imported by a file that uses a strategy (steps.py, whose
+    # train_step train.py runs with strategy.run) may hold a strategy's code without naming one
+    via_importer = _strategy_in_importers(path, options) if path else None
+    passed = _marker_rules(source, rules, options, via_importer)
     if passed:
         code = code_text(source)
         if code is not source:
-            passed = _marker_rules(code, passed, options)
+            passed = _marker_rules(code, passed, options, via_importer)
     return passed
 
 
-def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
+def _strategy_in_importers(path: str, options: AnalysisOptions) -> Optional[Callable[[], bool]]:
+    """A test (run only when the file itself names no strategy): does a project file that
+    imports this one name a strategy?"""
+    def test() -> bool:
+        project = project_for(path, options)
+        if project is None:
+            return False
+        factory = tuple(q.rsplit(".", 1)[-1] for q in options.strategy_factories)
+        return any(any(mk in text for mk in STRATEGY_MARKERS + factory)
+                   for _p, text in project.importer_texts(path))
+    return test if options.project else None
+
+
+def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
+                  via_importer: Optional[Callable[[], bool]] = None) -> list[type[Rule]]:
     factory_markers = tuple(q.rsplit(".", 1)[-1] for q in options.strategy_factories)
     hits: dict[tuple[str, ...], bool] = {}
     present: dict[str, bool] = {}  # each marker is searched for once (several groups share markers)
@@ -93,6 +156,8 @@ def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOpt
                 if found:
                     ok = True
                     break
+            if not ok and group is STRATEGY_MARKERS and via_importer is not None:
+                ok = via_importer()
             hits[group] = ok
         return ok
 
@@ -188,11 +253,26 @@ def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str
 
 
 def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
-            with_fixes: bool = True) -> list[Finding]:
-    """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError."""
-    tree = cst.parse_module(source)
-    module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
-                    tf_version=options.tf_version)
+            with_fixes: bool = True, deps: Optional[dict] = None) -> list[Finding]:
+    """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError.
+    ``deps``, when given, receives the other project files the answers read (path -> sha256)."""
+    project = project_for(path, options)
+    known = project.modules.get(os.path.abspath(path)) if project is not None else None
+    if known is not None and known.source == source:
+        module, tree = known, known.tree  # already built as another file's import: the same object
+    else:
+        tree = cst.parse_module(source)
+        module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
+                        tf_version=options.tf_version, project=project)
+    try:
+        return _analyse(module, tree, rules, with_fixes)
+    finally:
+        if project is not None and deps is not None:
+            deps.update(_dep_digests(project, module))
+
+
+def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with_fixes: bool) -> list[Finding]:
+    source, path = module.source, module.path
     reports = []
     instances = []
     for rule_cls in rules:
@@ -357,15 +437,17 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     if path.endswith(".ipynb"):
         return _lint_notebook(source, path, enabled, options, apply_noqa)
     enabled_rules = _rules_for(enabled)
-    rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options)
+    rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options,
+                            path)
     if not rules:
         err = _syntax_check(source, path) if check_syntax else None
         if err is not None:
             return FileResult(path, error=err)
         extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
         return FileResult(path, findings=extra, skipped=not extra)
+    deps: dict[str, str] = {}
     try:
-        findings = analyse(source, path, rules, options)
+        findings = analyse(source, path, rules, options, deps=deps)
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, source=source))
     except RecursionError:
@@ -381,7 +463,7 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     for f in findings:
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
-    return FileResult(path, findings)
+    return FileResult(path, findings, deps=deps)
 
 
 def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], raw: list[Finding]) -> list[Finding]:

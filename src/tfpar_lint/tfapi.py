@@ -21,6 +21,7 @@ CHECKPOINT_MANAGER = "checkpoint_manager"
 VARIABLE = "variable"
 VARIABLES = "variables"  # a list of tf.Variables (``model.trainable_variables``)
 LAYERS = "layers"  # ``model.layers``
+MODULE = "module"  # another module of the project (``import models``)
 NONE = "none"  # the literal None (a placeholder: ``x = None`` before ``x = make()``)
 GENERATOR = "generator"
 DATASET = "dataset"  # plain tf.data.Dataset

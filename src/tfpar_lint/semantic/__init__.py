@@ -31,6 +31,7 @@ from tfpar_lint.semantic.callgraph import CallGraph
 from tfpar_lint.semantic.contexts import Contexts
 from tfpar_lint.semantic.environment import Environment
 from tfpar_lint.semantic.flow import Flow, names_read  # noqa: F401  (names_read re-exported)
+from tfpar_lint.semantic.project import Project, project_root  # noqa: F401  (re-exported)
 from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
     UNKNOWN, Binding, CallSite, ClassInfo, FunctionInfo, IndirectCall, NameRef, Scope, StoreSite, TraceEvent, Value,
 )
@@ -81,20 +82,24 @@ class Module:
 
     def __init__(self, tree: cst.Module, source: str = "", path: str = "<string>",
                  strategy_factories: Sequence[str] = (), dataset_distributors: Sequence[str] = (),
-                 tf_version: str = "2.16") -> None:
+                 tf_version: str = "2.16", project: Optional["Project"] = None) -> None:
         self.tree = tree
+        # the project's other modules (whole-project analysis), or None: this file alone
+        self.project = project
         # the TensorFlow the code targets (``tf-version``): ``tf.keras`` is Keras 3 from 2.16 on
         self.tf_version = tuple(int(x) for x in tf_version.split(".")[:2])
         self.source = source
         self.path = path
         self.strategy_factories = frozenset(strategy_factories)
         self.dataset_distributors = frozenset(dataset_distributors)
-        self.scope = Scope("module", tree, None)
+        self.scope = Scope("module", tree, None, module=self)
         # what the traversal records
         self.functions: list[FunctionInfo] = []
         self.classes: list[ClassInfo] = []
         self.calls: list[CallSite] = []
         self.refs: list[NameRef] = []
+        self.imports: list[Binding] = []  # every import binding, in source order
+        self.project_deps: set[str] = set()  # project files this module's answers read
         self.attr_refs: list[NameRef] = []  # name.attr (``self.model``): node is the Attribute
         self.site_of_call: dict[int, CallSite] = {}
         self.function_of_node: dict[int, FunctionInfo] = {}
@@ -118,6 +123,15 @@ class Module:
         self.flow = Flow(self)
         # facts several rules derive from the model, computed once (rules/_scope.values_of_kind)
         self.rule_memo: dict[str, dict] = {}
+        if project is not None:
+            project.add(path, self)
+
+    def module_imports(self) -> list[Binding]:
+        return self.imports
+
+    def importers(self) -> list["Module"]:
+        """The project's modules that import this one (none without a project)."""
+        return self.project.importers(self) if self.project is not None else []
 
     @property
     def replica_fn_infos(self) -> dict[int, FunctionInfo]:
@@ -145,8 +159,22 @@ class Module:
         return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _owner(args) -> Optional["Module"]:
+    """The module the first scope-carrying argument belongs to (a Scope, CallSite, FunctionInfo,
+    ClassInfo or Binding of another file is answered by that file's model)."""
+    for a in args:
+        if isinstance(a, Scope):
+            return a.module
+        if isinstance(a, (CallSite, FunctionInfo, ClassInfo, Binding, StoreSite)):
+            return a.scope.module
+    return None
+
+
 def _delegate(part: str, name: str):
     def method(self, *args, **kwargs):
+        owner = _owner(args)
+        if owner is not None and owner is not self:
+            return getattr(owner, name)(*args, **kwargs)
         return getattr(getattr(self, part), name)(*args, **kwargs)
 
     method.__name__ = name

@@ -68,7 +68,7 @@ class Bindings:
         if not bs or any(b.kind != "import" or not b.qname for b in bs):
             return "", ""
         q = bs[0].qname
-        if any(b.qname != q for b in bs):
-            return "", ""
+        if any(b.qname != q for b in bs) or q.startswith("."):
+            return "", ""  # ambiguous, or a relative import (the project's own module, never an API)
         raw = f"{q}.{rest}" if rest else q
         return api.canonical(raw), raw

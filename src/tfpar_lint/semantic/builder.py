@@ -46,6 +46,8 @@ class Builder(TaskVisitor):
             scope = self.m.scope
         b = Binding(name=name, kind=kind, scope=scope, order=self._order(), node=node, **kw)
         scope.add(b)
+        if kind == "import":
+            self.m.imports.append(b)
         if scope is self.m.scope and kind in ("assign", "annassign", "aug", "import", "def", "class", "for", "with"):
             self.m.module_bindings_in_order.append(b)
         return b
@@ -84,7 +86,7 @@ class Builder(TaskVisitor):
 
     def _push_function(self, node, name: str, params: cst.Parameters, decorators) -> FunctionInfo:
         parent = self.scope
-        scope = Scope("lambda" if isinstance(node, cst.Lambda) else "function", node, parent)
+        scope = Scope("lambda" if isinstance(node, cst.Lambda) else "function", node, parent, module=self.m)
         all_params = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
         if isinstance(params.star_arg, cst.Param):
             all_params.append(params.star_arg)
@@ -129,16 +131,16 @@ class Builder(TaskVisitor):
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if node.relative or node.module is None:
-            mod = None
-        else:
-            mod = dotted_name(node.module)
+        mod = dotted_name(node.module) if node.module is not None else None
+        if node.relative:  # from . import x / from ..pkg import y: the dots stay in the name
+            mod = "." * len(node.relative) + (mod or "")
         if isinstance(node.names, cst.ImportStar):
             return False
         for alias in node.names:
             name = dotted_name(alias.name) or ""
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
-            self._bind(local, "import", alias, qname=f"{mod}.{name}" if mod else "")
+            qname = f"{mod}{'' if mod.endswith('.') else '.'}{name}" if mod else ""
+            self._bind(local, "import", alias, qname=qname)
         return False
 
     # ---------------------------------------------------------------- defs
@@ -165,7 +167,7 @@ class Builder(TaskVisitor):
 
     def _enter_class(self, node: cst.ClassDef) -> None:
         self.skip_names.add(id(node.name))
-        scope = Scope("class", node, self.scope)
+        scope = Scope("class", node, self.scope, module=self.m)
         info = ClassInfo(node=node, name=node.name.value, scope=scope, bases=[a.value for a in node.bases])
         scope.cls = info
         self._bind(node.name.value, "class", node, cls=info)

@@ -51,6 +51,14 @@ class CallGraph:
                 if isinstance(f, (cst.Name, cst.Attribute)):
                     for target in self.callees(cs):
                         table.setdefault(id(target), []).append(cs)
+            # calls of this module's functions in the project's modules that import it
+            names = {fi.name for fi in self.m.functions} | {c.name for c in self.m.classes}
+            for other in self.m.importers():
+                for cs in other.calls:
+                    if attr_name(cs.node.func) in names:
+                        for target in other.callees(cs):
+                            if target.scope.module is self.m:
+                                table.setdefault(id(target), []).append(cs)
             self._callers = table
         return self._callers.get(id(fn), [])
 
@@ -198,8 +206,8 @@ class CallGraph:
             if q in api.THREAD_CLASSES:
                 fn = keyword(node, "target") or arg(node, 1)
                 if fn is not None:
-                    yield fn, _seq(keyword(node, "args") or arg(node, 2), empty=True), \
-                        _mapping(keyword(node, "kwargs") or arg(node, 3)), "thread"
+                    yield fn, _seq(keyword(node, "args") or arg(node, 3), empty=True), \
+                        _mapping(keyword(node, "kwargs") or arg(node, 4)), "thread"
             elif q == "threading.Timer":
                 fn = arg(node, 1, "function")
                 if fn is not None:

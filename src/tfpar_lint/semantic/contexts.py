@@ -150,9 +150,13 @@ class Contexts:
         table: dict[int, list[Value]] = {}
         self.replica_fn_infos: dict[int, FunctionInfo] = {}
         work: list[FunctionInfo] = []
-        for cs, _recv, _meth, strat in self.replica_runs():
-            fn_expr = arg(cs.node, 0, "fn")
-            for fn in self.m.resolve_function(fn_expr, cs.scope, cs.order):
+        runs = [(self.m, r) for r in self.replica_runs()]
+        # this module's functions run by the project's modules that import it (steps.train_step)
+        runs += [(other, r) for other in self.m.importers() for r in other.replica_runs()]
+        for mod, (cs, _recv, _meth, strat) in runs:
+            for fn in mod.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
+                if fn.scope.module is not self.m and mod is not self.m:
+                    continue
                 table.setdefault(id(fn), []).extend(strat)
                 self.replica_fn_infos[id(fn)] = fn
                 work.append(fn)
@@ -188,17 +192,21 @@ class Contexts:
             return self._threads
         table: dict[int, list[CallSite]] = {}
         self.thread_fn_infos: dict[int, FunctionInfo] = {}
-        for cs in self.m.calls:
-            for target, _args, _kwargs, how in self.m.handed_over(cs):
-                if how == "pool":  # only thread pools (not process pools, not other objects' map)
-                    recv_vals = self.m.infer(cs.node.func.value, cs.scope, cs.order)
-                    if not recv_vals or any(v.kind != api.EXECUTOR for v in recv_vals):
+        # calls here, and in the project's modules that import this one (Thread(target=workers.loop))
+        for mod in [self.m] + self.m.importers():
+            for cs in mod.calls:
+                for target, _args, _kwargs, how in mod.handed_over(cs):
+                    if how == "pool":  # only thread pools (not process pools, not other objects' map)
+                        recv_vals = mod.infer(cs.node.func.value, cs.scope, cs.order)
+                        if not recv_vals or any(v.kind != api.EXECUTOR for v in recv_vals):
+                            continue
+                    elif how != "thread":
                         continue
-                elif how != "thread":
-                    continue
-                for fn in self.m.resolve_function(target, cs.scope, cs.order):
-                    table.setdefault(id(fn), []).append(cs)
-                    self.thread_fn_infos[id(fn)] = fn
+                    for fn in mod.resolve_function(target, cs.scope, cs.order):
+                        if mod is not self.m and fn.scope.module is not self.m:
+                            continue
+                        table.setdefault(id(fn), []).append(cs)
+                        self.thread_fn_infos[id(fn)] = fn
         # class Worker(threading.Thread): def run(self): ...  -- started by Worker(...).start()
         for cls in self.m.classes:
             run = cls.methods.get("run")

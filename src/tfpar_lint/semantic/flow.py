@@ -185,7 +185,7 @@ class Flow:
             fn = s.func
             if fn is not None and fn.cls is not None:
                 if fn.params and fn.params[0].name.value == e.value.value:
-                    return fn.cls.attrs.get(e.attr.value)
+                    return fn.cls.attrs.get(e.attr.value) or fn.cls.scope.bindings.get(e.attr.value)
                 return None
             s = s.parent
         return None

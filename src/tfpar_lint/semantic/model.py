@@ -20,6 +20,7 @@ class Scope:
     nonlocals: set[str] = field(default_factory=set)
     func: Optional["FunctionInfo"] = None
     cls: Optional["ClassInfo"] = None
+    module: Any = None  # the semantic Module this scope belongs to (values cross files)
 
     def add(self, b: "Binding") -> None:
         self.bindings.setdefault(b.name, []).append(b)

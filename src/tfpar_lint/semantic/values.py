@@ -40,6 +40,8 @@ class Inference:
         """Possible values of ``expr`` (never empty; [UNKNOWN] when unknown)."""
         if expr is None:
             return [UNKNOWN]
+        if scope.module is not self.m and scope.module is not None:  # another file's code
+            return scope.module.infer(expr, scope, order, site)
         key = id(expr)
         memo = self._infer_memo.get(key)
         if memo is not None:
@@ -83,7 +85,8 @@ class Inference:
         if isinstance(expr, cst.Attribute):
             q, raw = self.m.qualified_name(expr, scope, order)
             if q:
-                return [Value(api.API, q, raw_qname=raw)]
+                got = self.project_values(raw)  # models.build with `import models`
+                return got if got is not None else [Value(api.API, q, raw_qname=raw)]
             # self.attr inside a method
             fn = scope.func
             if (fn is not None and fn.cls is None and isinstance(expr.value, cst.Name)):
@@ -94,7 +97,8 @@ class Inference:
                 if attr in fn.cls.methods:
                     m = fn.cls.methods[attr]
                     return [Value(api.FUNCTION, info=m, origin=m.node)]
-                bs = fn.cls.attrs.get(attr)
+                # self.x = ... in a method; else a class attribute (``x = tf.Variable(0)`` in the class body)
+                bs = fn.cls.attrs.get(attr) or fn.cls.scope.bindings.get(attr)
                 if bs:
                     out = []
                     for b in bs:
@@ -134,6 +138,11 @@ class Inference:
         return None
 
     def created_within(self, node: Optional[cst.CSTNode], fn: FunctionInfo) -> bool:
+        if fn.scope.module is not self.m and fn.scope.module is not None:
+            return fn.scope.module.created_within(node, fn)
+        return self._created_within(node, fn)
+
+    def _created_within(self, node: Optional[cst.CSTNode], fn: FunctionInfo) -> bool:
         site = self.m.site_of_call.get(id(node)) if node is not None else None
         s = site.scope if site is not None else None
         while s is not None:
@@ -146,8 +155,11 @@ class Inference:
         site = self.m.site_of_call.get(id(call))
         func = call.func
         q, raw = self.m.qualified_name(func, scope, order)
-        if q:
+        got = self.project_values(raw) if q else None
+        if q and got is None:
             return self._infer_api_call(q, raw, call, scope, order, site)
+        if got is not None:  # a function or class of another project module
+            return self._call_values(got, call, scope, order, site)
         # builtins and local callables
         if isinstance(func, cst.Name) and not self.m.lookup(func.value, scope, order):
             return self._infer_builtin(func.value, call, scope, order, site)
@@ -155,9 +167,16 @@ class Inference:
             recv_vals = self.infer(func.value, scope, order)
             out = []
             for rv in recv_vals:
-                out.append(self._infer_method(rv, func.attr.value, call, scope, order, site))
+                if rv.kind == api.MODULE:  # models.build(...) with `from . import models`
+                    out.extend(self._call_values(self._module_attr(rv, func.attr.value), call, scope, order, site))
+                else:
+                    out.append(self._infer_method(rv, func.attr.value, call, scope, order, site))
             return out
-        callee_vals = self.infer(func, scope, order)
+        return self._call_values(self.infer(func, scope, order), call, scope, order, site)
+
+    def _call_values(self, callee_vals: list[Value], call: cst.Call, scope: Scope, order: int,
+                     site: Optional[CallSite]) -> list[Value]:
+        """What calling a callee with these possible values gives."""
         out = []
         for cv in callee_vals:
             if cv.kind == api.FUNCTION and cv.info is not None:
@@ -191,6 +210,8 @@ class Inference:
 
     def class_kind(self, cls: ClassInfo, _depth: int = 0) -> Optional[str]:
         """MODEL / LAYER / ... for a local class by its bases."""
+        if cls.scope.module is not self.m and cls.scope.module is not None:
+            return cls.scope.module.class_kind(cls, _depth)
         if _depth > 8:
             return None
         for base in cls.bases:
@@ -270,6 +291,9 @@ class Inference:
             # an attribute of an instance of a local class: what its methods assign to self.<attr>
             out = []
             for v in self.infer(expr.value, scope, order):
+                if v.kind == api.MODULE:
+                    out.extend(self._module_attr(v, attr))
+                    continue
                 cls = v.info if isinstance(v.info, ClassInfo) and v.kind != api.CLASS else None
                 if cls is not None and attr in cls.methods:  # stats.ingest: a bound method
                     meth = cls.methods[attr]
@@ -287,12 +311,29 @@ class Inference:
             return out or [UNKNOWN]
         out = []
         for v in self.infer(expr.value, scope, order):
-            if v.kind not in (api.MODEL, api.LAYER):
+            if v.kind not in (api.MODEL, api.LAYER) and not (
+                    attr in api.VARIABLE_LIST_ATTRS and isinstance(v.info, ClassInfo) and v.kind != api.CLASS
+                    and self._tf_module_class(v.info)):
                 return [UNKNOWN]
             kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
             # the variables belong to the object: they share its origin and creation context
             out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
         return out
+
+    def _tf_module_class(self, cls: ClassInfo, _depth: int = 0) -> bool:
+        """``cls`` derives from ``tf.Module`` (directly or through local classes): an instance's
+        ``trainable_variables`` are the variables it tracks."""
+        if _depth > 8:
+            return False
+        scope = cls.scope.parent or self.m.scope
+        for base in cls.bases:
+            if self.m.qualified_name(base, scope, 10**9)[0] == "tensorflow.Module":
+                return True
+            for bv in self.infer(base, scope, 10**9):
+                if bv.kind == api.CLASS and isinstance(bv.info, ClassInfo) and bv.info is not cls \
+                        and self._tf_module_class(bv.info, _depth + 1):
+                    return True
+        return False
 
     def elements(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int, node, site) -> list[Value]:
         """What iterating ``expr`` yields: a container literal's items, a dataset's elements,
@@ -352,6 +393,35 @@ class Inference:
             return Value(api.UNKNOWN)
         return UNKNOWN
 
+    @staticmethod
+    def _module_attr(v: Value, attr: str) -> list[Value]:
+        """The values of ``attr`` in the project module ``v`` stands for."""
+        other = v.info
+        bs = other.lookup(attr, other.scope, 10**9)
+        if not bs:
+            return [UNKNOWN]
+        out: list[Value] = []
+        for b in bs:
+            out.extend(other.binding_values(b))
+        return out
+
+    def project_values(self, raw: str) -> Optional[list[Value]]:
+        """Values of an imported name that lives in another module of the project
+        (``models.build``, ``.steps.train_step``); None when it is not the project's."""
+        project = self.m.project
+        if project is None or not raw:
+            return None
+        got = project.resolve(self.m, raw)
+        if got is None:
+            return None
+        other, rest = got
+        module = Value(api.MODULE, other.path, info=other)
+        if not rest:
+            return [module]
+        if len(rest) > 1:
+            return [UNKNOWN]
+        return self._module_attr(module, rest[0])
+
     def container_items(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
                         key: object = None, _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
         """The item expressions of a container literal that ``expr`` holds, as (expr, scope,
@@ -404,6 +474,8 @@ class Inference:
         return None
 
     def binding_values(self, b: Binding) -> list[Value]:
+        if b.scope.module is not self.m and b.scope.module is not None:
+            return b.scope.module.binding_values(b)
         key = id(b)
         memo = self._binding_memo.get(key)
         if memo is not None:
@@ -421,7 +493,10 @@ class Inference:
     def _binding_values(self, b: Binding) -> list[Value]:
         k = b.kind
         if k == "import":
-            if not b.qname:
+            got = self.project_values(b.qname)
+            if got is not None:
+                return got
+            if not b.qname or b.qname.startswith("."):
                 return [UNKNOWN]
             q = api.canonical(b.qname)
             return [Value(api.API, q, raw_qname=b.qname, origin=b.node)]

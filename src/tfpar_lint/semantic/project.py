@@ -1,0 +1,231 @@
+"""The project's own modules, so that values are followed across files.
+
+A training job is split over files: ``train.py`` creates the strategy and runs the loop,
+``models.py`` builds the model, ``data.py`` the dataset, ``steps.py`` the replica step.  A
+:class:`Project` resolves the imports between them and builds the imported modules' semantic
+models on demand, so that inference crosses files:
+
+* forward: ``from models import build`` gives ``build``'s values in ``models.py`` (a function, a
+  class, a module-level strategy...); calling it gives what it returns, created at the call;
+* backward: the modules that import a module are found by a text scan of the project, and what
+  they do with its functions counts in it (``strategy.run(steps.train_step)`` in ``train.py``
+  makes ``train_step`` a replica function in ``steps.py``; their call sites give its
+  parameters' values).
+
+Module names resolve like Python does for a script and a package: against the importing file's
+folder (``sys.path[0]`` of ``python train.py``), the project root (the folder of the nearest
+``pyproject.toml``, ``setup.cfg`` or ``setup.py``) and ``<root>/src``; relative imports against
+the importing file's package.  Third-party packages are never read (they are not under those
+folders).  At most ``MAX_MODULES`` project files are read beyond the one being linted; the cap
+is reported (``Project.capped``).
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Callable, Optional
+
+import libcst as cst
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tfpar_lint.semantic import Module
+
+import sys
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
+# Packages whose behaviour lives in tfpar_lint.tfapi: never looked for in the project.
+THIRD_PARTY = frozenset({"tensorflow", "keras", "tf_keras", "numpy", "absl", "tensorflow_datasets",
+                         "tensorflow_addons", "tensorflow_hub", "tf_agents", "official", "orbit", "jax",
+                         "torch", "pandas", "scipy", "sklearn", "six", "tqdm", "wandb", "horovod"})
+
+MAX_MODULES = 200  # project files read beyond the linted one
+MAX_SCAN = 5000  # project files scanned (text only) for importers
+MAX_SIZE = 2_000_000  # bytes; larger project files are not read
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
+
+
+def project_root(path: str) -> Optional[str]:
+    """The nearest folder above ``path`` with a pyproject.toml, setup.cfg or setup.py."""
+    d = os.path.dirname(os.path.abspath(path))
+    while True:
+        if any(os.path.isfile(os.path.join(d, m)) for m in ROOT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+class Project:
+    def __init__(self, roots: list[str], build: Callable[[str, str], Optional["Module"]],
+                 root: Optional[str] = None) -> None:
+        """``roots``: folders module names resolve against, in order; ``root``: the project root
+        (scanned recursively for importers; other folders only at their top level);
+        ``build(path, source)`` makes a module's semantic model (the engine's parse)."""
+        self.roots = [os.path.abspath(r) for r in dict.fromkeys(roots)]
+        self.root = os.path.abspath(root) if root else None
+        self._resolved: dict[tuple[str, str], Optional[str]] = {}
+        self._build = build
+        self.modules: dict[str, Optional["Module"]] = {}
+        self.read = 0  # files read beyond the linted ones
+        self.capped = False
+        self._texts: Optional[dict[str, str]] = None
+        self._importers: dict[str, list["Module"]] = {}
+
+    # -------------------------------------------------------------- modules
+    def add(self, path: str, module: "Module") -> None:
+        """Register a module being linted (so that others resolve to this very object)."""
+        self.modules[os.path.abspath(path)] = module
+
+    def module(self, path: str) -> Optional["Module"]:
+        path = os.path.abspath(path)
+        if path in self.modules:
+            return self.modules[path]
+        self.modules[path] = None  # a cycle resolves to "unknown" while it is built
+        if self.read >= MAX_MODULES:
+            self.capped = True
+            return None
+        try:
+            if os.path.getsize(path) > MAX_SIZE:
+                return None
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+        self.read += 1
+        try:
+            mod = self._build(path, source)
+        except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+            mod = None
+        self.modules[path] = mod
+        return mod
+
+    def resolve(self, importer: "Module", dotted: str) -> Optional[tuple["Module", list[str]]]:
+        head = dotted.split(".", 1)[0]
+        if head in THIRD_PARTY or head in _STDLIB:
+            return None
+        return self._resolve(importer, dotted)
+
+    def _resolve(self, importer: "Module", dotted: str) -> Optional[tuple["Module", list[str]]]:
+        """The project module the longest prefix of ``dotted`` names, and the rest of the name:
+        ``models.build`` -> (models.py's Module, ["build"]).  Relative names (``.models.build``)
+        resolve against ``importer``'s package.  None when no prefix is a project module."""
+        if not dotted:
+            return None
+        level = len(dotted) - len(dotted.lstrip("."))
+        parts = [p for p in dotted.lstrip(".").split(".") if p]
+        if level:
+            base = os.path.dirname(os.path.abspath(importer.path))
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        else:
+            bases = [os.path.dirname(os.path.abspath(importer.path))] + self.roots
+        for n in range(len(parts), 0, -1):
+            for base in bases:
+                path = self._file_for_cached(base, parts[:n])
+                if path is not None and os.path.abspath(path) != os.path.abspath(importer.path):
+                    mod = self.module(path)
+                    if mod is not None:
+                        importer.project_deps.add(mod.path)
+                        return mod, parts[n:]
+        if level and not parts:  # from . import x: the package itself
+            path = self._file_for(bases[0], [])
+            mod = self.module(path) if path else None
+            if mod is not None:
+                importer.project_deps.add(mod.path)
+            return (mod, []) if mod is not None else None
+        return None
+
+    def _file_for_cached(self, base: str, parts: list[str]) -> Optional[str]:
+        key = (base, ".".join(parts))
+        if key not in self._resolved:
+            self._resolved[key] = self._file_for(base, parts)
+        return self._resolved[key]
+
+    @staticmethod
+    def _file_for(base: str, parts: list[str]) -> Optional[str]:
+        stem = os.path.join(base, *parts)
+        for cand in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if os.path.isfile(cand):
+                return cand
+        return None
+
+    # -------------------------------------------------------------- importers
+    def importers(self, module: "Module") -> list["Module"]:
+        """Project modules that import ``module`` (found by a text scan, then confirmed by
+        resolving their imports)."""
+        path = os.path.abspath(module.path)
+        if path in self._importers:
+            module.project_deps.update(m.path for m in self._importers[path])
+            return self._importers[path]
+        self._importers[path] = []  # cycles: no importers while looking
+        out = []
+        for other_path, _text in self.importer_texts(path):
+            other = self.modules.get(other_path) if other_path in self.modules else self.module(other_path)
+            if other is not None and any(self._imports(other, b.qname, module) for b in other.module_imports()):
+                out.append(other)
+        self._importers[path] = out
+        module.project_deps.update(m.path for m in out)
+        return out
+
+    def dependencies(self, module: "Module") -> set[str]:
+        """Every project file ``module``'s answers may have read (imports, importers,
+        transitively), not counting ``module`` itself."""
+        out: set[str] = set()
+        work = list(module.project_deps)
+        while work:
+            p = os.path.abspath(work.pop())
+            if p in out:
+                continue
+            out.add(p)
+            other = self.modules.get(p)
+            if other is not None:
+                work.extend(other.project_deps)
+        out.discard(os.path.abspath(module.path))
+        return out
+
+    def importer_texts(self, path: str) -> list[tuple[str, str]]:
+        """(path, text) of the project files whose text imports the module at ``path``
+        (a text test: ``import x`` / ``from ...x import`` / ``from . import x``)."""
+        path = os.path.abspath(path)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if stem == "__init__":
+            stem = os.path.basename(os.path.dirname(path))
+        s = re.escape(stem)
+        pat = re.compile(rf"^[ \t]*(?:from[ \t]+[\w.]*\b{s}\b[\w.]*[ \t]+import|from[ \t]+\.+[ \t]+import[^\n]*\b{s}\b"
+                         rf"|import[ \t][^\n]*\b{s}\b)", re.M)
+        return [(p, t) for p, t in self._project_texts().items() if p != path and stem in t and pat.search(t)]
+
+    def _imports(self, other: "Module", qname: str, target: "Module") -> bool:
+        got = self.resolve(other, qname)
+        return got is not None and got[0] is target
+
+    def _project_texts(self) -> dict[str, str]:
+        if self._texts is None:
+            self._texts = {}
+            seen = 0
+            for root in self.roots:
+                for dirpath, dirnames, filenames in os.walk(root):
+                    if root != self.root:
+                        dirnames[:] = []  # a script's folder: its own files only
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in (
+                        "__pycache__", "node_modules", "site-packages", "venv", "build", "dist")]
+                    for fn in filenames:
+                        if not fn.endswith(".py") or seen >= MAX_SCAN:
+                            continue
+                        p = os.path.abspath(os.path.join(dirpath, fn))
+                        if p in self._texts:
+                            continue
+                        seen += 1
+                        try:
+                            if os.path.getsize(p) > MAX_SIZE:
+                                continue
+                            with open(p, encoding="utf-8") as f:
+                                self._texts[p] = f.read()
+                        except (OSError, UnicodeDecodeError, ValueError):
+                            continue
+                    if seen >= MAX_SCAN:
+                        self.capped = True
+                        break
+        return self._texts
