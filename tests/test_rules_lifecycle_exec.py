@@ -418,6 +418,22 @@ def test_tfp603_chief_test_by_value_not_by_name():
     """), "TFP603")
 
 
+def test_tfp603_early_exit_is_a_resolved_exit_call():
+    check(_save("""
+    import sys
+    def a():
+        if task_id != 0:
+            sys.exit(0)
+        model.save("/tmp/a")  # <-
+    def b():
+        if task_id != 0:
+            logger.exit()  # some object's exit method: the code after it runs on every task
+        model.save("/tmp/b")
+    a()
+    b()
+    """), "TFP603")
+
+
 def test_tfp603_silences():
     # every worker saves (tutorial), chief-only logging / copying, non-chief cleanup
     check(_save("""

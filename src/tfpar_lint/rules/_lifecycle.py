@@ -12,7 +12,7 @@ from typing import Iterator, Optional, Union
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg, attr_name
+from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg
 
 # ------------------------------------------------------------------ strategies
 
@@ -357,8 +357,12 @@ class Guard:
     chief_only: bool  # True: only the chief runs the guarded code; False: only non-chief tasks
 
 
-def _exits(block: cst.BaseSuite) -> bool:
-    """The block ends by leaving the function / loop / program."""
+_EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "os.abort"})
+
+
+def _exits(m: Module, block: cst.BaseSuite, scope: Scope, order: int) -> bool:
+    """The block ends by leaving the function / loop / program (``return``, ``raise``, ...,
+    ``sys.exit()``, ``os._exit()``, ``os.abort()``, the ``exit()`` / ``quit()`` builtins)."""
     body = block.body if isinstance(block, cst.IndentedBlock) else [block]
     if not body:
         return False
@@ -370,9 +374,8 @@ def _exits(block: cst.BaseSuite) -> bool:
         if isinstance(s, (cst.Return, cst.Continue, cst.Break, cst.Raise)):
             return True
         if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
-            f = s.value.func
-            name = attr_name(f)
-            if name in ("exit", "_exit", "quit", "abort"):
+            q, _ = m.qualified_name(s.value.func, scope, order)
+            if q in _EXIT_FUNCTIONS or _is_builtin(m, s.value, scope, order, "exit", "quit"):
                 return True
     return False
 
@@ -427,7 +430,7 @@ def lexical_guard(m: Module, site: Union[CallSite, StoreSite]) -> Optional[Guard
     for s in block:
         if s is stmt:
             break
-        if isinstance(s, cst.If) and _exits(s.body):
+        if isinstance(s, cst.If) and _exits(m, s.body, site.scope, site.order):
             t = chief_test(m, s.test, site.scope, site.order)
             if t is True or t is False:
                 return Guard(s, not t)  # the code after runs on the other tasks
