@@ -102,7 +102,7 @@ def plugin_cost(files: list[str], repeats: int = 5) -> dict:
     first_stage = getattr(engine, "_marker_rules", None)
     for f in files:
         src = _read(f)
-        if not candidate_rules(src, rules, opts):
+        if not candidate_rules(src, rules, opts, f):  # with the path: whole-project markers count
             rejected.append((f, src.splitlines(keepends=True)))
             if first_stage is not None and first_stage(src, rules, opts):
                 stage2.add(f)

@@ -2,16 +2,16 @@
 
 ::
 
-    .venv/bin/python benchmarks/j1_timing.py [--src DIR] [--runs 3] [--label NAME]
+    .venv/bin/python benchmarks/j1_timing.py [--src LABEL=DIR ...] [--runs 3]
 
 Runs ``python -m tfpar_lint --no-config --no-progress --no-cache -j1 --format json``
-on each corpus as its own process (``PYTHONPATH=DIR``, default this checkout's
-``src``), ``--runs`` times round-robin, and prints the median wall time and
-CPU time (user + system of the process and its children, from ``os.wait4``),
-as ``benchmarks/run.py`` measures its ``-j1`` row.  Used to measure the cost
-of the supervised parse worker (benchmarks/results.md, "-j1 with a
-supervised worker"): run it once with ``--src`` pointing at a copy of the old
-code and once at the new code.
+on each corpus as its own process, once per ``--src`` (``PYTHONPATH=DIR``; default:
+this checkout's ``src``), ``--runs`` times round-robin (run 1 of every code and
+corpus, then run 2, ...: changes in background load hit every version alike), and
+prints the median wall time and CPU time (user + system of the process and its
+children, from ``os.wait4``), as ``benchmarks/run.py`` measures its ``-j1`` row.
+Used for the cost of the supervised parse worker (benchmarks/results.md, "-j1
+with a supervised worker"): ``--src before=COPY_OF_OLD_SRC --src after=src``.
 """
 from __future__ import annotations
 
@@ -47,31 +47,29 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--src", default=str(HERE.parent / "src"))
+    ap.add_argument("--src", action="append", default=None, metavar="LABEL=DIR")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--label", default="")
     args = ap.parse_args()
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(args.src))
+    srcs = [tuple(x.split("=", 1)) for x in (args.src or [f"this={HERE.parent / 'src'}"])]
     sets = corpora()
-    times: dict[str, list[tuple[float, float]]] = {k: [] for k in sets}
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        lists = {}
-        for name, files in sets.items():
-            lists[name] = files
+        out = os.path.join(tmp, "report.json")
         for _ in range(args.runs):
-            for name, files in lists.items():
-                out = os.path.join(tmp, "report.json")
-                cmd = [sys.executable, "-m", "tfpar_lint", "--no-config", "--no-progress", "--no-cache",
-                       "-j1", "--format", "json", "-o", out, *files]
-                wall, cpu, rc = timed(cmd, env)
-                if rc not in (0, 1):
-                    print(f"{name}: exit {rc}", file=sys.stderr)
-                times[name].append((wall, cpu))
-    for name, rows in times.items():
+            for label, src in srcs:
+                env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
+                for name, files in sets.items():
+                    cmd = [sys.executable, "-m", "tfpar_lint", "--no-config", "--no-progress", "--no-cache",
+                           "-j1", "--format", "json", "-o", out, *files]
+                    wall, cpu, rc = timed(cmd, env)
+                    if rc not in (0, 1):
+                        print(f"{label} {name}: exit {rc}", file=sys.stderr)
+                    times.setdefault((label, name), []).append((wall, cpu))
+    for (label, name), rows in times.items():
         w = statistics.median(r[0] for r in rows)
         c = statistics.median(r[1] for r in rows)
-        print(f"{args.label}\t{name}\t{len(sets[name])} files\twall {w:.2f} s\tCPU {c:.2f} s\t"
-              f"runs {len(rows)}: " + ", ".join(f"{r[0]:.2f}" for r in rows))
+        print(f"{label}\t{name}\t{len(sets[name])} files\twall {w:.2f} s\tCPU {c:.2f} s\t"
+              f"runs {len(rows)}: " + ", ".join(f"{r[0]:.2f}/{r[1]:.2f}" for r in rows))
     return 0
 
 

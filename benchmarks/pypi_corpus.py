@@ -33,7 +33,8 @@ def main() -> int:
         for pkg in corpus.packages:
             files = [rel for (p, rel) in corpus.files if p == pkg]
             lines = sum(n for (p, _), n in corpus.files.items() if p == pkg)
-            print(f"{pkg.name}=={pkg.version}: {len(files)} files, {lines} lines")
+            print(f"{pkg.name}=={pkg.version}: {len(files)} files, {lines} lines "
+                  f"(of {corpus.extracted[pkg.name]} .py files extracted)")
         print(f"total: {len(corpus.packages)} packages, {len(corpus.files)} files, {corpus.lines} lines; "
               f"download/extract {t_build:.2f} s")
         for select_all in (False, True):

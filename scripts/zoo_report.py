@@ -43,8 +43,6 @@ FAMILIES = (
 )
 HEADER_KEYS = ("zoo", "source", "tf", "checked", "shapes")
 SUFFIXES = (".py", ".ipynb")
-EXPECT_RE = re.compile(r"#\s*expect:\s*((?:TFP\d{3}\s*,?\s*)+)")
-CODE_RE = re.compile(r"TFP\d{3}")
 
 
 @dataclass(frozen=True)
@@ -118,13 +116,15 @@ def header(path: Path) -> dict[str, str]:
 
 
 def labels_of(path: Path) -> list[Label]:
+    """The ``# expect:`` labels, read by the project's one parser (an unknown or retired code raises)."""
+    from tfpar_lint.expectations import parse_expect_line
+
     out = []
     for cell, text in code_chunks(path):
         for lineno, line in enumerate(text.splitlines(), start=1):
-            m = EXPECT_RE.search(line)
-            if m:
-                for code in CODE_RE.findall(m.group(1)):
-                    out.append(Label(rel(path), cell, lineno, code))
+            where = f"{rel(path)}:{'cell_%d:' % cell if cell is not None else ''}{lineno}"
+            for code in parse_expect_line(line, where):
+                out.append(Label(rel(path), cell, lineno, code))
     return out
 
 

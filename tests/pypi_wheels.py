@@ -7,9 +7,10 @@ outside the repository (``$TFPAR_LINT_PYPI_CACHE``, else ``$XDG_CACHE_HOME/tfpar
 else ``~/.cache/tfpar-lint/pypi-corpus``) and re-used while their SHA-256 matches.
 
 The selection: every ``.py`` member of the wheel whose text contains one of :data:`SELECT_SUBSTRINGS`
-(``tf.distribute``, ``tensorflow.distribute``, ``tensorflow.python.distribute``). Those files are
-extracted to a temporary folder and linted with the command line, once with the default rules and once
-with ``--select ALL``.
+(``tf.distribute``, ``tensorflow.distribute``, ``tensorflow.python.distribute``). Every ``.py`` of the
+wheel is extracted to a temporary folder (so that imports between the package's modules resolve as in
+a checkout), and the selected files are linted with the command line, named one by one, once with the
+default rules and once with ``--select ALL``.
 
 Failures are told apart: when pip cannot reach the package index (connection refused, name resolution,
 proxy, time-out) :class:`NetworkUnavailable` is raised and the tests skip with that reason; anything
@@ -95,6 +96,8 @@ class Corpus:
     packages: list[Package]
     # (package, relative path inside the wheel) -> number of lines
     files: dict[tuple[Package, str], int] = field(default_factory=dict)
+    # package -> number of .py files extracted (the selected ones and the rest of the package)
+    extracted: dict[str, int] = field(default_factory=dict)
 
     @property
     def lines(self) -> int:
@@ -185,7 +188,8 @@ def ensure_wheel(pkg: Package, cache: Path, env: Optional[dict] = None) -> Path:
 
 
 def extract(pkg: Package, wheel: Path, root: Path) -> dict[str, int]:
-    """Write the selected members of the wheel under ``root/pkg.folder``; {relative path: lines}."""
+    """Write every ``.py`` member of the wheel under ``root/pkg.folder`` (the package around the linted
+    files, for the linter's cross-file analysis); {relative path: lines} of the selected ones."""
     out: dict[str, int] = {}
     with zipfile.ZipFile(wheel) as z:
         for info in z.infolist():
@@ -193,19 +197,18 @@ def extract(pkg: Package, wheel: Path, root: Path) -> dict[str, int]:
             if info.is_dir() or not name.endswith(".py"):
                 continue
             data = z.read(info)
-            if not uses_tf_distribute(data.decode("utf-8", "replace")):
-                continue
             dest = root / pkg.folder / name
             if root.resolve() not in dest.resolve().parents:
                 raise DownloadError(f"{pkg.wheel}: member {name!r} escapes the extraction folder")
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
-            out[name] = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+            if uses_tf_distribute(data.decode("utf-8", "replace")):
+                out[name] = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
     return out
 
 
 def build(root: Path, cache: Optional[Path] = None, env: Optional[dict] = None) -> Corpus:
-    """Download (or re-use) every pinned wheel and extract its selected files under ``root``."""
+    """Download (or re-use) every pinned wheel and extract it under ``root``; the corpus is its selected files."""
     cache = cache or cache_dir()
     packages = load_packages()
     corpus = Corpus(root=root, packages=packages)
@@ -213,6 +216,7 @@ def build(root: Path, cache: Optional[Path] = None, env: Optional[dict] = None) 
         wheel = ensure_wheel(pkg, cache, env)
         for rel, n in extract(pkg, wheel, root).items():
             corpus.files[(pkg, rel)] = n
+        corpus.extracted[pkg.name] = sum(1 for _ in (root / pkg.folder).rglob("*.py"))
     return corpus
 
 
@@ -228,7 +232,7 @@ def lint(corpus: Corpus, select_all: bool) -> tuple[int, list[dict]]:
     cmd = [sys.executable, "-m", "tfpar_lint", "--no-config", "--no-cache", "--no-progress", "--format", "json"]
     if select_all:
         cmd += ["--select", "ALL"]
-    cmd.append(".")
+    cmd += sorted(f"{pkg.folder}/{rel}" for pkg, rel in corpus.files)  # the selected files only
     r = subprocess.run(cmd, cwd=str(corpus.root), capture_output=True, text=True, env=env, timeout=1200)
     if r.returncode not in (0, 1):
         raise AssertionError(f"tfpar-lint exit {r.returncode}: {r.stderr[-3000:]}\n{r.stdout[-3000:]}")

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Verification
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding, Verification
 
 
 def _tfp101_line(path: str = "a.py") -> str:
@@ -329,10 +329,7 @@ def test_rule_page_prefers_checkout_rules_folder(tmp_path, monkeypatch):
 
     page = cli_mod.rule_page_path("TFP101")
     repo_page = cli_mod.Path(cli_mod.__file__).resolve().parents[2] / "rules" / "TFP101.md"
-    if repo_page.is_file():
-        assert page == repo_page
-    else:
-        pytest.skip("rules/TFP101.md not written yet")
+    assert repo_page.is_file() and page == repo_page
 
 
 def test_version(cli):
@@ -570,3 +567,19 @@ def test_verify_for_real(project, tfpar):
     assert any(ln.startswith("train.py: ") for ln in lines[2:]), r.out  # the script run summary
     if lines[1].startswith("    -> CONFIRMED"):
         assert r.rc == 1 and "2 replicas on /cpu:0,/cpu:1" in lines[1]
+
+
+def test_verify_runs_named_files_and_flagged_files_only(project, snippets):
+    """``--verify DIR`` never executes a folder's clean files (setup.py included); named files always run."""
+    from tfpar_lint.cli import _scripts_to_run
+    from tfpar_lint.discovery import discover
+
+    project.write("pkg/setup.py", "import setuptools\n")
+    project.write("pkg/clean.py", snippets.clean)
+    project.write("pkg/flagged.py", snippets.tfp101)
+    project.write("named.py", snippets.clean)
+    found = discover(["pkg", "named.py"], [], str(project.root))
+    flagged = Finding("TFP101", "model-outside-scope", "m", os.path.join("pkg", "flagged.py"), 3, 9, 3, 9)
+    got = _scripts_to_run(found.files, ["pkg", "named.py"], [flagged])
+    assert sorted(os.path.basename(p) for p in got) == ["flagged.py", "named.py"]
+    assert _scripts_to_run(found.files, ["pkg"], []) == []

@@ -117,6 +117,14 @@ def test_wrong_checksum_is_a_failure_not_a_skip(tmp_path, pypi_corpus):
         pw.ensure_wheel(forged, tmp_path)
 
 
+def test_missing_pin_is_a_failure_not_a_skip(tmp_path, pypi_corpus):
+    """A pinned version that the index does not have (yanked, mistyped) fails the download."""
+    real = _smallest()
+    gone = pw.Package(real.name, "0.0.0", real.wheel.replace(real.version, "0.0.0"), real.sha256, real.files)
+    with pytest.raises(pw.DownloadError, match="No matching distribution|Could not find a version"):
+        pw.ensure_wheel(gone, tmp_path)
+
+
 def test_cached_wheel_is_reused_and_a_corrupt_one_replaced(tmp_path, pypi_corpus):
     pkg = _smallest()
     cached = pw.ensure_wheel(pkg, pw.cache_dir())
@@ -136,6 +144,9 @@ def test_selection_picks_the_pinned_number_of_files(pypi_corpus):
     for (pkg, rel) in pypi_corpus.files:
         text = (pypi_corpus.root / pkg.folder / rel).read_text(encoding="utf-8", errors="replace")
         assert pw.uses_tf_distribute(text), rel
+    # the rest of each package is there too, for the linter's cross-file analysis, but not linted
+    for p in pypi_corpus.packages:
+        assert pypi_corpus.extracted[p.name] > counts[p.name], p.name
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -120,6 +121,15 @@ FAULTS = {
             time.sleep(0.2)
         print("END", flush=True)
     """,
+    "diskhog.py": """
+        import os, time
+        block = b"x" * (128 << 20)
+        for i in range(40):  # up to 5 GB written into its folder: in the sandbox, RAM of a tmpfs
+            with open(f"hog{{i}}.bin", "wb") as f:
+                f.write(block)
+            time.sleep(0.1)
+        print("END", flush=True)
+    """,
     "writes.py": """
         import os, shutil, subprocess, sys
         import numpy as np
@@ -171,6 +181,25 @@ FAULTS = {
         assert tf.train.latest_checkpoint(P("ckpt"))
         assert os.path.islink(P("link")) and not os.path.exists(P("keep2.txt"))
         print("END", flush=True)
+    """,
+    "tempfiles.py": """
+        import os, tempfile
+        import tensorflow as tf
+
+        d = tempfile.mkdtemp(prefix="{mark}-")
+        f = tempfile.NamedTemporaryFile(prefix="{mark}-", delete=False)
+        f.write(b"x")
+        f.close()
+
+        @tf.function(autograph=True)
+        def step(x):
+            if x > 0:  # converted by AutoGraph, which writes a module to the temp folder
+                x = x - 1
+            return x
+
+        step(tf.constant(2))
+        print("TMP " + tempfile.gettempdir(), flush=True)
+        os._exit(0)  # no atexit, no cleanup by the script
     """,
     "mwms_net.py": """
         import json, os
@@ -309,7 +338,8 @@ def faults(request, tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    after = {"top": tree_digest(top), "home": os.path.exists(HOME_FILE), "tmp": os.path.exists(TMP_FILE)}
+    after = {"top": tree_digest(top), "home": os.path.exists(HOME_FILE), "tmp": os.path.exists(TMP_FILE),
+             "temp_entries": [n for d in {tempfile.gettempdir(), "/tmp"} for n in os.listdir(d) if MARK in n]}
     yield {"mode": request.param, "runs": {r.path: r for r in runs}, "order": [r.path for r in runs], "names": names,
            "before": before, "after": after, "project": project,
            "survivors": settled(marked_processes), "descendants": settled(live_descendants)}
@@ -337,6 +367,14 @@ def test_no_file_changed_outside_the_scratch_folder(faults):
     b, a = faults["before"], faults["after"]
     assert a["top"] == b["top"], sorted(set(a["top"].items()) ^ set(b["top"].items()))[:10]
     assert (a["home"], a["tmp"]) == (b["home"], b["tmp"]) == (False, False)
+
+
+def test_temp_files_are_removed(faults):
+    run = faults["runs"]["tempfiles.py"]
+    assert run.exit_status == 0, _why(run)
+    (tmp,) = [ln[4:] for ln in run.stdout.splitlines() if ln.startswith("TMP ")]
+    assert not os.path.exists(tmp), tmp  # the script's temp folder (AutoGraph's files too) is gone
+    assert faults["after"]["temp_entries"] == []
 
 
 def test_sandbox_is_reported(faults):
@@ -388,6 +426,14 @@ def test_output_is_capped_with_a_note(faults):
 def test_memory_limit(faults):
     run = faults["runs"]["memhog.py"]
     assert run.outcome == "failed" and "memory limit" in run.error, _why(run)
+
+
+def test_scratch_writes_count_against_the_memory_limit(faults):
+    run = faults["runs"]["diskhog.py"]
+    if run.sandbox != "namespaces":
+        assert run.outcome == "error" and "PermissionError" in run.error, _why(run)  # refused, not written
+        return
+    assert run.outcome == "failed" and "memory limit" in run.error and "its writes" in run.error, _why(run)
 
 
 def test_cluster_only_on_loopback(faults):
@@ -457,7 +503,16 @@ def test_python_guard_refuses_the_bypasses(tmp_path, monkeypatch):
             "gfile": lambda: tf.io.gfile.GFile("g.txt", "w").write("x"),
             "checkpoint": lambda: tf.train.Checkpoint(v=tf.Variable(1.0)).save("ckpt/c"),
             "summary": lambda: tf.summary.create_file_writer("logs"),
+            "saved_model": lambda: tf.saved_model.save(tf.Module(), "sm"),
+            "dir_fd": lambda: os.open("x.txt", os.O_WRONLY | os.O_CREAT, dir_fd=os.open(".", os.O_RDONLY)),
         }}
+        import tempfile
+        scratch = tempfile.mkdtemp()  # the run's own temp folder is writable
+        m = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+        m.save(os.path.join(scratch, "m.keras"))
+        tf.saved_model.save(tf.Module(), os.path.join(scratch, "sm"))
+        tf.train.Checkpoint(v=tf.Variable(1.0)).save(os.path.join(scratch, "ckpt", "c"))
+        print("SCRATCH OK", flush=True)
         for name, f in attempts.items():
             try:
                 f()
@@ -470,7 +525,7 @@ def test_python_guard_refuses_the_bypasses(tmp_path, monkeypatch):
     (run,) = verify_findings(["guard.py"], [], devices="cpu:2", timeout=FAULT_TIMEOUT)
     assert run.sandbox == "python" and run.stdout.rstrip().endswith("END"), _why(run)
     assert "WROTE" not in run.stdout, _why(run)
-    assert run.stdout.count("REFUSED") == 12, _why(run)
+    assert run.stdout.count("REFUSED") == 14 and "SCRATCH OK" in run.stdout, _why(run)
     assert tree_digest(str(tmp_path.parent)) == before
     assert not os.path.exists(HOME_FILE)
 
@@ -502,25 +557,64 @@ def _wait_for(check, seconds):
     return False
 
 
+def _started(tmpd) -> set:
+    """Scripts that printed STARTED (their captured stdout, read while they run)."""
+    import glob
+
+    seen = set()
+    for path in glob.glob(os.path.join(str(tmpd), "tfpar-verify-*", "*", "stdout.txt")):
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        seen.update(m.group(1) for m in re.finditer(r"STARTED (\w)", text))
+    return seen
+
+
 @pytest.mark.parametrize("signals", [[signal.SIGTERM], [signal.SIGINT], [signal.SIGINT, signal.SIGINT]],
                          ids=["sigterm", "ctrl-c", "double-ctrl-c"])
 def test_signal_stops_everything(tmp_path, signals):
+    import threading
+
     mark = MARK + uuid.uuid4().hex[:6]
     tmpd = tmp_path / "tmp"
     tmpd.mkdir()
     for name in ("a", "b", "c"):
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(f"""
-            import subprocess, sys, time
-            subprocess.Popen([sys.executable, "-c", {SLEEPER!r}, "{mark}-{name}"], start_new_session=True)
+            import os, signal, subprocess, sys, time
+            print("STARTED {name}", flush=True)
+            try:
+                subprocess.Popen([sys.executable, "-c", {SLEEPER!r}, "{mark}-{name}"], start_new_session=True)
+            except PermissionError:  # no sandbox: other programs are refused
+                pass
+            if os.fork() == 0:
+                os.setsid()
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                while True:
+                    time.sleep(1)
             while True:
                 time.sleep(0.5)
         """) + TFP101)
     was = sandbox.set_subreaper()
+    seen: set = set()
+    stop = threading.Event()
+
+    def watch():  # did b.py or c.py ever start?
+        while not stop.is_set():
+            seen.update(_started(tmpd))
+            if marked_processes(mark + "-b") or marked_processes(mark + "-c"):
+                seen.add("b/c process")
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         cli = _cli(["--verify", "a.py", "b.py", "c.py", "-j1", "--no-cache", "--timeout", "300", "--devices", "cpu:2"],
                    tmp_path, {"TMPDIR": str(tmpd)})
-        started = _wait_for(lambda: marked_processes(mark + "-a"), 240)
+        started = _wait_for(lambda: "a" in seen, 240)
         assert started, cli.stderr.read().decode()[-3000:] if cli.poll() is not None else "a.py did not start"
+        time.sleep(1.0)  # a.py's children are running
         for s in signals:
             cli.send_signal(s)
             time.sleep(0.3)
@@ -530,16 +624,20 @@ def test_signal_stops_everything(tmp_path, signals):
             os.killpg(cli.pid, signal.SIGKILL)
             cli.communicate()
             pytest.fail("tfpar-lint --verify did not stop after the signal")
+        time.sleep(1.0)
+        stop.set()
+        watcher.join()
         out_s, err_s = out.decode(), err.decode()
         assert cli.returncode == 128 + signals[-1], (cli.returncode, err_s[-2000:])
         assert settled(lambda: marked_processes(mark)) == [], "a script's process survived"
         assert settled(live_descendants) == []
-        assert not marked_processes(mark + "-b") and not marked_processes(mark + "-c")
-        if len(signals) == 1:  # lose nothing: the lint findings are reported; queued scripts never started
+        assert seen == {"a"}, seen  # the queued scripts never started
+        if len(signals) == 1:  # lose nothing: the lint findings are reported
             assert re.search(r"a\.py:\d+:\d+: TFP101", out_s) and re.search(r"c\.py:\d+:\d+: TFP101", out_s), out_s
             assert "interrupted: 0 of 3 script(s) verified" in err_s, err_s
-            assert os.listdir(tmpd) == [], os.listdir(tmpd)  # the run folder is removed
+        assert os.listdir(tmpd) == [], os.listdir(tmpd)  # the run folder is removed
     finally:
+        stop.set()
         if was:
             sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 0)
 
@@ -580,8 +678,52 @@ def test_verify_folder_runs_only_flagged_files_and_reads_relative_data(tmp_path)
     assert tree_digest(str(proj)) == before
 
 
+def test_failed_script_shows_its_own_error(tmp_path):
+    """An argparse error shows as argparse's message, not as ``SystemExit: 2``; arguments after -- arrive."""
+    (tmp_path / "args.py").write_text(textwrap.dedent("""
+        import argparse
+        import tensorflow as tf
+        p = argparse.ArgumentParser()
+        p.add_argument("--epochs", type=int, required=True)
+        print("epochs", p.parse_args().epochs, flush=True)
+    """))
+    bad = _cli(["--verify", "args.py", "--no-cache", "--devices", "cpu:2"], tmp_path)
+    out, err = bad.communicate(timeout=400)
+    text = out.decode() + err.decode()
+    assert "the following arguments are required: --epochs" in text, text[-3000:]
+    good = _cli(["--verify", "args.py", "--show-output", "--no-cache", "--devices", "cpu:2", "--", "--epochs", "7"],
+                tmp_path)
+    out, err = good.communicate(timeout=400)
+    text = out.decode() + err.decode()
+    assert "epochs 7" in text, text[-3000:]
+
+
 def test_help_says_what_verify_runs():
     from tfpar_lint.cli import build_parser
 
     text = build_parser().format_help()
     assert "files named on the command line" in text and "never run" in text
+
+
+def test_interrupt_keeps_finished_runs(tmp_path):
+    """Ctrl-C while the second script runs: the first script's run is still reported."""
+    tmpd = tmp_path / "tmp"
+    tmpd.mkdir()
+    (tmp_path / "quick.py").write_text("print('STARTED q', flush=True)\n" + TFP101)
+    (tmp_path / "slow.py").write_text("import time\nprint('STARTED s', flush=True)\ntime.sleep(1000)\n" + TFP101)
+    cli = _cli(["--verify", "quick.py", "slow.py", "-j1", "--no-cache", "--timeout", "300", "--devices", "cpu:2"],
+               tmp_path, {"TMPDIR": str(tmpd)})
+    assert _wait_for(lambda: "s" in _started(tmpd), 240), "slow.py did not start"
+    cli.send_signal(signal.SIGINT)
+    try:
+        out, err = cli.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(cli.pid, signal.SIGKILL)
+        cli.communicate()
+        pytest.fail("tfpar-lint --verify did not stop after Ctrl-C")
+    text = out.decode() + err.decode()
+    assert cli.returncode == 130, text[-3000:]
+    assert "interrupted: 1 of 2 script(s) verified" in text, text[-3000:]
+    others = [ln for ln in text.splitlines() if not re.match(r"\S+\.py:\d+:\d+: ", ln)]  # not lint findings
+    assert any("quick.py" in ln for ln in others), text[-3000:]  # its run is reported
+    assert not any("slow.py" in ln for ln in others), text[-3000:]  # the interrupted one is not

@@ -119,3 +119,38 @@ def test_cluster_detection_ignores_docstrings():
     doc = '"""Under MultiWorkerMirroredStrategy this would..."""\nimport tensorflow as tf\n'
     assert not _MWMS.search(_code_only(doc))
     assert _MWMS.search(_code_only("import tensorflow as tf\ns = tf.distribute.MultiWorkerMirroredStrategy()\n"))
+
+
+def test_reports_carry_the_end_of_the_output():
+    from tfpar_lint.verify.result import OUTPUT_IN_REPORTS
+
+    run = ScriptRun(path="t.py", stdout="x" * (3 * OUTPUT_IN_REPORTS) + "END", stderr="short")
+    d = run.to_dict()
+    assert len(d["stdout"]) == OUTPUT_IN_REPORTS and d["stdout"].endswith("END") and d["stdout"].startswith("[...]")
+    assert d["stderr"] == "short"
+    assert ScriptRun.from_dict(d).to_dict() == d
+
+
+def test_output_relay_caps_and_keeps_the_tail(tmp_path):
+    import threading
+
+    from tfpar_lint.verify.procs import OutputRelay
+
+    fifo = str(tmp_path / "out.fifo")
+    os.mkfifo(fifo)
+    relay = OutputRelay(fifo, str(tmp_path / "out.txt"), cap=1000, tail=100)
+
+    def write():
+        with open(fifo, "wb") as f:
+            for i in range(500):
+                f.write(b"%04d......\n" % i)  # 11 bytes a line, 5500 in all
+
+    t = threading.Thread(target=write)
+    t.start()
+    t.join(30)
+    relay.finish(10)
+    text = (tmp_path / "out.txt").read_text()
+    assert text.startswith("0000......\n") and text.endswith("0499......\n")
+    assert relay.total == 5500 and relay.dropped == 4500
+    assert "output truncated: 4400 bytes dropped after the first 1000 bytes; the last 100 bytes follow" in text
+    assert len(text) < 1300

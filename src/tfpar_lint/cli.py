@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     cfg = p.add_argument_group("configuration")
     cfg.add_argument("--config", metavar="PATH", help="read settings from this TOML file")
     cfg.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
+    cfg.add_argument("--no-project", action="store_true",
+                     help="lint each file alone: do not follow imports into the project's other files "
+                          "(whole-project analysis is on by default; also project = false)")
     cfg.add_argument("--tf-version", metavar="X.Y", default=None,
                      help="the TensorFlow version the code targets, like ruff's --target-version "
                           "(default: tf-version in [tool.tfpar-lint], else 2.16: tf.keras is Keras 3)")
@@ -481,6 +484,7 @@ def _main(argv: list[str]) -> int:
         jobs=args.jobs,
         format=args.format,
         tf_version=args.tf_version,
+        project=False if args.no_project else None,
         max_file_size=args.max_file_size,
         file_timeout=args.file_timeout,
     )
@@ -591,6 +595,11 @@ def _main(argv: list[str]) -> int:
         if r.error is not None:
             errors.append(r.error)
         findings.extend(r.findings)
+    if any(getattr(r, "capped", False) for r in results) and not quiet:
+        from tfpar_lint.semantic.project import MAX_MODULES
+
+        _warn(f"whole-project analysis read at most {MAX_MODULES} of the project's other files per "
+              f"process; imports beyond that were not followed (some findings may be missing)")
 
     if not found.files and not found.stdin and not found.problems and args.paths and not quiet:
         _warn("no Python files or notebooks found under the given paths")
@@ -626,6 +635,7 @@ def _main(argv: list[str]) -> int:
             except KeyboardInterrupt as e:  # lose nothing: report the findings and the finished runs
                 runs = list(getattr(e, "runs", []) or [])
                 interrupted = getattr(e, "signum", 2) or 2
+                _exit_on_next_signal()
                 sys.stderr.write(f"{PROG}: interrupted: {len(runs)} of {len(scripts)} script(s) verified; "
                                  f"the others were stopped or not started\n")
 
@@ -726,7 +736,7 @@ def _fix_one(path: str, stdin_source: Optional[str], settings: Settings, options
     if stdin_source is not None:
         source = stdin_source
     else:
-        data, err = engine.read_bytes(path)
+        data, err = engine.read_bytes(path, settings.max_file_size)
         if data is None:
             return None
         if data.startswith(b"\xef\xbb\xbf"):
@@ -844,6 +854,20 @@ def _add_noqa(results: list[Any]) -> int:
             _write_fixed(r.path, new)
             total += n
     return total
+
+
+def _exit_on_next_signal() -> None:
+    """After an interrupted --verify the report is still printed; another Ctrl-C or SIGTERM leaves at once."""
+    import signal
+
+    def leave(signum, frame):
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, leave)
+        except (ValueError, OSError):  # not the main thread
+            pass
 
 
 def _scripts_to_run(files: Sequence[str], paths: Sequence[str], findings: Sequence[Finding]) -> list[str]:

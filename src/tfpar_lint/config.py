@@ -71,7 +71,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 _KNOWN_KEYS = (
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
     "strategy-factories", "dataset-distributors", "markers", "jobs", "cache-dir", "format", "output-format",
-    "tf-version", "max-file-size", "file-timeout", "fix", "unsafe-fixes", "show-fixes",
+    "tf-version", "max-file-size", "file-timeout", "fix", "unsafe-fixes", "show-fixes", "src", "project",
 )
 
 # The TensorFlow version the linted code targets (like ruff's target-version): rules whose truth
@@ -120,6 +120,10 @@ class Settings:
     cache_dir: str = ".tfpar_lint_cache"
     format: str = "text"
     tf_version: str = DEFAULT_TF_VERSION
+    # whole-project analysis: follow names into the project's other files; ``src``: the folders
+    # its modules live in (relative to the root, like ruff's ``src``; default: the root and src/)
+    project: bool = True
+    src: tuple[str, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     file_timeout: float = DEFAULT_TIMEOUT
     fix: bool = False  # ruff's settings of the same names (the command line's flags win)
@@ -139,13 +143,15 @@ class Settings:
             dataset_distributors=tuple(self.dataset_distributors),
             extra_markers=tuple(self.markers),
             tf_version=self.tf_version,
+            project=self.project,
+            src=tuple(os.path.normpath(os.path.join(self.root, x)) for x in self.src),
         )
 
     def with_cli(self, *, select: Optional[Sequence[str]] = None,
                  extend_select: Sequence[str] = (), ignore: Sequence[str] = (),
                  exclude: Optional[Sequence[str]] = None, extend_exclude: Sequence[str] = (),
                  jobs: Optional[int] = None, format: Optional[str] = None,
-                 tf_version: Optional[str] = None,
+                 tf_version: Optional[str] = None, project: Optional[bool] = None,
                  max_file_size: Optional[int] = None, file_timeout: Optional[float] = None) -> "Settings":
         """These settings with the command line's flags on top (validates the selectors and globs)."""
         where = "command line"
@@ -168,6 +174,8 @@ class Settings:
             changes["format"] = format
         if tf_version is not None:
             changes["tf_version"] = parse_tf_version(tf_version, "--tf-version")
+        if project is not None:
+            changes["project"] = project
         if max_file_size is not None:
             changes["max_file_size"] = max_file_size
         if file_timeout is not None:
@@ -225,7 +233,20 @@ class Settings:
         """The text of ``--show-settings``."""
         from tfpar_lint import registry
 
+        from tfpar_lint.semantic.project import project_root
+
         out = [f"config file: {self.config_path or '(none)'}", f"project root: {self.root}"]
+        if self.project:
+            # where the linted files' imports resolve (whole-project analysis): the nearest
+            # pyproject.toml / setup.cfg / setup.py above the current folder, or the folder itself
+            here = os.path.join(os.getcwd(), "_")
+            root = project_root(here)
+            folders = [os.path.normpath(os.path.join(self.root, x)) for x in self.src] if self.src else (
+                [root, os.path.join(root, "src")] if root else [os.getcwd()])
+            out.append(f"whole-project analysis: on; root {root or '(none: a folder of scripts)'}; "
+                       f"modules resolve against the importing file's folder and {folders}")
+        else:
+            out.append("whole-project analysis: off (each file alone)")
         for f in fields(self):
             if f.name in ("config_path", "root", "file_selection", "cli_selection"):
                 continue
@@ -557,6 +578,15 @@ def settings_from_table(table: Any, config_path: str) -> Settings:
             kw[key.replace("-", "_")] = table[key]
     if "tf-version" in table:
         kw["tf_version"] = parse_tf_version(table["tf-version"], where)
+    if "project" in table:
+        if not isinstance(table["project"], bool):
+            raise ConfigError(f"{where}: 'project' must be true or false, got {table['project']!r}")
+        kw["project"] = table["project"]
+    if "src" in table:
+        src = _str_list(table, "src", where)
+        if not src or any(not x.strip() for x in src):
+            raise ConfigError(f"{where}: 'src' must be a list of folder paths, e.g. [\"src\"]")
+        kw["src"] = tuple(x.strip() for x in src)
     if "max-file-size" in table:
         try:
             kw["max_file_size"] = parse_size(table["max-file-size"])

@@ -15,14 +15,11 @@
 from __future__ import annotations
 
 import ast
-
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Optional, Sequence
-
-import ast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -31,7 +28,6 @@ from tfpar_lint.finding import FileError, Finding
 from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
 from tfpar_lint.semantic import Module
-
 from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE
 
 
@@ -52,6 +48,7 @@ class FileResult:
     error: Optional[FileError] = None
     skipped: bool = False
     deps: dict[str, str] = field(default_factory=dict)  # other project files read: path -> sha256
+    capped: bool = False  # whole-project analysis hit its cap on files read (semantic.project.MAX_MODULES)
 
 
 # One Project per (folders, options) per process: the project's modules are parsed once.
@@ -116,30 +113,42 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
         return list(rules)
     # whole-project analysis: a file imported by a file that uses a strategy (steps.py, whose
     # train_step train.py runs with strategy.run) may hold a strategy's code without naming one
-    via_importer = _strategy_in_importers(path, options) if path else None
-    passed = _marker_rules(source, rules, options, via_importer)
+    related = _related_text(path, source, options) if path else None
+    passed = _marker_rules(source, rules, options, related)
     if passed:
         code = code_text(source)
         if code is not source:
-            passed = _marker_rules(code, passed, options, via_importer)
+            passed = _marker_rules(code, passed, options, related)
     return passed
 
 
-def _strategy_in_importers(path: str, options: AnalysisOptions) -> Optional[Callable[[], bool]]:
-    """A test (run only when the file itself names no strategy): does a project file that
-    imports this one name a strategy?"""
-    def test() -> bool:
-        project = project_for(path, options)
-        if project is None:
-            return False
-        factory = tuple(q.rsplit(".", 1)[-1] for q in options.strategy_factories)
-        return any(any(mk in text for mk in STRATEGY_MARKERS + factory)
-                   for _p, text in project.importer_texts(path))
-    return test if options.project else None
+def _related_text(path: str, source: str, options: AnalysisOptions) -> Optional[Callable[[], str]]:
+    """Whole-project analysis: the text of the project files this one imports
+    (``from utils.dist import make_strategy``) and of those that import it (``train.py``, which
+    runs ``steps.train_step``), read only when a marker group is missing from the file itself:
+    a group found there counts too (the strategy, the ``strategy.run`` or the ``Thread`` that
+    makes this file's code a replica function or a thread target lives next door)."""
+    if not options.project:
+        return None
+    got: list[str] = []
+
+    def text() -> str:
+        if not got:
+            project = project_for(path, options)
+            related = [] if project is None else (project.imported_texts(path, source)
+                                                   + project.importer_texts(path))
+            # and what the importers import (train.py runs steps.train_step with the strategy
+            # that utils/dist.py makes)
+            if project is not None:
+                for p, t in list(related[len(related) - len(project.importer_texts(path)):]):
+                    related += project.imported_texts(p, t)
+            got.append("\n".join(t for _p, t in related))
+        return got[0]
+    return text
 
 
 def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
-                  via_importer: Optional[Callable[[], bool]] = None) -> list[type[Rule]]:
+                  related: Optional[Callable[[], str]] = None) -> list[type[Rule]]:
     factory_markers = tuple(q.rsplit(".", 1)[-1] for q in options.strategy_factories)
     hits: dict[tuple[str, ...], bool] = {}
     present: dict[str, bool] = {}  # each marker is searched for once (several groups share markers)
@@ -156,8 +165,9 @@ def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOpt
                 if found:
                     ok = True
                     break
-            if not ok and group is STRATEGY_MARKERS and via_importer is not None:
-                ok = via_importer()
+            if not ok and related is not None:
+                other = related()
+                ok = any(m in other for m in alts)
             hits[group] = ok
         return ok
 
@@ -265,14 +275,15 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
                         tf_version=options.tf_version, project=project)
     try:
-        return _analyse(module, tree, rules, with_fixes)
+        return _analyse(module, tree, rules, with_fixes, path)
     finally:
         if project is not None and deps is not None:
             deps.update(_dep_digests(project, module))
 
 
-def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with_fixes: bool) -> list[Finding]:
-    source, path = module.source, module.path
+def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with_fixes: bool,
+             path: str) -> list[Finding]:
+    source = module.source
     reports = []
     instances = []
     for rule_cls in rules:
@@ -306,6 +317,9 @@ def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with
             if rel is not None:
                 # "{line}" stays until the caller knows how to name lines (notebooks: cell and line)
                 data.setdefault("related_line", rel.start.line)
+            else:  # the related place is in another file of the project
+                where = _place_in_project(module, rep.related)
+                message = message.replace("{line}", where)
         fix_json = None
         fx = fixes.get(id(rep))
         if fx is not None:
@@ -338,6 +352,22 @@ def _propose_fixes(reports) -> dict[int, Any]:
         if fx is not None and fx.edits:
             out[id(rep)] = fx
     return out
+
+
+def _place_in_project(module: Module, node: cst.CSTNode) -> str:
+    """``steps.py:12`` for a node of another project module (whole-project analysis)."""
+    project = module.project
+    for other in (project.modules.values() if project is not None else ()):
+        if other is None or other is module:
+            continue
+        try:
+            pos = node_positions(other.tree, [node]).get(node)
+        except Exception:  # not in that tree  # pragma: no cover
+            pos = None
+        if pos is not None:
+            rel = os.path.relpath(other.path, os.path.dirname(os.path.abspath(module.path)))
+            return f"{rel}:{pos.start.line}"
+    return "another file of the project"
 
 
 def _name_related_line(message: str, where: str) -> str:
@@ -463,7 +493,8 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     for f in findings:
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
-    return FileResult(path, findings, deps=deps)
+    project = project_for(path, options) if deps else None
+    return FileResult(path, findings, deps=deps, capped=bool(project is not None and project.capped))
 
 
 def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], raw: list[Finding]) -> list[Finding]:
@@ -556,7 +587,7 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
                 cell_start, cell = s, n
         return cell, joined_line - cell_start + 1
 
-    rules = candidate_rules(source, _rules_for(enabled), options)
+    rules = candidate_rules(source, _rules_for(enabled), options, path)
     if not rules:
         return FileResult(path, skipped=True)
     try:

@@ -98,7 +98,7 @@ def _limit_memory(limit: Optional[int]) -> None:
 def _serve(conn: Any, inherited: Sequence[Any], memory_limit: Optional[int]) -> None:
     """A worker's life: set up, then answer tasks on a big-stack thread until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for c in inherited:  # the parent's ends of the other workers' pipes (fork copies them)
+    for c in inherited:  # the parent's ends of the pipes (fork copies them)
         try:
             c.close()
         except OSError:
@@ -113,6 +113,9 @@ def _serve(conn: Any, inherited: Sequence[Any], memory_limit: Optional[int]) -> 
             os.close(devnull)
         except OSError:  # pragma: no cover
             pass
+        import faulthandler
+
+        faulthandler.disable()  # it may write to a copy of the parent's stderr (pytest's does)
     import threading
 
     try:
@@ -158,7 +161,9 @@ def _loop(conn: Any) -> None:
 class _Worker:
     def __init__(self, ctx: Any, siblings: Sequence[Any], memory_limit: Optional[int]) -> None:
         parent, child = ctx.Pipe(duplex=True)
-        inherited = list(siblings) if ctx.get_start_method() == "fork" else []
+        # a forked child gets copies of the parent's pipe ends (its own and its siblings'): it
+        # closes them, so that it sees end-of-file when the parent goes away
+        inherited = [*siblings, parent] if ctx.get_start_method() == "fork" else []
         self.proc = ctx.Process(target=_serve, args=(child, inherited, memory_limit),
                                 name="tfpar-lint-worker", daemon=True)
         self.proc.start()

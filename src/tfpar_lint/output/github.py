@@ -28,7 +28,7 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
     for err in report.sorted_errors():
         code = error_code(err)
         props = [f"file={_prop(err.path)}"]
-        if err.line:
+        if err.line and not err.path.endswith(".ipynb"):  # a notebook's lines are counted in the cell
             props += [f"line={err.line}", f"col={max(err.col, 1)}"]
         props.append(f"title={_prop(code)}")
         stream.write(f"::error {','.join(props)}::{_data(err.message)}\n")

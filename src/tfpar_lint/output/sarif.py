@@ -141,7 +141,9 @@ def build(report: Report) -> dict[str, Any]:
             "level": "error",
             "message": {"text": f"{display_path(err.path)}: {err.message}"},
             "descriptor": {"id": code},
-            "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0)],
+            # a notebook's error lines are counted in its cell (the message names it), not in the file
+            "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0) if not
+                          err.path.endswith(".ipynb") else _location(err.path, report.root, 0, 0, 0, 0)],
         })
     invocation: dict[str, Any] = {
         "executionSuccessful": not report.errors,

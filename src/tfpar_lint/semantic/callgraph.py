@@ -148,25 +148,11 @@ class CallGraph:
         unknown arguments."""
         if self._indirect is None:
             self._indirect = {}
-            for cs in self.m.calls:
-                for target, pos, kw, _how in self.handed_over(cs):
-                    pre: list = []
-                    prekw: dict = {}
-                    via = target
-                    for _ in range(4):  # partial(partial(f, a), b)
-                        if isinstance(via, cst.Call) and self.m.qualified_name(via.func, cs.scope, cs.order)[0] \
-                                == "functools.partial" and via.args and not via.args[0].keyword:
-                            pre = [a.value for a in via.args[1:] if a.keyword is None and not a.star] + pre
-                            prekw.update({a.keyword.value: a.value for a in via.args[1:] if a.keyword is not None})
-                            if any(a.star for a in via.args[1:]):
-                                pos = None
-                            via = via.args[0].value
-                        else:
-                            break
-                    args = None if pos is None else pre + pos
-                    kws = None if kw is None else {**prekw, **kw}
-                    for f in self.resolve_function(via, cs.scope, cs.order):
-                        self._indirect.setdefault(id(f), []).append(IndirectCall(cs, via, args, kws))
+            # calls here, and in the project's modules that import this one
+            for mod in [self.m] + self.m.importers():
+                for f, call in _indirect_in(mod):
+                    if mod is self.m or f.scope.module is self.m:
+                        self._indirect.setdefault(id(f), []).append(call)
         return self._indirect.get(id(fn), [])
 
     def handed_over(self, cs: CallSite) -> Iterator[tuple[cst.BaseExpression, Optional[list], Optional[dict], str]]:
@@ -386,3 +372,26 @@ def _mapping(expr: Optional[cst.BaseExpression]) -> Optional[dict]:
             out[key] = el.value
         return out
     return None
+
+
+def _indirect_in(mod: "Module") -> Iterator[tuple[FunctionInfo, IndirectCall]]:
+    """(function, the API call that runs it) for each callable ``mod``'s calls hand over."""
+    for cs in mod.calls:
+        for target, pos, kw, _how in mod.handed_over(cs):
+            pre: list = []
+            prekw: dict = {}
+            via = target
+            for _ in range(4):  # partial(partial(f, a), b)
+                if isinstance(via, cst.Call) and mod.qualified_name(via.func, cs.scope, cs.order)[0] \
+                        == "functools.partial" and via.args and not via.args[0].keyword:
+                    pre = [a.value for a in via.args[1:] if a.keyword is None and not a.star] + pre
+                    prekw.update({a.keyword.value: a.value for a in via.args[1:] if a.keyword is not None})
+                    if any(a.star for a in via.args[1:]):
+                        pos = None
+                    via = via.args[0].value
+                else:
+                    break
+            args = None if pos is None else pre + pos
+            kws = None if kw is None else {**prekw, **kw}
+            for f in mod.resolve_function(via, cs.scope, cs.order):
+                yield f, IndirectCall(cs, via, args, kws)

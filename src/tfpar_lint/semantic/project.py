@@ -39,6 +39,8 @@ THIRD_PARTY = frozenset({"tensorflow", "keras", "tf_keras", "numpy", "absl", "te
                          "torch", "pandas", "scipy", "sklearn", "six", "tqdm", "wandb", "horovod"})
 
 MAX_MODULES = 200  # project files read beyond the linted one
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(?P<mod>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#]+)"
+                          r"|import[ \t]+(?P<plain>[^\n#]+))", re.M)
 MAX_SCAN = 5000  # project files scanned (text only) for importers
 MAX_SIZE = 2_000_000  # bytes; larger project files are not read
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
@@ -70,6 +72,7 @@ class Project:
         self.read = 0  # files read beyond the linted ones
         self.capped = False
         self._texts: Optional[dict[str, str]] = None
+        self._index: Optional[dict[str, list[str]]] = None
         self._importers: dict[str, list["Module"]] = {}
 
     # -------------------------------------------------------------- modules
@@ -192,10 +195,69 @@ class Project:
         stem = os.path.splitext(os.path.basename(path))[0]
         if stem == "__init__":
             stem = os.path.basename(os.path.dirname(path))
-        s = re.escape(stem)
-        pat = re.compile(rf"^[ \t]*(?:from[ \t]+[\w.]*\b{s}\b[\w.]*[ \t]+import|from[ \t]+\.+[ \t]+import[^\n]*\b{s}\b"
-                         rf"|import[ \t][^\n]*\b{s}\b)", re.M)
-        return [(p, t) for p, t in self._project_texts().items() if p != path and stem in t and pat.search(t)]
+        texts = self._project_texts()
+        return [(p, texts[p]) for p in self._import_index().get(stem, ()) if p != path]
+
+    def _import_index(self) -> dict[str, list[str]]:
+        """Every name on an import line of a project file -> the files with such a line (one
+        pass over the texts; ``importer_texts`` then needs no search)."""
+        if self._index is None:
+            self._index = {}
+            for p, text in self._project_texts().items():
+                if "import" not in text:
+                    continue
+                names: set[str] = set()
+                for m in _IMPORT_LINE.finditer(text):
+                    names.update(re.findall(r"\w+", m.group(0)))
+                for n in names:
+                    self._index.setdefault(n, []).append(p)
+        return self._index
+
+    def imported_texts(self, path: str, source: str) -> list[tuple[str, str]]:
+        """(path, text) of the project files the text of ``source`` (the file at ``path``)
+        imports, found without parsing (for the pre-filter)."""
+        out = []
+        here = os.path.dirname(os.path.abspath(path))
+        for m in _IMPORT_LINE.finditer(source):
+            if m.group("mod") is not None:
+                mod = m.group("mod")
+                names = [n.strip().split(" ")[0] for n in m.group("names").strip("() \t").split(",")]
+                cands = [f"{mod}.{n}" if not mod.endswith(".") else mod + n for n in names if n] + [mod]
+            else:
+                cands = [n.strip().split(" ")[0] for n in m.group("plain").split(",")]
+            for dotted in cands:
+                level = len(dotted) - len(dotted.lstrip("."))
+                parts = [x for x in dotted.lstrip(".").split(".") if x]
+                if not parts or parts[0] in THIRD_PARTY or parts[0] in _STDLIB and not level:
+                    continue
+                if level:
+                    base = here
+                    for _ in range(level - 1):
+                        base = os.path.dirname(base)
+                    bases = [base]
+                else:
+                    bases = [here] + self.roots
+                for base in bases:
+                    f = self._file_for_cached(base, parts)
+                    if f is not None:
+                        text = self._text(f)
+                        if text is not None:
+                            out.append((f, text))
+                        break
+        return out
+
+    def _text(self, path: str) -> Optional[str]:
+        path = os.path.abspath(path)
+        texts = self._project_texts()
+        if path in texts:
+            return texts[path]
+        try:
+            if os.path.getsize(path) > MAX_SIZE:
+                return None
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
 
     def _imports(self, other: "Module", qname: str, target: "Module") -> bool:
         got = self.resolve(other, qname)

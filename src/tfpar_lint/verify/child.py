@@ -63,8 +63,21 @@ def main(argv: list[str]) -> int:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+        _end_descendants()
     finally:
         os._exit(code)
+
+
+def _end_descendants() -> None:
+    """The script is over: nothing it started may outlive it (this process is their subreaper
+    without a sandbox; with one, the PID namespace ends with it anyway)."""
+    try:
+        from tfpar_lint.verify import procs
+
+        me = os.getpid()
+        procs.kill(procs.descendants([me]) - {me})
+    except Exception:  # pragma: no cover
+        pass
 
 
 def _contain(spec: dict, result: dict) -> None:
@@ -87,7 +100,7 @@ def _contain(spec: dict, result: dict) -> None:
     cwd = spec.get("cwd") or os.getcwd()
     if mode == "namespaces":
         try:
-            c = sandbox.enter(spec["scratch"], cwd, spec.get("netns_pid"))
+            c = sandbox.enter(spec["scratch"], cwd, spec.get("cluster_pid"))
             result["sandbox"] = "namespaces"
             result["sandbox_detail"] = c.detail
             result["pid"] = os.getpid()
@@ -97,6 +110,7 @@ def _contain(spec: dict, result: dict) -> None:
     if mode != "namespaces":
         result["sandbox"] = "python"
         _STATE["python_guard"] = [rundir, spec.get("tmpdir") or rundir]
+        sandbox.set_subreaper()  # orphans of the script's processes stay below this process
         try:
             os.chdir(cwd)
         except OSError:

@@ -247,6 +247,8 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     def on_signal(signum, frame):
         if interrupted[0]:  # the second Ctrl-C: kill everything and leave now
             _kill_everything(ctx)
+            if not keep:
+                shutil.rmtree(root, ignore_errors=True)
             os._exit(128 + signum)
         interrupted[0] = signum
         ctx["cancel"].set()
@@ -259,6 +261,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             except (ValueError, OSError):
                 pass
     runs: list[ScriptRun] = []
+    futs: dict = {}
     ex = cf.ThreadPoolExecutor(max_workers=max(1, n_jobs) * 2)
     try:
         if n_runs > 1 and os.environ.get("TFPAR_VERIFY_FORK", "1") != "0":
@@ -268,7 +271,6 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             except OSError:
                 ctx["zygote"] = None
         # One task per run (a job with a re-run gives two tasks running in parallel).
-        futs = {}
         for job in jobs_list:
             futs[(job.index, 0)] = ex.submit(_execute, job, ctx, False)
             if job.rerun:
@@ -284,6 +286,23 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
         interrupted[0] = interrupted[0] or signal.SIGINT
         ex.shutdown(wait=False, cancel_futures=True)
         _kill_everything(ctx)
+        # Lose nothing: every run that had finished (also after one still running) is reported.
+        done_paths = {r.path for r in runs}
+        for job in jobs_list:
+            keys = [(job.index, 0)] + ([(job.index, 1)] if job.rerun else [])
+            fs = [futs.get(k) for k in keys]
+            shown = display.get(job.script, job.script)
+            if shown in done_paths or not all(f is not None and f.done() and not f.cancelled() for f in fs):
+                continue
+            try:
+                data = fs[0].result()
+                if job.rerun:
+                    data.rerun = fs[1].result()
+                if getattr(data, "interrupted", False) or getattr(data.rerun, "interrupted", False):
+                    continue  # stopped or never started by the interrupt: not a result
+                runs.append(_conclude(job, data, shown, req, root if keep else "", ctx))
+            except Exception:  # noqa: BLE001 - a run that cannot be concluded is not reported
+                continue
         raise Interrupted(runs, signum) from None
     finally:
         ex.shutdown(wait=not interrupted[0], cancel_futures=True)
@@ -299,10 +318,15 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
                 pass
         for sig, h in old_handlers.items():
             try:
-                signal.signal(sig, h)
+                # interrupted: the caller still reports what was found, and another signal leaves at once
+                signal.signal(sig, _leave_now if interrupted[0] else h)
             except (ValueError, OSError):
                 pass
     return runs
+
+
+def _leave_now(signum, frame):
+    os._exit(128 + signum)
 
 
 def _kill_everything(ctx: dict) -> None:
@@ -494,10 +518,10 @@ class _Proc:
 
 
 def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, tf_config=None,
-           seed=None, one=False, netns_pid=None) -> _Proc:
+           seed=None, one=False, cluster_pid=None, tmpdir=None) -> _Proc:
     os.makedirs(rundir, exist_ok=True)
     start_dir = os.path.join(rundir, "cwd")  # where the interpreter starts; the script runs in ctx["cwd"]
-    tmpdir = os.path.join(rundir, "tmp")
+    tmpdir = tmpdir or os.path.join(rundir, "tmp")  # a cluster's workers share one, as on one machine
     for d in (start_dir, tmpdir):
         os.makedirs(d, exist_ok=True)
     marker = f"{ctx['marker']}/{os.path.relpath(rundir, ctx['root'])}"
@@ -517,7 +541,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "sandbox": ctx["sandbox"],
         "scratch": os.path.join(rundir, "fs"),
         "tmpdir": tmpdir,
-        "netns_pid": netns_pid,
+        "cluster_pid": cluster_pid,
         "protected_pids": [os.getpid()] + ([ctx["zygote"].p.pid] if ctx.get("zygote") is not None else []),
         "worker_index": worker,
         "num_workers": NUM_WORKERS if worker is not None else 1,
@@ -636,6 +660,7 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
         data = RunData(path=job.script, workers=[{"outcome": "failed", "error": err, "notes": []}],
                        outcome="failed", seconds=time.time() - t0)
         data.exit_codes, data.killed, data.driver_notes = [None], [False], []  # type: ignore[attr-defined]
+        data.interrupted = isinstance(e, _NotStarted)  # type: ignore[attr-defined]
         return data
     finally:
         ctx["slots"].release(got)
@@ -667,15 +692,17 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
         if job.multiworker:
             if ctx["sandbox"] == "namespaces":
                 try:
-                    holder = sandbox.NetnsHolder(_child_env(ctx["req"], None))
+                    holder = sandbox.ClusterHolder(_child_env(ctx["req"], None), os.path.join(base, "fs"),
+                                                   ctx["cwd"])
                 except OSError as e:
-                    notes.append(f"no private network namespace for the cluster ({e})")
+                    notes.append(f"no private namespaces for the cluster ({e}): each worker has its own sandbox")
             ports = _free_ports(NUM_WORKERS)
             cluster = {"worker": [f"localhost:{p}" for p in ports]}
             for w in range(NUM_WORKERS):
                 tfc = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": w}})
                 running.append(_spawn(job, ctx, os.path.join(base, f"worker{w}"), deadline, worker=w,
-                                      tf_config=tfc, seed=seed, netns_pid=holder.pid if holder else None))
+                                      tf_config=tfc, seed=seed, cluster_pid=holder.pid if holder else None,
+                                      tmpdir=os.path.join(base, "tmp")))
             where = ("in a private network namespace whose only interface is loopback" if holder else
                      "(TensorFlow's gRPC servers listen on every interface: no network namespace on this machine)")
             notes.append(f"local cluster of {NUM_WORKERS} workers on loopback ports {', '.join(map(str, ports))} "
@@ -726,9 +753,11 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
             next_mem = now + 0.5
             for p in alive:
                 rss = procs_mod.tree_rss([p.p.pid])
-                if rss > limit:
+                files = procs_mod.scratch_bytes(p.p.pid, ctx["root"])  # what it wrote lives in RAM (tmpfs)
+                if rss + files > limit:
                     p.memory_killed = True
-                    _kill_group(p, f"memory limit: its processes used {rss >> 20} MB, the limit is {limit >> 20} MB")
+                    what = f"its processes used {rss >> 20} MB" + (f" and its writes {files >> 20} MB" if files else "")
+                    _kill_group(p, f"memory limit: {what}, the limit is {limit >> 20} MB")
                     notes.append(f"killed at the memory limit ({limit >> 20} MB; TFPAR_VERIFY_MEMORY_MB raises it)")
         try:
             alive[0].p.wait(0.05)
@@ -775,6 +804,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
     data.killed = [p.killed for p in procs]  # type: ignore[attr-defined]
     data.driver_notes = notes  # type: ignore[attr-defined]
     data.rundir = base  # type: ignore[attr-defined]
+    data.interrupted = any(p.kill_reason == "interrupted" for p in procs)  # type: ignore[attr-defined]
     data.outputs = [_outputs(p, ctx["output_cap"]) for p in procs]  # type: ignore[attr-defined]
     data.sandbox = [(r or {}).get("sandbox", "") for r in results]  # type: ignore[attr-defined]
     sb_notes = []

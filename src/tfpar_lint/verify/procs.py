@@ -85,6 +85,29 @@ def tree_rss(roots: Iterable[int]) -> int:
     return total
 
 
+def scratch_bytes(pid: int, root: str) -> int:
+    """Bytes a sandboxed run wrote to its scratch tmpfs (that is RAM): an overlay of the run, one whose
+    upper layer lies under ``root``, reports the tmpfs's usage.  0 without a sandbox."""
+    try:
+        with open(f"/proc/{pid}/mountinfo") as f:
+            lines = f.readlines()
+    except OSError:
+        return 0
+    for line in lines:
+        parts = line.split()
+        try:
+            sep = parts.index("-")
+        except ValueError:
+            continue
+        if parts[sep + 1] == "overlay" and f"upperdir={root.rstrip('/')}/" in parts[-1]:
+            try:
+                st = os.statvfs(f"/proc/{pid}/root{parts[4]}")
+            except OSError:
+                continue
+            return (st.f_blocks - st.f_bfree) * st.f_frsize
+    return 0
+
+
 def with_marker(value: str) -> set[int]:
     """Processes whose environment carries ``TFPAR_VERIFY_RUN=value`` (or a value under it)."""
     needle = f"{MARKER}={value}".encode()
@@ -174,6 +197,7 @@ class OutputRelay:
                 if written < self.cap:
                     k = min(len(chunk), self.cap - written)
                     out.write(chunk[:k])
+                    out.flush()  # readable while the script runs
                     written += k
                     chunk = chunk[k:]
                 if chunk:

@@ -90,6 +90,8 @@ class ScriptRun:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["status"] = self.status
+        for name in ("stdout", "stderr"):  # reports carry the end of the output; --show-output prints it all
+            d[name] = _tail_text(d[name], OUTPUT_IN_REPORTS)
         return d
 
     @classmethod
@@ -122,6 +124,16 @@ class ScriptRun:
         if self.notes:
             parts.append("notes: " + "; ".join(self.notes))
         return "; ".join(parts)
+
+
+OUTPUT_IN_REPORTS = 8192  # characters of each stream kept in JSON/SARIF
+
+
+def _tail_text(text: str, limit: int) -> str:
+    mark = "[...]\n"
+    if len(text) <= limit:
+        return text
+    return mark + text[-(limit - len(mark)):]
 
 
 def _short_device(name: str) -> str:

@@ -16,8 +16,9 @@
   relay process outside the namespace is killed (``PR_SET_PDEATHSIG``), the
   kernel kills every process it started (``setsid`` children, children that
   ignore SIGTERM, ``multiprocessing`` workers, double forks);
-* workers of a local cluster share one extra network namespace whose only
-  interface is loopback (:func:`netns_holder`): TensorFlow's gRPC servers
+* workers of a local cluster share the user, mount and network namespaces of
+  a holder process (:class:`ClusterHolder`): one file view, as on one machine,
+  and a network whose only interface is loopback, so TensorFlow's gRPC servers
   cannot be reached from outside it.
 
 ``python`` mode (no namespaces on this machine): an audit hook refuses
@@ -174,18 +175,21 @@ class Contained:
         self.detail = detail
 
 
-def enter(scratch: str, cwd: str, netns_pid: Optional[int] = None) -> Contained:
+def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None) -> Contained:
     """Called by the child before the script: split into a relay (this process,
     outside the namespaces; never returns) and the contained process (returns).
 
     ``scratch`` is an empty folder of the run (a tmpfs is mounted on it inside
-    the namespace); ``cwd`` is where the script runs."""
+    the namespace); ``cwd`` is where the script runs.  A worker of a local
+    cluster joins the cluster's namespaces instead (``cluster_pid``, see
+    :class:`ClusterHolder`): the workers share one file view (what one writes,
+    the other reads, as on one machine) and one loopback-only network."""
     uid, gid = os.getuid(), os.getgid()
     flags = CLONE_NEWNS | CLONE_NEWPID
     lib = _lib()
-    if netns_pid:
-        for ns, fl in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
-            fd = os.open(f"/proc/{netns_pid}/ns/{ns}", os.O_RDONLY)
+    if cluster_pid:
+        for ns, fl in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET), ("mnt", CLONE_NEWNS)):
+            fd = os.open(f"/proc/{cluster_pid}/ns/{ns}", os.O_RDONLY)
             try:
                 _check(lib.setns(fd, fl), f"setns {ns}")
             finally:
@@ -193,7 +197,7 @@ def enter(scratch: str, cwd: str, netns_pid: Optional[int] = None) -> Contained:
     else:
         flags |= CLONE_NEWUSER
     _check(lib.unshare(flags), "unshare")
-    if not netns_pid:
+    if not cluster_pid:
         _write_maps(uid, gid)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -201,8 +205,22 @@ def enter(scratch: str, cwd: str, netns_pid: Optional[int] = None) -> Contained:
     if pid:
         _relay(pid)  # never returns
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if cluster_pid:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        proc = _fresh_proc()
+        os.chdir(cwd)
+        return Contained("namespaces", f"the cluster's user/mount/network namespaces, own PID namespace, {proc}; "
+                                       f"writes go to the cluster's private overlay")
     detail = _build_root(scratch, cwd)
     return Contained("namespaces", detail)
+
+
+def _fresh_proc() -> str:
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        return "fresh /proc"
+    except OSError:
+        return "host /proc"
 
 
 def _write_maps(uid: int, gid: int) -> None:
@@ -238,7 +256,7 @@ def _relay(pid: int) -> None:
     os._exit(code if code >= 0 else 70)
 
 
-def _build_root(scratch: str, cwd: str) -> str:
+def _build_root(scratch: str, cwd: str, proc: bool = True) -> str:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     original = _mounts()
     os.makedirs(scratch, exist_ok=True)
@@ -253,10 +271,10 @@ def _build_root(scratch: str, cwd: str) -> str:
         real = mp[len(root):] or "/"
         if fstype in PSEUDO_FS or any(_under(real, p) for p in PSEUDO):
             continue
-        try:
-            _mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags(opts))
-        except OSError:
-            pass  # stays as it was; an overlay below covers the writable folders
+        if "ro" in opts:
+            continue
+        # A mount left writable here would be the user's real files: no sandbox rather than a leaky one.
+        _mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags(opts))
     points = {mp for mp, _, _ in original}
     kinds = {mp: (opts, fstype) for mp, opts, fstype in original}
     counter = [0]
@@ -314,13 +332,9 @@ def _build_root(scratch: str, cwd: str) -> str:
     _check(_lib().syscall(nr, b".", b"."), "pivot_root")
     _check(_lib().umount2(b".", MNT_DETACH), "umount the old root")
     os.chdir("/")
-    try:
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        proc = "fresh /proc"
-    except OSError:
-        proc = "host /proc"
+    procfs = _fresh_proc() if proc else "host /proc"
     os.chdir(cwd)
-    return (f"user/mount/PID namespaces, {proc}; writes go to a private overlay on "
+    return (f"user/mount/PID namespaces, {procfs}; writes go to a private overlay on "
             f"{len(overlaid)} folder{'s' if len(overlaid) != 1 else ''}"
             + (f"; read-only: {', '.join(readonly[:5])}" if readonly else ""))
 
@@ -343,30 +357,33 @@ def _loopback_up() -> None:
         s.close()
 
 
-def netns_holder_main() -> int:
-    """``python -m tfpar_lint.verify.sandbox --netns``: a user + network namespace
-    with loopback only, held open until stdin closes (the cluster's workers join it)."""
+def cluster_holder_main() -> int:
+    """``python -m tfpar_lint.verify.sandbox --cluster SCRATCH CWD``: user, mount and network
+    namespaces for one local cluster (the sandboxed file tree, loopback only), held open until
+    stdin closes; the workers join them."""
     uid, gid = os.getuid(), os.getgid()
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        _check(_lib().unshare(CLONE_NEWUSER | CLONE_NEWNET), "unshare")
+        _check(_lib().unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS), "unshare")
         _write_maps(uid, gid)
         _loopback_up()
+        detail = _build_root(sys.argv[2], sys.argv[3], proc=False)
     except OSError as e:
         print(json.dumps({"error": str(e)}), flush=True)
         return 1
-    print(json.dumps({"ready": True, "pid": os.getpid()}), flush=True)
+    print(json.dumps({"ready": True, "pid": os.getpid(), "detail": detail}), flush=True)
     sys.stdin.read()
     return 0
 
 
-class NetnsHolder:
-    """Driver side: one network namespace for one local cluster."""
+class ClusterHolder:
+    """Driver side: the namespaces of one local cluster."""
 
-    def __init__(self, env: dict):
-        self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--netns"],
+    def __init__(self, env: dict, scratch: str, cwd: str):
+        os.makedirs(scratch, exist_ok=True)
+        self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--cluster", scratch, cwd],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  env=env, start_new_session=True)
+                                  env=env, start_new_session=True, cwd=scratch)
         line = self.p.stdout.readline() if self.p.stdout else b""
         try:
             msg = json.loads(line or b"{}")
@@ -374,7 +391,7 @@ class NetnsHolder:
             msg = {}
         if not msg.get("ready"):
             self.close()
-            raise OSError(msg.get("error") or "the network namespace could not be created")
+            raise OSError(msg.get("error") or "the cluster's namespaces could not be created")
         self.pid = int(msg["pid"])
 
     def close(self) -> None:
@@ -476,13 +493,18 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
     allow = [os.path.realpath(a).rstrip(os.sep) + os.sep for a in allowed]
     allow += ["/dev/null", "/dev/shm/", "/proc/self/", "/dev/fd/"]
 
-    def ok(path) -> bool:
+    def ok(path, dir_fd=None) -> bool:
         if isinstance(path, int) or path is None:
             return True
         try:
             p = os.fsdecode(path)
         except (TypeError, ValueError):
             return True
+        if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(p):
+            try:  # relative to a directory descriptor (shutil.rmtree, os.* with dir_fd=)
+                p = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), p)
+            except OSError:
+                return False
         # the link itself (not its target) for symlink/unlink; realpath for the rest
         full = os.path.realpath(os.path.abspath(p))
         parent = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(p))), os.path.basename(p))
@@ -510,14 +532,15 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
                 isinstance(flags, int) and flags & write_flags)
             if writing and not ok(path):
                 refuse("writing", path)
-        elif event in ("os.rename", "os.link", "os.symlink"):
-            for p in args[:2]:
-                if not ok(p):
+        elif event in ("os.rename", "os.link"):  # (src, dst, src_dir_fd, dst_dir_fd)
+            for p, fd in ((args[0], _arg(args, 2)), (args[1], _arg(args, 3))):
+                if not ok(p, fd):
                     refuse(event, p)
-        elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
-                       "os.chflags", "os.lchflags", "os.setxattr", "os.removexattr", "shutil.rmtree",
-                       "shutil.chown", "os.mkfifo", "os.mknod"):
-            if args and not ok(args[0]):
+        elif event == "os.symlink":  # (target, link, dir_fd): the link is what gets written
+            if not ok(args[1], _arg(args, 2)):
+                refuse(event, args[1])
+        elif event in _DIR_FD_AT:
+            if args and not ok(args[0], _arg(args, _DIR_FD_AT[event])):
                 refuse(event, args[0])
         elif event in ("shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.copymode", "shutil.copystat"):
             if len(args) > 1 and not ok(args[1]):
@@ -527,8 +550,27 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
                                                 f"refused without a sandbox on this machine")
 
     sys.addaudithook(hook)
+    orig_open = os.open
+
+    def guarded_open(path, flags, mode=0o777, *, dir_fd=None):
+        # the audit event of os.open has no dir_fd: check here what it is relative to
+        if dir_fd is not None and flags & write_flags and not getattr(_OWN, "on", False) and not ok(path, dir_fd):
+            refuse("writing", path)
+        return orig_open(path, flags, mode, dir_fd=dir_fd)
+
+    os.open = guarded_open
     if tf_too:
         _guard_tensorflow(ok, refuse)
+
+
+# audit event -> position of its dir_fd argument (None: it has none)
+_DIR_FD_AT = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.chown": 3, "os.utime": 3,
+              "os.truncate": None, "os.chflags": None, "os.lchflags": None, "os.setxattr": None,
+              "os.removexattr": None, "shutil.rmtree": 1, "shutil.chown": None, "os.mkfifo": 2, "os.mknod": 3}
+
+
+def _arg(args, i):
+    return args[i] if i is not None and len(args) > i else None
 
 
 def _guard_tensorflow(ok, refuse) -> None:
@@ -583,7 +625,7 @@ def _guard_tensorflow(ok, refuse) -> None:
             v = value(t)
             paths = []
             if v is None:
-                refuse(f"tf {name} to a path only known at run time", "?")
+                paths = []  # traced (a placeholder): the eager entry points below check the real path
             else:
                 try:
                     import numpy as np
@@ -605,6 +647,32 @@ def _guard_tensorflow(ok, refuse) -> None:
     op_guard(gen_io_ops, "save_slices", "filename", 0)
     op_guard(gen_io_ops, "merge_v2_checkpoints", "destination_prefix", 1)
     op_guard(gen_summary_ops, "create_summary_file_writer", "logdir", 1)
+
+    def entry_guard(owner, name, pos, kw, what):
+        orig = getattr(owner, name, None)
+        if orig is None:
+            return
+
+        def guarded(*a, **k):
+            t = a[pos] if len(a) > pos else k.get(kw)
+            v = value(t) if not isinstance(t, (str, bytes, os.PathLike)) else t
+            if isinstance(v, (str, bytes, os.PathLike)) and not ok(v):
+                refuse(what, v)
+            return orig(*a, **k)
+
+        setattr(owner, name, guarded)
+        replaced[id(orig)] = guarded
+
+    try:
+        from tensorflow.python.checkpoint import functional_saver
+
+        entry_guard(functional_saver.MultiDeviceSaver, "save", 1, "file_prefix", "checkpoint save")
+    except ImportError:  # pragma: no cover
+        pass
+    from tensorflow.python.saved_model import save as sm_save
+
+    entry_guard(sm_save, "save", 1, "export_dir", "tf.saved_model.save")
+    entry_guard(sm_save, "save_and_return_nodes", 1, "export_dir", "tf.saved_model.save")
     # The public API (tf.io.write_file, tf.compat.v1.write_file, ...) holds the original functions.
     for modname, m in list(sys.modules.items()):
         if not modname.startswith(("tensorflow", "keras", "tf_keras")) or m is None:
@@ -623,8 +691,8 @@ def _guard_tensorflow(ok, refuse) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--netns":
-        sys.exit(netns_holder_main())
+    if len(sys.argv) > 3 and sys.argv[1] == "--cluster":
+        sys.exit(cluster_holder_main())
     if len(sys.argv) > 2 and sys.argv[1] == "--probe":
         sys.exit(probe_main())
     sys.exit(2)

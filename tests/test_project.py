@@ -1,0 +1,151 @@
+"""Whole-project analysis (issue 9): values followed across the files of a project.
+
+``fixtures/project/bad/`` is one training job split over six files (strategy helper, model
+factory, data module, replica step, thread target, training loop); ``bad_single.py`` is the same
+program in one file; ``good/`` is the corrected project.  The split program must give the
+single file's findings in every mode (CLI over the folder, one changed file as pre-commit passes
+it, flake8), and its twin none."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfpar_lint import engine
+from tfpar_lint.cache import Cache
+from tfpar_lint.expectations import expected_in_source
+from tfpar_lint.semantic import project as project_mod
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ROOT / "fixtures" / "project"
+
+
+def cli(*args: str, cwd: Path = ROOT) -> tuple[int, list[dict], str]:
+    proc = subprocess.run([sys.executable, "-m", "tfpar_lint", "--no-cache", "--format", "json", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=300)
+    return proc.returncode, json.loads(proc.stdout or "[]"), proc.stderr
+
+
+def expected(folder: Path) -> set[tuple[str, int, str]]:
+    out = set()
+    for p in sorted(folder.rglob("*.py")):
+        for line, code in expected_in_source(p.read_text(encoding="utf-8")):
+            out.add((p.relative_to(folder).as_posix(), line, code))
+    return out
+
+
+def found(items: list[dict], folder: Path) -> set[tuple[str, int, str]]:
+    return {(Path(f["path"]).resolve().relative_to(folder.resolve()).as_posix(), f["line"], f["code"])
+            for f in items if not f.get("error")}
+
+
+def test_split_project_gives_the_single_files_findings():
+    rc, items, err = cli(str(PROJECT / "bad"))
+    assert rc == 1, err
+    got = found(items, PROJECT / "bad")
+    assert got == expected(PROJECT / "bad")
+    # the strategy, the model, the data, the step and the thread target each live in another file
+    assert {f for f, _l, _c in got} == {"train.py", "steps.py", "workers.py"}
+    _rc, single, _err = cli(str(PROJECT / "bad_single.py"))
+    assert sorted(c for _f, _l, c in got) == sorted(f["code"] for f in single)
+    assert {(f["line"], f["code"]) for f in single} == expected_in_source(
+        (PROJECT / "bad_single.py").read_text(encoding="utf-8"))
+
+
+def test_correct_twin_is_silent():
+    rc, items, err = cli(str(PROJECT / "good"))
+    assert (rc, items) == (0, []), err
+
+
+def test_each_file_alone_as_pre_commit_passes_changed_files():
+    """pre-commit hands over only the changed files: the unchanged modules they import, or
+    that import them, still come from the project on disk."""
+    for name in ("steps.py", "workers.py", "train.py"):
+        rc, items, err = cli(str(PROJECT / "bad" / name))
+        want = {x for x in expected(PROJECT / "bad") if x[0] == name}
+        assert found(items, PROJECT / "bad") == want, (name, err)
+
+
+def test_no_project_reads_each_file_alone():
+    _rc, items, _err = cli("--no-project", str(PROJECT / "bad"))
+    got = found(items, PROJECT / "bad")
+    assert got < expected(PROJECT / "bad")  # the cross-file findings are gone
+    assert not any(f == "steps.py" for f, _l, _c in got)
+
+
+def test_flake8_reports_the_same():
+    pytest.importorskip("flake8")
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "TFP", "."], cwd=PROJECT / "bad",
+                          capture_output=True, text=True, timeout=300)
+    got = set()
+    for line in proc.stdout.splitlines():
+        path, lineno, _col, rest = line.split(":", 3)
+        got.add((Path(path).as_posix().removeprefix("./"), int(lineno), rest.split()[0]))
+    assert got == expected(PROJECT / "bad")
+
+
+def test_notebook_in_the_folder_imports_the_project(tmp_path):
+    proj = tmp_path / "proj"
+    shutil.copytree(PROJECT / "good", proj)
+    cells = ["from utils.dist import make_strategy\nimport models\n",
+             "strategy = make_strategy()\nmodel = models.build_model()\n",
+             "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n"]
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None}
+                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (proj / "explore.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    _rc, items, err = cli(str(proj / "explore.ipynb"))
+    assert [(f["cell"], f["line"], f["code"]) for f in items] == [(2, 2, "TFP101")], err
+
+
+def test_cache_reanalyses_the_edited_file_and_its_dependents(tmp_path):
+    proj = tmp_path / "proj"
+    shutil.copytree(PROJECT / "bad", proj)
+    (proj / "unrelated.py").write_text("import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"
+                                       "model = tf.keras.Sequential()\nwith strategy.scope():\n"
+                                       "    model.compile(optimizer='sgd', loss='mse')\n", encoding="utf-8")
+    files = sorted(str(p) for p in proj.rglob("*.py"))
+    opts = engine.AnalysisOptions()
+    cache_dir = str(tmp_path / "cache")
+
+    def fresh() -> set[str]:
+        """The files whose cached result is still valid."""
+        cache = Cache(cache_dir, None, opts)
+        return {Path(p).relative_to(proj).as_posix() for p in files if cache.get(p) is not None}
+
+    cold = engine.lint_paths(files, options=opts, jobs=1, cache_dir=cache_dir)
+    assert fresh() == {Path(p).relative_to(proj).as_posix() for p in files}
+    warm = engine.lint_paths(files, options=opts, jobs=1, cache_dir=cache_dir)
+    assert [[(f.line, f.code) for f in r.findings] for r in warm] == [[(f.line, f.code) for f in r.findings]
+                                                                       for r in cold]
+    # the thread target becomes atomic: it and the files whose answers read it are stale
+    w = proj / "workers.py"
+    w.write_text(w.read_text(encoding="utf-8").replace("total.assign(total + v)  # expect: TFP301",
+                                                       "total.assign_add(v)"), encoding="utf-8")
+    still = fresh()
+    assert "workers.py" not in still and "train.py" not in still  # edited, and its importer
+    assert "unrelated.py" in still and "utils/__init__.py" in still  # read nothing of it
+    after = {Path(r.path).name: r for r in engine.lint_paths(files, options=opts, jobs=1, cache_dir=cache_dir)}
+    assert not after["workers.py"].findings
+    assert [f.code for f in after["unrelated.py"].findings] == ["TFP101"]
+    assert [f.code for f in after["train.py"].findings] == ["TFP101", "TFP201"]
+
+
+def test_cap_on_files_read_is_reported(monkeypatch, tmp_path):
+    monkeypatch.setattr(project_mod, "MAX_MODULES", 1)
+    engine._PROJECTS.clear()
+    try:
+        r = engine.lint_file(str(PROJECT / "bad" / "train.py"))
+    finally:
+        engine._PROJECTS.clear()
+    assert r.capped
+    assert len(r.findings) < 2  # imports beyond the cap were not followed
+
+
+def test_show_settings_names_the_project_root():
+    proc = subprocess.run([sys.executable, "-m", "tfpar_lint", "--show-settings"], cwd=PROJECT / "bad",
+                          capture_output=True, text=True, timeout=120)
+    assert f"whole-project analysis: on; root {ROOT}" in proc.stdout
