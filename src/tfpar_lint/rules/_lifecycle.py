@@ -182,6 +182,24 @@ def _is_builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str
     return isinstance(f, cst.Name) and f.value in names and not m.lookup(f.value, scope, order)
 
 
+def _memoised(name: str):
+    """Memoise ``f(m, expr, scope, order, _depth)`` per module on (expr, order); a value asked for
+    again while it is being worked out (a cycle through parameters) is None."""
+    def wrap(f):
+        def g(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0):
+            memo = m.rule_memo.setdefault(name, {})
+            key = (id(expr), order)
+            if key in memo:
+                return memo[key]
+            memo[key] = None
+            memo[key] = got = f(m, expr, scope, order, _depth)
+            return got
+        g.__name__, g.__doc__ = f.__name__, f.__doc__
+        return g
+    return wrap
+
+
+@_memoised("task_source")
 def task_source(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> Optional[str]:
     """Where the value of ``expr`` comes from, as far as the task is concerned: "type" / "index"
     (the task type / index), "chief" (true on the chief only), "resolver", "config" (the parsed
@@ -232,6 +250,7 @@ def task_source(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _
 NEUTRAL = "neutral"  # e.g. `task_type is None`: true only in a single-process run
 
 
+@_memoised("chief_test")
 def chief_test(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
                _depth: int = 0) -> Union[bool, str, None]:
     """What a condition says about the task, from where its value comes from: True when it holds
