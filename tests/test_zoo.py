@@ -85,7 +85,6 @@ def test_report_counts_hits_near_labels_only():
     assert zoo_report.is_labelled(near, [lab]) and not zoo_report.is_labelled(far, [lab])
 
 
-@pytest.mark.xfail(strict=False, reason="recall work in progress")
 def test_recall_targets(report):
     """Done-when: recall >= 0.90 for each core family (1xx-4xx), >= 0.80 over the whole zoo."""
     low = {fam: report.recall(fam) for fam in "1234" if (report.recall(fam) or 0.0) < 0.90}

@@ -487,6 +487,8 @@ MODEL_SAVE_METHODS = ("save", "save_weights", "export")
 CHECKPOINT_SAVE_METHODS = ("save", "write")
 MANAGER_SAVE_METHODS = ("save",)
 SAVE_FUNCTIONS = frozenset({"tensorflow.saved_model.save", "keras.models.save_model", "keras.saving.save_model"})
+# plain trackables ``tf.saved_model.save`` exports (a ``tf.Module`` holding the variables)
+SAVED_MODEL_OBJECTS = frozenset({"tensorflow.Module"})
 
 
 @dataclass
@@ -517,7 +519,8 @@ def save_calls(m: Module) -> Iterator[SaveCall]:
         vals = m.infer_at(obj, cs)
         if not vals or any(v.origin is not vals[0].origin or v.origin is None for v in vals):
             continue
-        if vals[0].kind not in (api.MODEL, api.CHECKPOINT):
+        if vals[0].kind not in (api.MODEL, api.CHECKPOINT) and not (
+                q == "tensorflow.saved_model.save" and vals[0].qname in SAVED_MODEL_OBJECTS):
             continue
         path = arg(cs.node, 1, "export_dir" if q == "tensorflow.saved_model.save" else "filepath")
         yield SaveCall(cs, vals[0], m.code(cs.node.func), path, cs)

@@ -24,7 +24,27 @@ PASS_THROUGH = frozenset({"tensorflow.cast", "tensorflow.identity", "tensorflow.
 PASS_THROUGH_METHODS = frozenset({"get_scaled_loss", "scale_loss"})  # mixed-precision loss scaling
 MEANS = frozenset({"tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean"})
 AVERAGE_LOSS = frozenset({"tensorflow.nn.compute_average_loss"})
+# tf.compat.v1.losses.*: reduced with Reduction.SUM_BY_NONZERO_WEIGHTS (a mean over the batch) by default
+V1_LOSSES = frozenset("tensorflow.compat.v1.losses." + n for n in (
+    "absolute_difference", "compute_weighted_loss", "cosine_distance", "hinge_loss", "huber_loss", "log_loss",
+    "mean_pairwise_squared_error", "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy",
+    "sparse_softmax_cross_entropy"))
+V1_MEAN_REDUCTIONS = frozenset({"SUM_BY_NONZERO_WEIGHTS", "MEAN", "SUM_OVER_BATCH_SIZE", "SUM_OVER_NONZERO_WEIGHTS"})
+
+
+def v1_mean_loss(call: cst.Call) -> bool:
+    """A ``tf.compat.v1.losses`` call (already matched by name) that averages: ``reduction=``
+    not given, or one of the mean reductions spelled ``...Reduction.<NAME>``."""
+    if any(a.star for a in call.args):
+        return False
+    red = keyword(call, "reduction")
+    if red is None:
+        return True
+    return isinstance(red, cst.Attribute) and red.attr.value in V1_MEAN_REDUCTIONS
+
+
 SCALE_REG = frozenset({"tensorflow.nn.scale_regularization_loss"})
+L2_LOSS = frozenset({"tensorflow.nn.l2_loss"})
 
 
 @dataclass
@@ -34,6 +54,7 @@ class Term:
     order: int
     divisors: tuple[tuple[cst.BaseExpression, Scope, int], ...]  # applied on the way up
     summed: bool  # went through a reduce_sum / add_n / sum
+    via: Optional[cst.BaseExpression] = None  # the first local-helper call it was reached through
 
 
 def _builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -> bool:
@@ -43,23 +64,29 @@ def _builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -
 
 def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
                divisors: tuple = (), summed: bool = False, _depth: int = 0,
-               _seen: Optional[set] = None) -> Iterator[Term]:
+               _seen: Optional[set] = None, via: Optional[cst.BaseExpression] = None) -> Iterator[Term]:
     _seen = set() if _seen is None else _seen
     key = (id(expr), order)
     if _depth > 25 or key in _seen:
         return
     _seen.add(key)
-    rec = lambda e, sc=scope, od=order, dv=divisors, sm=summed: loss_terms(  # noqa: E731
-        m, e, sc, od, dv, sm, _depth + 1, _seen)
+    rec = lambda e, sc=scope, od=order, dv=divisors, sm=summed, vi=via: loss_terms(  # noqa: E731
+        m, e, sc, od, dv, sm, _depth + 1, _seen, vi)
     if isinstance(expr, cst.Name):
         bs = m.lookup(expr.value, scope, order)
+        unpacked = {id(b): _unpacked_items(m, b) for b in bs if b.path}
         ok = bool(bs) and all(
-            (b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path)
+            (b.kind in ("assign", "annassign", "walrus") and b.value is not None
+             and (not b.path or unpacked.get(id(b)) is not None))
             or (b.kind == "aug" and isinstance(b.node, cst.AugAssign)) for b in bs)
         if not ok:
-            yield Term(expr, scope, order, divisors, summed)
+            yield Term(expr, scope, order, divisors, summed, via)
             return
         for b in bs:
+            if b.path:  # loss, acc = compute_loss(...): the item the helper returns in that place
+                for e, sc, od, vi in unpacked[id(b)]:
+                    yield from rec(e, sc, od, vi=via if via is not None else vi)
+                continue
             if b.kind != "aug":
                 yield from rec(b.value, b.scope, b.order)
                 continue
@@ -98,7 +125,7 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         elif isinstance(op, (cst.Divide, cst.FloorDivide)):
             yield from rec(expr.left, dv=divisors + ((expr.right, scope, order),))
         else:
-            yield Term(expr, scope, order, divisors, summed)
+            yield Term(expr, scope, order, divisors, summed, via)
         return
     if isinstance(expr, cst.UnaryOperation):
         yield from rec(expr.expression)
@@ -106,6 +133,12 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
     if isinstance(expr, (cst.List, cst.Tuple)):
         for el in expr.elements:
             yield from rec(el.value)
+        return
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        # tf.add_n([tf.nn.l2_loss(v) for v in variables]): the element, read after the loop binds
+        comp_orders = [b.order for bs in scope.bindings.values() for b in bs
+                       if b.kind == "comp" and b.node is expr.for_in]
+        yield from rec(expr.elt, od=max(comp_orders) if comp_orders else order)
         return
     if isinstance(expr, cst.Call):
         q, _ = m.qualified_name(expr.func, scope, order)
@@ -119,6 +152,15 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
             if a is not None:
                 yield from rec(a)
                 return
+        if _builtin(m, expr, scope, order, "list", "tuple") and len(expr.args) == 1 and not expr.args[0].star:
+            yield from rec(expr.args[0].value)  # tf.add_n(list(losses.values()))
+            return
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "values" and not expr.args:
+            items = m.container_items(expr, scope, order)  # the dict's values (literal and d[k] = v)
+            if items is not None:
+                for e, sc, od in items:
+                    yield from rec(e, sc, od)
+                return
         cm = call_method(expr)
         if cm is not None and cm[1] in PASS_THROUGH_METHODS and arg(expr, 0) is not None:
             yield from rec(arg(expr, 0))
@@ -128,11 +170,51 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
             if fns and all(f.returns for f in fns):
                 for f in fns:
                     for e, od in f.returns:
-                        yield from rec(e, f.scope, od)
+                        yield from rec(e, f.scope, od, vi=via if via is not None else expr)
                 return
-        yield Term(expr, scope, order, divisors, summed)
+        yield Term(expr, scope, order, divisors, summed, via)
         return
-    yield Term(expr, scope, order, divisors, summed)
+    yield Term(expr, scope, order, divisors, summed, via)
+
+
+def _unpacked_items(m: Module, b) -> Optional[list]:
+    """For ``a, b = <value>`` (one level): the expressions bound to ``b.path`` - the item of a
+    tuple literal, or that item of every tuple a local function returns; None when unknown."""
+    if len(b.path) != 1 or b.value is None:
+        return None
+    i = b.path[0]
+
+    def item(e):
+        if isinstance(e, (cst.Tuple, cst.List)) and i < len(e.elements) \
+                and not any(isinstance(el, cst.StarredElement) for el in e.elements):
+            return e.elements[i].value
+        return None
+
+    direct = item(b.value)
+    if direct is not None:
+        return [(direct, b.scope, b.order, None)]
+    if not isinstance(b.value, cst.Call):
+        return None
+    fns = m.resolve_function(b.value.func, b.scope, b.order)
+    out = []
+    for f in fns:
+        for e, od in f.returns:
+            it = item(e)
+            if it is None:
+                return None
+            out.append((it, f.scope, od, b.value))
+    return out or None
+
+
+def _self_attr_exprs(m: Module, expr: cst.Attribute, scope: Scope) -> list:
+    """``self.<name>`` inside a method: the values the class's methods assign to it."""
+    if not isinstance(expr.value, cst.Name):
+        return []
+    fn = next(iter(m.enclosing_functions(scope)), None)
+    method = m.enclosing_method(fn) if fn is not None else None
+    if method is None or not method.params or method.params[0].name.value != expr.value.value:
+        return []
+    return [(b.value, b.scope, b.order) for b in method.cls.attrs.get(expr.attr.value, ()) if b.value is not None]
 
 
 def mentions_replicas(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> bool:
@@ -142,6 +224,9 @@ def mentions_replicas(m: Module, expr: cst.BaseExpression, scope: Scope, order: 
     if isinstance(expr, cst.Attribute):
         if expr.attr.value == "num_replicas_in_sync":
             return True
+        for e, sc, od in _self_attr_exprs(m, expr, scope):  # self.loss_scale = 1 / strategy.num_replicas_in_sync
+            if mentions_replicas(m, e, sc, od, _depth + 1):
+                return True
         return mentions_replicas(m, expr.value, scope, order, _depth + 1)
     if isinstance(expr, cst.Name):
         exprs = m.reaching_exprs(expr, scope, order)

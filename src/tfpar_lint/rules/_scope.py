@@ -109,7 +109,7 @@ def returned_items(m: Module, expr: Optional[cst.BaseExpression], cs: CallSite) 
     call, site = expr, cs
     if isinstance(expr, cst.Name):
         reaching = m.reaching_exprs(expr, cs.scope, cs.order)
-        if len(reaching) != 1 or not isinstance(reaching[0][0], cst.Call):
+        if not reaching or len(reaching) != 1 or not isinstance(reaching[0][0], cst.Call):
             return []
         call = reaching[0][0]
         site = m.site_of_call.get(id(call))

@@ -5,8 +5,8 @@ from typing import Iterator
 import libcst as cst
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import (MEANS, gradient_targets, is_per_replica_batch, loss_terms, mentions_replicas,
-                                    replica_fn_strategies, replica_fns, replicated)
+from tfpar_lint.rules._loss import (MEANS, V1_LOSSES, gradient_targets, is_per_replica_batch, loss_terms,
+                                    mentions_replicas, replica_fn_strategies, replica_fns, replicated, v1_mean_loss)
 from tfpar_lint.semantic import arg
 
 
@@ -18,7 +18,8 @@ class LossMeanInReplicaFn(Rule):
                 "global_batch_size=GLOBAL_BATCH_SIZE)`.")
     SEVERITY = "warning"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"), ("reduce_mean", "mean(", "/"))
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"),
+               ("reduce_mean", "mean(", "/", "losses."))
 
     def check(self) -> Iterator[Report]:
         m = self.module
@@ -31,7 +32,7 @@ class LossMeanInReplicaFn(Rule):
                         continue  # already divided by the number of replicas
                     node = t.node
                     if isinstance(node, cst.Call):
-                        q, _ = m.qualified_name(node.func, t.scope, t.order)
+                        q, raw = m.qualified_name(node.func, t.scope, t.order)
                         if q in MEANS and self._whole_batch(node):
                             yield Report(
                                 node,
@@ -39,6 +40,18 @@ class LossMeanInReplicaFn(Rule):
                                 f"which runs on every replica: the replicas' gradients are summed, so the update is "
                                 f"num_replicas_in_sync times too large; use `tf.nn.compute_average_loss(per_example_loss, "
                                 f"global_batch_size=...)`",
+                                {"function": fn.name},
+                                related=cs.node,
+                            )
+                            continue
+                        if raw in V1_LOSSES and v1_mean_loss(node):  # as spelled: tf.losses is Keras' in TF 2
+                            yield Report(
+                                node,
+                                f"`{m.code(node)}` (a `tf.compat.v1.losses` loss, averaged over its batch by its "
+                                f"default reduction) is the loss of `{fn.name}`, which runs on every replica: the "
+                                f"replicas' gradients are summed, so the update is num_replicas_in_sync times too "
+                                f"large; pass `reduction=tf.compat.v1.losses.Reduction.NONE` and use "
+                                f"`tf.nn.compute_average_loss(..., global_batch_size=...)`",
                                 {"function": fn.name},
                                 related=cs.node,
                             )

@@ -6,7 +6,9 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import gradient_targets, loss_terms, mentions_replicas, replica_fn_strategies, replica_fns, replicated
+from tfpar_lint.rules._loss import (L2_LOSS, gradient_targets, loss_terms, mentions_replicas, replica_fn_strategies,
+                                    replica_fns, replicated)
+from tfpar_lint.semantic import arg
 
 
 class UnscaledRegularizationLoss(Rule):
@@ -16,7 +18,7 @@ class UnscaledRegularizationLoss(Rule):
     FIX_HINT = "Add `tf.nn.scale_regularization_loss(model.losses)` instead of the raw sum."
     SEVERITY = "warning"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".losses",))
+    MARKERS = (STRATEGY_MARKERS, (".losses", "l2_loss"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
@@ -26,12 +28,24 @@ class UnscaledRegularizationLoss(Rule):
             for cs, target in gradient_targets(m, fn):
                 for t in loss_terms(m, target, cs.scope, cs.order):
                     node = t.node
+                    if any(mentions_replicas(m, d, sc, od) for d, sc, od in t.divisors):
+                        continue
+                    if self._weight_decay(node, t):
+                        at = t.via if t.via is not None else node  # the helper call in the replica function
+                        yield Report(
+                            at,
+                            f"`{m.code(at)}` (weight decay on the model's variables) is added to the loss in "
+                            f"`{fn.name}`, which runs on every replica: the replicas' gradients are summed, so the "
+                            f"decay is num_replicas_in_sync times too strong; wrap the penalty in "
+                            f"`tf.nn.scale_regularization_loss(...)`",
+                            {"function": fn.name},
+                            related=cs.node,
+                        )
+                        continue
                     if not (isinstance(node, cst.Attribute) and node.attr.value == "losses"):
                         continue
                     owner = m.infer(node.value, t.scope, t.order)
                     if not owner or not all(v.kind in (api.MODEL, api.LAYER) for v in owner):
-                        continue
-                    if any(mentions_replicas(m, d, sc, od) for d, sc, od in t.divisors):
                         continue
                     yield Report(
                         node,
@@ -41,6 +55,20 @@ class UnscaledRegularizationLoss(Rule):
                         {"function": fn.name},
                         related=cs.node,
                     )
+
+    def _weight_decay(self, node: cst.BaseExpression, t) -> bool:
+        """``tf.nn.l2_loss(v)`` of a Keras model's or layer's variable (``v`` from
+        ``model.trainable_variables``, ``layer.kernel``)."""
+        m = self.module
+        if not isinstance(node, cst.Call):
+            return False
+        q, _ = m.qualified_name(node.func, t.scope, t.order)
+        if q not in L2_LOSS:
+            return False
+        x = arg(node, 0, "t")
+        vals = m.infer(x, t.scope, t.order) if x is not None else []
+        return bool(vals) and all(v.kind == api.VARIABLE and v.source is not None
+                                  and v.source.kind in (api.MODEL, api.LAYER, api.VARIABLES) for v in vals)
 
     # -- fix (safe): tf.add_n(model.losses) -> tf.nn.scale_regularization_loss(tf.add_n(model.losses))
     FIXABLE = "safe"

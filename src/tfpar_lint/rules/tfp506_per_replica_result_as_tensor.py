@@ -25,7 +25,8 @@ class PerReplicaResultAsTensor(Rule):
                 "`strategy.experimental_local_results(result)`.")
     SEVERITY = "error"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"), ("numpy", "float(", "int(", "bool(", "complex(", ":"))
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"),
+               ("numpy", "float(", "int(", "bool(", "complex(", ":", "+", "-", "*", "/"))
 
     def _per_replica(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
         vals = self.module.infer(expr, scope, order)
@@ -56,8 +57,32 @@ class PerReplicaResultAsTensor(Rule):
                     and self._per_replica(cs.node.args[0].value, cs.scope, cs.order):
                 yield Report(cs.node, f"`{m.code(cs.node)}` raises `TypeError` (`{name}()` argument must be a "
                                       f"number, not 'PerReplica'): `{m.code(cs.node.args[0].value)}` {tail}")
+        yield from self._arithmetic(tail)
         for node, scope, order in m.fstring_exprs:
             if node.format_spec and self._per_replica(node.expression, scope, order):
                 yield Report(node, f"`{m.code(node.expression)}` formatted with a format spec raises `TypeError: "
                                    f"unsupported format string passed to PerReplica.__format__`: "
                                    f"`{m.code(node.expression)}` {tail}")
+
+    def _arithmetic(self, tail: str) -> Iterator[Report]:
+        """``total += per_replica`` / ``a + per_replica``: PerReplica defines no arithmetic, and
+        tensors refuse to convert it (``TypeError`` / ``ValueError: Attempt to convert a value
+        (PerReplica...)``)."""
+        m = self.module
+        for node, scope, order in m.arithmetic:
+            for side in (node.left, node.right):
+                if isinstance(side, (cst.Name, cst.Attribute)) and self._per_replica(side, scope, order):
+                    yield Report(node, f"`{m.code(node)}` raises `TypeError` (unsupported operand type for "
+                                       f"'PerReplica'): `{m.code(side)}` {tail}")
+                    break
+        scopes = [m.scope] + [f.scope for f in m.functions] + [c.scope for c in m.classes]
+        for sc in scopes:
+            for bs in sc.bindings.values():
+                for b in bs:
+                    node = b.node
+                    if b.kind != "aug" or not isinstance(node, cst.AugAssign):
+                        continue
+                    if isinstance(node.value, (cst.Name, cst.Attribute)) \
+                            and self._per_replica(node.value, b.scope, b.order):
+                        yield Report(node, f"`{m.code(node)}` raises `TypeError` (unsupported operand type for "
+                                           f"'PerReplica'): `{m.code(node.value)}` {tail}")

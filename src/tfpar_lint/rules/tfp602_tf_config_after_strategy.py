@@ -14,6 +14,19 @@ def exclusive(a, b) -> bool:
     return any(id(i) in branch and branch[id(i)] != body for i, body in b)
 
 
+def _call_leading_to(write, ctor):
+    """Where the order mistake is written when both the strategy and the write happen in local
+    functions called one after the other from the same code (``strategy = make_strategy()``, then
+    ``setup_cluster(i)``): the call that leads to the write there.  None otherwise (the write is
+    reported where it is)."""
+    k = 0
+    while k < len(write.via) and k < len(ctor.via) and write.via[k] is ctor.via[k]:
+        k += 1
+    if k < len(write.via) and k < len(ctor.via):
+        return write.via[k]
+    return None
+
+
 class TfConfigAfterStrategy(Rule):
     CODE = "TFP602"
     NAME = "tf-config-after-strategy"
@@ -52,9 +65,11 @@ class TfConfigAfterStrategy(Rule):
                     continue  # written several times: configuring worker processes started elsewhere
                 done.add(id(ev.site))
                 ctor = before[-1].site
+                at = _call_leading_to(ev, before[-1])
+                what = "TF_CONFIG is set" if at is None else f"`{m.code(at.node)}` sets TF_CONFIG"
                 yield Report(
-                    ev.site.node,
-                    f"TF_CONFIG is set after `{m.code(ctor.node)}` (line {{line}}) was created: the strategy read "
+                    ev.site.node if at is None else at.node,
+                    f"{what} after `{m.code(ctor.node)}` (line {{line}}) was created: the strategy read "
                     f"TF_CONFIG in its constructor, so every worker trains alone (`num_replicas_in_sync` stays "
                     f"at its single-worker value); set TF_CONFIG before creating the strategy",
                     {},

@@ -2,8 +2,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.rules._lifecycle import mwms_state, save_calls, task_guard
+from tfpar_lint.semantic import keyword
+
+CHECKPOINT_CALLBACKS = frozenset({"keras.callbacks.ModelCheckpoint"})
 
 
 class ChiefOnlySave(Rule):
@@ -15,7 +19,7 @@ class ChiefOnlySave(Rule):
     DEFAULT_ENABLED = True
     SEVERITY = "error"
     PROBE = "lifecycle"
-    MARKERS = (("MultiWorkerMirroredStrategy",), ("save", "write", "export"))
+    MARKERS = (("MultiWorkerMirroredStrategy",), ("save", "write", "export", "ModelCheckpoint"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
@@ -33,5 +37,29 @@ class ChiefOnlySave(Rule):
                 f"`CollectiveReduceV2` and fails with `UnavailableError` or hangs; let all workers save, "
                 f"non-chief workers to a temporary path",
                 {"save": sc.what},
+                related=guard.node,
+            )
+        yield from self._checkpoint_callbacks()
+
+    def _checkpoint_callbacks(self) -> Iterator[Report]:
+        """``ModelCheckpoint(...)`` built only on the chief for a model that ``fit``s with
+        ``callbacks=`` under a MultiWorkerMirroredStrategy: the chief's save waits for the others."""
+        m = self.module
+        fits = [cs for cs, recv, _ in m.method_calls(("fit",)) if keyword(cs.node, "callbacks") is not None
+                and any(v.kind == api.MODEL and mwms_state(m, v) for v in m.infer_at(recv, cs))]
+        if not fits:
+            return
+        for cs, _q in m.calls_to(CHECKPOINT_CALLBACKS):
+            guard = task_guard(m, cs)
+            if guard is None or not guard.chief_only:
+                continue
+            yield Report(
+                cs.node,
+                f"`{m.code(cs.node.func)}(...)` is created only on the chief (test on line {{line}}) for the "
+                f"MultiWorkerMirroredStrategy `{m.code(fits[0].node.func)}(..., callbacks=...)`: its save is a "
+                f"collective the other workers never join, so the chief fails in "
+                f"`CollectiveReduceV2` or hangs; give every worker the callback, non-chief workers with a "
+                f"temporary path",
+                {"save": m.code(cs.node.func)},
                 related=guard.node,
             )

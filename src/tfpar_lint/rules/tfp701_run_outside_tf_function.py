@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import CallSite, FunctionInfo, Module, arg, attr_name
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, arg, attr_name, call_method
 
 
 def _eager_python_fn(m: Module, cs: CallSite) -> bool:
@@ -70,6 +70,31 @@ def _caller_in_loop(m: Module, fn: FunctionInfo, seen: set) -> Optional[CallSite
     return None
 
 
+RUN_EAGERLY = frozenset({"tensorflow.config.run_functions_eagerly",
+                         "tensorflow.config.experimental_run_functions_eagerly"})
+
+
+def _literal_bool(expr: Optional[cst.BaseExpression]) -> Optional[bool]:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
+
+
+def _repeated(m: Module, cs: CallSite) -> Optional[CallSite]:
+    """``cs`` sits in a loop, or some chain of local callers reaches it from one (whether
+    those functions are ``tf.function``s or not)."""
+    if cs.loops > 0:
+        return cs
+    return _caller_in_loop(m, cs.func, set()) if cs.func is not None else None
+
+
+def _mirrored_run(m: Module, recv: cst.BaseExpression, site: CallSite) -> list:
+    vals = m.infer_at(recv, site)
+    if not vals or any(v.kind != api.STRATEGY or v.qname not in api.MIRRORED_RUN_STRATEGIES for v in vals):
+        return []
+    return vals
+
+
 class RunOutsideTfFunction(Rule):
     CODE = "TFP701"
     NAME = "run-outside-tf-function"
@@ -78,13 +103,18 @@ class RunOutsideTfFunction(Rule):
     DEFAULT_ENABLED = True
     SEVERITY = "warning"
     PROBE = "execution"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2"))
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", ".run,"))
 
     def check(self) -> Iterator[Report]:
+        yield from self._run_calls()
+        yield from self._partials()
+        yield from self._run_eagerly()
+
+    def _run_calls(self) -> Iterator[Report]:
         m = self.module
         for cs, recv, meth in m.method_calls(api.RUN_METHODS):
-            vals = m.infer_at(recv, cs)
-            if not vals or any(v.kind != api.STRATEGY or v.qname not in api.MIRRORED_RUN_STRATEGIES for v in vals):
+            vals = _mirrored_run(m, recv, cs)
+            if not vals:
                 continue
             loop = _eager_loop(m, cs)
             if loop is None or not _eager_python_fn(m, cs) or not _trains(m, cs):
@@ -100,6 +130,90 @@ class RunOutsideTfFunction(Rule):
                 related=None if loop is cs else loop.node,
             )
 
+    def _partials(self) -> Iterator[Report]:
+        """``step = functools.partial(strategy.run, step_fn)`` called eagerly, step after step."""
+        m = self.module
+        traced_args = {id(arg(cs.node, 0, "func")) for cs, _q in m.calls_to(api.TF_FUNCTION)}
+        for pcs, _q in m.calls_to(("functools.partial",)):
+            target = arg(pcs.node, 0, "func")
+            if not isinstance(target, cst.Attribute) or target.attr.value not in api.RUN_METHODS:
+                continue
+            if id(pcs.node) in traced_args:
+                continue  # tf.function(functools.partial(strategy.run, fn))
+            vals = _mirrored_run(m, target.value, pcs)
+            fn = arg(pcs.node, 1)
+            if not vals or fn is None:
+                continue
+            fns = m.resolve_function(fn, pcs.scope, pcs.order)
+            if not fns or any(m.runs_traced(f) is True for f in fns) or not self._trains_fns(fns):
+                continue
+            for cs in m.calls:
+                if not isinstance(cs.node.func, cst.Name):
+                    continue
+                if not any(e is pcs.node for e, _s, _o in m.reaching_exprs(cs.node.func, cs.scope, cs.order) or ()):
+                    continue
+                loop = _eager_loop(m, cs)
+                if loop is None:
+                    continue
+                name = vals[0].qname.rsplit(".", 1)[-1]
+                yield Report(
+                    pcs.node,
+                    f"`{m.code(pcs.node)}` is called eagerly from a Python loop (line {{line}}), outside any "
+                    f"`tf.function`: TensorFlow warns \"Using {name} eagerly has significant overhead\" and runs "
+                    f"the replicas one after another in Python on every step; wrap it in `tf.function(...)`",
+                    {"strategy": name},
+                    related=loop.node,
+                )
+                break
+
+    def _trains_fns(self, fns: list[FunctionInfo]) -> bool:
+        m = self.module
+        work = list(fns)
+        seen: set[int] = set()
+        while work and len(seen) < 20:
+            fn = work.pop()
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            for c in m.calls_within(fn):
+                name = attr_name(c.node.func)
+                if name in ("apply_gradients", "minimize"):
+                    return True
+                if name == "gradient" and isinstance(c.node.func, cst.Attribute):
+                    if any(v.kind == api.TAPE for v in m.infer_at(c.node.func.value, c)):
+                        return True
+                work.extend(m.resolve_function(c.node.func, c.scope, c.order))
+        return False
+
+    def _run_eagerly(self) -> Iterator[Report]:
+        """``tf.config.run_functions_eagerly(True)`` left on: the ``tf.function`` steps that call
+        ``strategy.run`` from a loop run eagerly as well."""
+        m = self.module
+        switches = [(cs, _literal_bool(arg(cs.node, 0, "run_eagerly"))) for cs, _q in m.calls_to(RUN_EAGERLY)]
+        if not switches or any(on is not True for _cs, on in switches):
+            return  # switched off again somewhere, or not a literal: not judged
+        for cs, recv, meth in m.method_calls(api.RUN_METHODS):
+            vals = _mirrored_run(m, recv, cs)
+            if not vals or cs.func is None or m.runs_traced(cs.func) is not True:
+                continue  # the eager ones are reported at the call itself
+            loop = _repeated(m, cs)
+            fn = arg(cs.node, 0, "fn")
+            if loop is None or fn is None or isinstance(fn, cst.Call) \
+                    or not m.resolve_function(fn, cs.scope, cs.order) or not _trains(m, cs):
+                continue  # a local Python function (a tf.function too: it runs eagerly now)
+            name = vals[0].qname.rsplit(".", 1)[-1]
+            for sw, _on in switches:
+                yield Report(
+                    sw.node,
+                    f"`{m.code(sw.node)}` makes every `tf.function` run eagerly, including the step that calls "
+                    f"`{m.code(recv)}.{meth}(...)` (line {{line}}) from a Python loop: TensorFlow warns \"Using "
+                    f"{name} eagerly has significant overhead\" and runs the replicas one after another; remove "
+                    f"it (it is meant for debugging)",
+                    {"strategy": name},
+                    related=cs.node,
+                )
+            return
+
     # -- fix (unsafe: inside tf.function Python side effects run at trace time only, and `.numpy()`
     #    fails): decorate the function that calls `strategy.run` with `@tf.function`
     FIXABLE = "unsafe"
@@ -108,6 +222,9 @@ class RunOutsideTfFunction(Rule):
         from tfpar_lint.fix import UNSAFE, Fix, line_indent, tf_alias
 
         m = self.module
+        cm = call_method(report.node) if isinstance(report.node, cst.Call) else None
+        if cm is None or cm[1] not in api.RUN_METHODS:
+            return None  # reported at a functools.partial(...) or a run_functions_eagerly(True) switch
         site = m.site_of_call.get(id(report.node))
         tf = tf_alias(m)
         if site is None or site.func is None or tf is None or report.related is None:

@@ -23,10 +23,43 @@ def broad_handler(m: Module, h: cst.ExceptHandler, site: CallSite) -> Optional[s
     return None
 
 
-def handler_leaves(m: Module, h: cst.ExceptHandler, fn_node: cst.CSTNode, site: CallSite) -> bool:
-    """The handler re-raises, retries (``continue``) or ends the program; or the exception it
-    binds is raised later in the same function."""
+def _leaves_on_success(t: cst.Try) -> bool:
+    """The ``try`` body leaves its loop when it works (``break`` / ``return`` outside nested
+    loops and functions): the loop around it is a retry loop, not a loop over the data."""
     found = False
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_For(self, node: cst.For) -> bool:
+            return False
+
+        def visit_While(self, node: cst.While) -> bool:
+            return False
+
+        def visit_Break(self, node: cst.Break) -> None:
+            nonlocal found
+            found = True
+
+        def visit_Return(self, node: cst.Return) -> None:
+            nonlocal found
+            found = True
+
+    t.body.visit(V())
+    return found
+
+
+def handler_leaves(m: Module, h: cst.ExceptHandler, fn_node: cst.CSTNode, site: CallSite,
+                   try_node: Optional[cst.Try] = None) -> bool:
+    """The handler re-raises, retries (``continue`` in a loop the ``try`` body leaves on success)
+    or ends the program; or the exception it binds is raised later in the same function.  A
+    ``continue`` in a loop over the data skips the failed step and goes on: not leaving."""
+    found = False
+    retry = try_node is None or _leaves_on_success(try_node)
     exc_name = h.name.name.value if h.name is not None and isinstance(h.name.name, cst.Name) else None
 
     class V(cst.CSTVisitor):
@@ -42,7 +75,7 @@ def handler_leaves(m: Module, h: cst.ExceptHandler, fn_node: cst.CSTNode, site: 
 
         def visit_Continue(self, node: cst.Continue) -> None:
             nonlocal found
-            found = True
+            found = found or retry
 
         def visit_Call(self, node: cst.Call) -> None:
             nonlocal found
@@ -133,7 +166,7 @@ class BroadExceptSwallowsDistributedErrors(Rule):
                     if spelled is None:
                         continue
                     fn_node = at.func.node if at.func is not None else m.tree
-                    if handler_leaves(m, h, fn_node, at):
+                    if handler_leaves(m, h, fn_node, at, t):
                         continue
                     done.add(id(h))
                     how = f"`{what}(...)`" if at is cs else f"`{m.code(at.node)}`, which runs `{what}(...)`"

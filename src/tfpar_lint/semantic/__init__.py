@@ -106,6 +106,8 @@ class Module:
         self.module_bindings_in_order: list[Binding] = []
         # [x] * n  and  [f(x) for ...]: (node, scope, order)
         self.sequence_repeats: list[tuple[cst.BinaryOperation, Scope, int]] = []
+        # a + b, a / b, ... with a name or attribute operand: (node, scope, order)
+        self.arithmetic: list[tuple[cst.BinaryOperation, Scope, int]] = []
         self.comprehensions: list[tuple[cst.BaseExpression, Scope, int]] = []
         # obj.attr = value (any receiver): (target, value, scope, order)
         self.attr_assigns: list[tuple[cst.Attribute, cst.BaseExpression, Scope, int]] = []

@@ -18,6 +18,10 @@ from tfpar_lint.semantic.walk import TaskVisitor
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
 
+# a + b, a - b, a * b, a / b ... on a name or attribute (recorded for value checks)
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
+               cst.MatrixMultiply)
+
 
 class Builder(TaskVisitor):
     def __init__(self, mod: "Module") -> None:
@@ -321,6 +325,10 @@ class Builder(TaskVisitor):
             self.m.attr_refs.append(NameRef(node, self.scope, self._order(), self.func))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, _ARITHMETIC) and (
+            isinstance(node.left, (cst.Name, cst.Attribute)) or isinstance(node.right, (cst.Name, cst.Attribute))
+        ):
+            self.m.arithmetic.append((node, self.scope, self._order()))
         if isinstance(node.operator, cst.Multiply) and (
             isinstance(node.left, (cst.List, cst.Tuple)) or isinstance(node.right, (cst.List, cst.Tuple))
         ):

@@ -297,8 +297,9 @@ class CallGraph:
         by_fn: dict[Optional[int], list[Union[CallSite, StoreSite]]] = {}
         for site in itertools.chain(self.m.calls, self.m.stores):
             by_fn.setdefault(id(site.func) if site.func is not None else None, []).append(site)
-        for sites in by_fn.values():
+        for key, sites in by_fn.items():
             sites.sort(key=lambda e: e.order)
+            by_fn[key] = _evaluation_order(sites)
         names = {f.name for f in self.m.functions} | {c.name for c in self.m.classes}
         reached: set[int] = set()
         budget = [max_events]
@@ -343,6 +344,50 @@ class CallGraph:
                 traces.append(t)
         self._traces = traces
         return traces
+
+
+class _PostOrderCalls(cst.CSTVisitor):
+    """Calls of one statement in the order Python evaluates them (a call after the calls in its
+    callee expression and arguments: ``Trainer().fit()`` runs ``Trainer()`` first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rank: dict[int, int] = {}
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        self.rank[id(original_node)] = len(self.rank)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _evaluation_order(sites: list) -> list:
+    """``sites`` (sorted by ``order``, i.e. source pre-order) with the calls of each statement
+    that holds nested calls put in evaluation order."""
+    out: list = []
+    i = 0
+    while i < len(sites):
+        site = sites[i]
+        stmt = site.stmt if isinstance(site, CallSite) else None
+        j = i + 1
+        if stmt is not None:
+            while j < len(sites) and isinstance(sites[j], CallSite) and sites[j].stmt is stmt:
+                j += 1
+        group = sites[i:j]
+        if len(group) > 1:
+            v = _PostOrderCalls()
+            stmt.visit(v)
+            if all(id(g.node) in v.rank for g in group):
+                group = sorted(group, key=lambda g: v.rank[id(g.node)])
+        out.extend(group)
+        i = j
+    return out
 
 
 def _seq(expr: Optional[cst.BaseExpression], empty: bool = False) -> Optional[list]:

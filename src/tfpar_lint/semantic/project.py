@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import sys
 from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
-
-import sys
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 # Packages whose behaviour lives in tfpar_lint.tfapi: never looked for in the project.
@@ -88,12 +88,8 @@ class Project:
         if self.read >= MAX_MODULES:
             self.capped = True
             return None
-        try:
-            if os.path.getsize(path) > MAX_SIZE:
-                return None
-            with open(path, encoding="utf-8") as f:
-                source = f.read()
-        except (OSError, UnicodeDecodeError, ValueError):
+        source = _read_regular(path)
+        if source is None:
             return None
         self.read += 1
         try:
@@ -189,34 +185,39 @@ class Project:
         return out
 
     def importer_texts(self, path: str) -> list[tuple[str, str]]:
-        """(path, text) of the project files whose text imports the module at ``path``
-        (a text test: ``import x`` / ``from ...x import`` / ``from . import x``)."""
+        """(path, text) of the project files whose import lines resolve to the module at
+        ``path`` (found without parsing)."""
         path = os.path.abspath(path)
-        stem = os.path.splitext(os.path.basename(path))[0]
-        if stem == "__init__":
-            stem = os.path.basename(os.path.dirname(path))
         texts = self._project_texts()
-        return [(p, texts[p]) for p in self._import_index().get(stem, ()) if p != path]
+        return [(p, texts[p]) for p in self._import_index().get(path, ()) if p != path]
 
     def _import_index(self) -> dict[str, list[str]]:
-        """Every name on an import line of a project file -> the files with such a line (one
-        pass over the texts; ``importer_texts`` then needs no search)."""
+        """Project file -> the project files whose import lines resolve to it (one pass over the
+        texts, import lines resolved like ``imported_texts`` does)."""
         if self._index is None:
             self._index = {}
             for p, text in self._project_texts().items():
                 if "import" not in text:
                     continue
-                names: set[str] = set()
-                for m in _IMPORT_LINE.finditer(text):
-                    names.update(re.findall(r"\w+", m.group(0)))
-                for n in names:
-                    self._index.setdefault(n, []).append(p)
+                for target in self._import_targets(p, text):
+                    lst = self._index.setdefault(target, [])
+                    if not lst or lst[-1] != p:
+                        lst.append(p)
         return self._index
 
     def imported_texts(self, path: str, source: str) -> list[tuple[str, str]]:
         """(path, text) of the project files the text of ``source`` (the file at ``path``)
         imports, found without parsing (for the pre-filter)."""
         out = []
+        for f in self._import_targets(path, source):
+            text = self._text(f)
+            if text is not None:
+                out.append((f, text))
+        return out
+
+    def _import_targets(self, path: str, source: str) -> list[str]:
+        """The project files the import lines of ``source`` name (absolute paths)."""
+        out: list[str] = []
         here = os.path.dirname(os.path.abspath(path))
         for m in _IMPORT_LINE.finditer(source):
             if m.group("mod") is not None:
@@ -240,9 +241,7 @@ class Project:
                 for base in bases:
                     f = self._file_for_cached(base, parts)
                     if f is not None:
-                        text = self._text(f)
-                        if text is not None:
-                            out.append((f, text))
+                        out.append(os.path.abspath(f))
                         break
         return out
 
@@ -251,13 +250,7 @@ class Project:
         texts = self._project_texts()
         if path in texts:
             return texts[path]
-        try:
-            if os.path.getsize(path) > MAX_SIZE:
-                return None
-            with open(path, encoding="utf-8") as f:
-                return f.read()
-        except (OSError, UnicodeDecodeError, ValueError):
-            return None
+        return _read_regular(path)
 
     def _imports(self, other: "Module", qname: str, target: "Module") -> bool:
         got = self.resolve(other, qname)
@@ -280,14 +273,23 @@ class Project:
                         if p in self._texts:
                             continue
                         seen += 1
-                        try:
-                            if os.path.getsize(p) > MAX_SIZE:
-                                continue
-                            with open(p, encoding="utf-8") as f:
-                                self._texts[p] = f.read()
-                        except (OSError, UnicodeDecodeError, ValueError):
-                            continue
+                        text = _read_regular(p)
+                        if text is not None:
+                            self._texts[p] = text
                     if seen >= MAX_SCAN:
                         self.capped = True
                         break
         return self._texts
+
+
+def _read_regular(path: str) -> Optional[str]:
+    """The text of a regular file of at most MAX_SIZE bytes (never a FIFO or a device: reading
+    one could block or never end), else None."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SIZE:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read(MAX_SIZE + 1)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None

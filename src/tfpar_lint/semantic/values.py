@@ -105,6 +105,9 @@ class Inference:
                         out.extend(self.binding_values(b))
                     return out
                 return [UNKNOWN]
+            inst = self._instance_attribute(expr, scope, order)
+            if inst is not None:
+                return inst
             return self._attribute_of(expr, scope, order)
         if isinstance(expr, cst.Call):
             return self._infer_call(expr, scope, order)
@@ -127,6 +130,54 @@ class Inference:
         if isinstance(expr, cst.Await):
             return [UNKNOWN]
         return [UNKNOWN]
+
+    def _local_methods(self, func: cst.Attribute, scope: Scope, order: int) -> list[FunctionInfo]:
+        """The methods of local classes ``func`` (``self.step``, ``trainer.fit``) certainly denotes."""
+        vals = self.infer(func, scope, order)
+        if vals and all(v.kind == api.FUNCTION and isinstance(v.info, FunctionInfo) and v.info.cls is not None
+                        for v in vals):
+            return [v.info for v in vals]
+        return []
+
+    def _instance_attribute(self, expr: cst.Attribute, scope: Scope, order: int) -> Optional[list[Value]]:
+        """``obj.name`` where ``obj`` is certainly an instance of a local class (``Trainer().fit``,
+        ``trainer.step``, ``self.losses.reconstruction``): its method, or what its methods assign
+        to ``self.name``.  None when the receiver is anything else or the class does not define
+        ``name`` (then the API / variable-list inference applies)."""
+        recv = self.infer(expr.value, scope, order)
+        if not recv or not all(isinstance(v.info, ClassInfo) and v.kind != api.CLASS and isinstance(v.origin, cst.Call)
+                               for v in recv):
+            return None
+        name = expr.attr.value
+        out: list[Value] = []
+        for v in recv:
+            found = self._class_member(v.info, name)
+            if found is None:
+                return None
+            out.extend(found)
+        return out
+
+    def _class_member(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[list[Value]]:
+        """Method ``name`` of a local class (or of its local bases), or the values its methods
+        assign to ``self.name``."""
+        if _depth > 8:
+            return None
+        if name in cls.methods:
+            fn = cls.methods[name]
+            return [Value(api.FUNCTION, info=fn, origin=fn.node)]
+        bs = cls.attrs.get(name)
+        if bs:
+            out: list[Value] = []
+            for b in bs:
+                out.extend(self.binding_values(b))
+            return out
+        for base in cls.bases:
+            for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
+                if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls:
+                    found = self._class_member(v.info, name, _depth + 1)
+                    if found is not None:
+                        return found
+        return None
 
     def _method_of(self, scope: Scope) -> Optional[FunctionInfo]:
         """Innermost enclosing method (for ``self`` inside nested functions)."""
@@ -164,6 +215,12 @@ class Inference:
         if isinstance(func, cst.Name) and not self.m.lookup(func.value, scope, order):
             return self._infer_builtin(func.value, call, scope, order, site)
         if isinstance(func, cst.Attribute):
+            methods = self._local_methods(func, scope, order)
+            if methods:
+                out = []
+                for fn in methods:  # self.step(...), trainer.step(...): what the method returns
+                    out.extend(self._returns_of(fn, call, site))
+                return out
             recv_vals = self.infer(func.value, scope, order)
             out = []
             for rv in recv_vals:
@@ -445,6 +502,20 @@ class Inference:
                 if items is None:
                     return None
                 out.extend(items)
+            if all(isinstance(e, (cst.Dict, cst.List)) for e, _s, _o in reaching):
+                out.extend(self._stored_items(expr, scope, order, key))
+            return out
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            # self.buffers = [tf.Variable(...) for ...] set in another method
+            assigned = self._self_attr_bindings(expr, scope)
+            if not assigned:
+                return None
+            out = []
+            for b in assigned:
+                items = self.container_items(b.value, b.scope, b.order, key, _depth + 1)
+                if items is None:
+                    return None
+                out.extend(items)
             return out
         if isinstance(expr, cst.Dict):
             out = []
@@ -472,6 +543,32 @@ class Inference:
         if isinstance(expr, cst.DictComp):
             return [(expr.value, scope, order)]
         return None
+
+    def _self_attr_bindings(self, expr: cst.Attribute, scope: Scope) -> list[Binding]:
+        """``self.<name>`` inside a method: the class's ``self.<name> = value`` bindings (with values)."""
+        fn = self._method_of(scope)
+        if fn is None or not fn.params or not isinstance(expr.value, cst.Name) \
+                or fn.params[0].name.value != expr.value.value:
+            return []
+        bs = fn.cls.attrs.get(expr.attr.value) or []
+        return bs if bs and all(b.value is not None for b in bs) else []
+
+    def _stored_items(self, name: cst.Name, scope: Scope, order: int, key: object) -> list:
+        """``d[k] = v`` stores into the dict / list that ``name`` holds, made before ``order``
+        (``losses = {}; losses["pixel"] = ...``): their values (the matching one for a literal key)."""
+        bound = {id(b) for b in self.m.lookup(name.value, scope, order)}
+        out = []
+        for st in self.m.stores:
+            t = st.target
+            if st.deleted or st.value is None or st.order >= order or not isinstance(t.value, cst.Name) \
+                    or t.value.value != name.value:
+                continue
+            if {id(b) for b in self.m.lookup(name.value, st.scope, st.order)} != bound:
+                continue
+            k = _subscript_key(t)
+            if key is None or k is None or k == key:
+                out.append((st.value, st.scope, st.order))
+        return out
 
     def binding_values(self, b: Binding) -> list[Value]:
         if b.scope.module is not self.m and b.scope.module is not None:
@@ -579,6 +676,10 @@ class Inference:
     def _unpack(self, v: Value, b: Binding) -> Value:
         if v.kind in (api.ELEMENT, api.DIST_VALUES):
             return v
+        if v.kind == api.PER_REPLICA:
+            # a, b = strategy.run(fn) where fn returns a tuple: each item is per-replica too
+            return Value(api.PER_REPLICA, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
+                         source=v.source)
         return UNKNOWN
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
