@@ -480,6 +480,17 @@ def test_tfp604_constant_paths():
     """), "TFP604")
 
 
+def test_tfp604_a_name_is_no_task_test():
+    # a flag named like a chief test whose value does not come from the task: every worker may
+    # write the same path
+    check(_save("""
+    import random
+    is_chief = random.random() > 0.5
+    if is_chief:
+        model.save("/tmp/model")  # <-
+    """), "TFP604")
+
+
 def test_tfp604_silences():
     check(_save("""
     model.save(write_filepath("/tmp/m", task_type, task_id))
