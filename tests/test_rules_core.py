@@ -397,6 +397,23 @@ def test_single_worker_dataset_fn_with_per_replica_batch_by_hand():
     assert codes(mw) == [(7, "TFP203")]
 
 
+def test_single_worker_dataset_fn_per_replica_batch_is_told_by_the_batch_value():
+    # a division by num_replicas_in_sync elsewhere in the module does not make the dataset
+    # function's batch per-replica; the batch's own value does (for the call followed)
+    src = """
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    scale = 1.0 / strategy.num_replicas_in_sync
+    def get_dataset(bs):
+        return tf.data.Dataset.range(100).batch(bs)
+    plain = get_dataset(64 // strategy.num_replicas_in_sync)
+    dist = strategy.distribute_datasets_from_function(lambda _: get_dataset(64))
+    """
+    assert codes(src) == [(8, "TFP203")]
+    fixed = src.replace("get_dataset(64))", "get_dataset(64 // strategy.num_replicas_in_sync))")
+    assert codes(fixed) == []
+
+
 def test_corpus_false_positives_stay_fixed():
     # parameter-server training does not shard by design (PS tutorial)
     ps = """

@@ -375,24 +375,49 @@ def test_tfp207_horovod_style_without_strategy():
 
 # =========================================================================== TFP208
 def test_tfp208_per_replica_batch():
+    # per-replica by its value story: the module multiplies it by num_replicas_in_sync (BATCH),
+    # it is a global batch divided by the replicas (SPLIT), or it comes from get_per_replica_batch_size
     check("""
     import tensorflow as tf
     strategy = tf.distribute.MirroredStrategy()
-    PER_REPLICA = 8
     BATCH = 4
     GLOBAL = BATCH * strategy.num_replicas_in_sync
-    a = tf.data.Dataset.range(64).batch(PER_REPLICA)  # <-
-    strategy.experimental_distribute_dataset(a)
+    SPLIT = 64 // strategy.num_replicas_in_sync
     b = tf.data.Dataset.range(64).batch(BATCH)  # <-
     strategy.experimental_distribute_dataset(b)
+    s = tf.data.Dataset.range(64).batch(int(SPLIT))  # <-
+    strategy.experimental_distribute_dataset(s)
     c = tf.data.Dataset.range(64).batch(GLOBAL)
     strategy.experimental_distribute_dataset(c)
-    d = tf.data.Dataset.range(64).batch(PER_REPLICA)  # never distributed by the strategy
+    d = tf.data.Dataset.range(64).batch(BATCH)  # never distributed by the strategy
     def fn(ctx):
         return tf.data.Dataset.range(64).batch(ctx.get_per_replica_batch_size(GLOBAL))
     strategy.distribute_datasets_from_function(fn)
-    e = tf.data.Dataset.range(64).batch(PER_REPLICA).rebatch(GLOBAL)
+    e = tf.data.Dataset.range(64).batch(BATCH).rebatch(GLOBAL)
     strategy.experimental_distribute_dataset(e)
+    """, "TFP208")
+
+
+def test_tfp208_value_story_not_the_name():
+    # a neutral name whose value the module multiplies by the replicas (through a parameter and
+    # a self attribute) is per-replica; names that say per-replica are not evidence
+    check("""
+    import tensorflow as tf
+    strategy = tf.distribute.MirroredStrategy()
+    class Trainer:
+        def __init__(self, size):
+            self.size = size
+            self.global_size = size * strategy.num_replicas_in_sync
+        def data(self):
+            ds = tf.data.Dataset.range(64).batch(self.size)  # <-
+            return strategy.experimental_distribute_dataset(ds)
+    Trainer(8).data()
+    per_replica_batch = 16 * strategy.num_replicas_in_sync  # really the global batch
+    a = tf.data.Dataset.range(64).batch(per_replica_batch)
+    strategy.experimental_distribute_dataset(a)
+    BATCH_SIZE_PER_REPLICA = 8  # never related to the replicas
+    f = tf.data.Dataset.range(64).batch(BATCH_SIZE_PER_REPLICA)
+    strategy.experimental_distribute_dataset(f)
     """, "TFP208")
 
 
@@ -411,6 +436,9 @@ def test_tfp208_unknown_strategy_or_plain_size_is_silent():
 STEP_501 = """
 {imports}
 strategy = {ctor}
+BATCH = 8
+PER_REPLICA_BATCH = 64
+GLOBAL_BATCH = BATCH * strategy.num_replicas_in_sync
 with strategy.scope():
     model = {keras}.Sequential([{keras}.layers.Dense(1)])
     optimizer = {keras}.optimizers.SGD()
@@ -437,8 +465,9 @@ def dist_step(x, y):
     ("loss = tf.math.reduce_mean(tf.square(model(x) - y), axis=None)", True),
     ("loss = tf.reduce_sum(tf.square(model(x) - y)) / tf.cast(tf.shape(x)[0], tf.float32)", True),
     ("loss = tf.reduce_sum(tf.square(model(x) - y)) / len(x)", True),
-    ("loss = tf.reduce_sum(tf.square(model(x) - y)) / PER_REPLICA_BATCH", True),
+    ("loss = tf.reduce_sum(tf.square(model(x) - y)) / BATCH", True),  # GLOBAL_BATCH = BATCH * replicas
     ("loss = tf.reduce_sum(tf.square(model(x) - y)) / GLOBAL_BATCH", False),
+    ("loss = tf.reduce_sum(tf.square(model(x) - y)) / PER_REPLICA_BATCH", False),  # the name is no evidence
     ("loss = tf.nn.compute_average_loss(tf.reduce_mean(tf.square(model(x) - y), axis=1))", False),
     ("loss = tf.reduce_mean(tf.square(model(x) - y)) / strategy.num_replicas_in_sync", False),
     ("loss = tf.reduce_mean(tf.square(model(x) - y)) * (1.0 / strategy.num_replicas_in_sync)", False),

@@ -304,11 +304,16 @@ def test_tfp602_silences():
 
 # =========================================================================== TFP603 / TFP604
 SAVE_PRELUDE = """
+import json
 import os
 import tensorflow as tf
 import tf_keras as keras
 strategy = {ctor}
 task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
+tf_config = json.loads(os.environ.get("TF_CONFIG", "{{}}"))
+def _is_chief(task_type, task_id):
+    return task_type is None or task_type == "chief" or (task_type == "worker" and task_id == 0)
+is_chief = _is_chief(task_type, task_id)
 with strategy.scope():
     model = keras.Sequential([keras.layers.Dense(1, input_shape=(2,))])
     ckpt = tf.train.Checkpoint(model=model)
@@ -330,7 +335,9 @@ def _save(body: str, ctor: str = "tf.distribute.MultiWorkerMirroredStrategy()") 
     "_is_chief(task_type, task_id)",
     "strategy.extended.should_checkpoint",
     "tf_config['task']['index'] == 0",
-    "int(os.environ['TASK_INDEX']) == 0 and True",
+    "int(tf_config.get('task', {}).get('index', 0)) == 0 and True",
+    "tf.distribute.cluster_resolver.TFConfigClusterResolver().task_type in ('chief', 'master')",
+    "task_id not in (1, 2, 3) and task_id in (None, 0)",
     "not task_id",
 ])
 def test_tfp603_chief_tests(test):
@@ -374,6 +381,64 @@ def test_tfp603_guards_by_else_early_exit_and_caller():
     """), "TFP603")
 
 
+def test_tfp603_chief_test_by_value_not_by_name():
+    # neutral names whose values come from the task index, through a helper's parameter and
+    # return, a self attribute and a module constant: chief tests
+    check(_save("""
+    FIRST = 0
+    def first_task(index):
+        return index == FIRST
+    flag = first_task(strategy.cluster_resolver.task_id)
+    if flag:
+        model.save("/tmp/m")  # <-
+    class Job:
+        def __init__(self):
+            self.lead = strategy.extended.should_checkpoint
+        def export(self):
+            if self.lead:
+                ckpt.write("/tmp/c")  # <-
+    Job().export()
+    def get_rank():
+        cfg = json.loads(os.environ["TF_CONFIG"])
+        return int(cfg["task"]["index"])
+    if get_rank() == 0:
+        manager.save()  # <-
+    """), "TFP603")
+    # names that say chief are no evidence: a random flag, an environment variable's name, an
+    # unknown parameter, an index that is not the task's
+    check(_save("""
+    import random
+    is_chief = random.random() > 0.5
+    if is_chief:
+        model.save("/tmp/m")
+    if int(os.environ["TASK_INDEX"]) == 0:
+        model.save("/tmp/m")
+    def export(task_id):
+        if task_id == 0:
+            model.save("/tmp/m")
+    handlers = {"export": export}
+    for worker_index in range(2):
+        if worker_index == 0:
+            ckpt.write("/tmp/c")
+    """), "TFP603")
+
+
+def test_tfp603_early_exit_is_a_resolved_exit_call():
+    check(_save("""
+    import sys
+    def a():
+        if task_id != 0:
+            sys.exit(0)
+        model.save("/tmp/a")  # <-
+    def b():
+        if task_id != 0:
+            logger.exit()  # some object's exit method: the code after it runs on every task
+        model.save("/tmp/b")
+    a()
+    b()
+    """), "TFP603")
+
+
 def test_tfp603_silences():
     # every worker saves (tutorial), chief-only logging / copying, non-chief cleanup
     check(_save("""
@@ -412,6 +477,17 @@ def test_tfp604_constant_paths():
     ckpt.save(f"{BASE}/ckpt")  # <-
     manager.save()  # <-
     tf.saved_model.save(model, BASE + "/sm")  # <-
+    """), "TFP604")
+
+
+def test_tfp604_a_name_is_no_task_test():
+    # a flag named like a chief test whose value does not come from the task: every worker may
+    # write the same path
+    check(_save("""
+    import random
+    is_chief = random.random() > 0.5
+    if is_chief:
+        model.save("/tmp/model")  # <-
     """), "TFP604")
 
 

@@ -187,6 +187,34 @@ def test_feeding_exprs_follow_augmented_assignments():
     assert {"v.value()", "1.0", "x"} <= fed
 
 
+def test_origin_exprs_follow_names_parameters_and_self_attributes():
+    m = module(
+        "BATCH = 8\n"
+        "alias = BATCH\n"
+        "a, b = 1, alias\n"
+        "def use(n):\n"
+        "    return n\n"
+        "use(b)\n"
+        "class T:\n"
+        "    def __init__(self, k):\n"
+        "        self.k = k\n"
+        "    def get(self):\n"
+        "        return self.k\n"
+        "T(alias)\n"
+        "for i in range(3):\n"
+        "    pass\n"
+        "last = i\n")
+    code = m.tree.code_for_node
+    use, get = m.functions[0], m.functions[2]
+    ret, ret_order = use.returns[0]
+    assert [code(e) for e, _s, _o in m.origin_exprs(ret, use.scope, ret_order)] == ["8"]
+    ret, ret_order = get.returns[0]
+    assert [code(e) for e, _s, _o in m.origin_exprs(ret, get.scope, ret_order)] == ["8"]
+    # a loop target cannot be followed to where its value is made
+    last = m.module_bindings_in_order[-1]
+    assert m.origin_exprs(last.value, m.scope, last.order) is None
+
+
 def test_names_read_skips_attribute_and_keyword_names():
     expr = cst.parse_expression("f(a.b, key=c, *d) + (lambda e: e)(g)")
     assert sorted(n.value for n in names_read(expr)) == ["a", "c", "d", "f", "g"]

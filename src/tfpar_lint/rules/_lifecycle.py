@@ -6,14 +6,13 @@ the syntax of ``if`` tests and of path expressions.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg, attr_name
+from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg
 
 # ------------------------------------------------------------------ strategies
 
@@ -62,30 +61,20 @@ def mwms_state(m: Module, v: Value, _depth: int = 0) -> bool:
 
 # ------------------------------------------------------------------ chief tests
 
-_CHIEF_NAME = re.compile(r"^_*(is_)?(chief|master)(_worker|_task|_process)?$|^should_checkpoint$|^should_save_summary$")
-_INDEX_NAMES = frozenset({"task_id", "task_index", "worker_index", "worker_id", "worker_rank", "rank",
-                          "global_rank", "process_index", "process_id"})
-_TYPE_NAMES = frozenset({"task_type", "job_name"})
+# A task test is told by where its value comes from, never by a variable's name: the task type /
+# index of a cluster resolver (``strategy.cluster_resolver``, ``TFConfigClusterResolver()``), the
+# ``task`` entry of ``json.loads(os.environ["TF_CONFIG"])``, or ``strategy.extended.should_checkpoint``
+# / ``should_save_summary``; followed through names, tuple unpacking, local helpers' returns,
+# parameters (every local caller's argument) and ``self`` attributes.
+
 _CHIEF_TYPES = frozenset({"chief", "master"})
-
-
-def _last_name(expr: cst.BaseExpression) -> Optional[str]:
-    """``a.b.task_id`` -> task_id; ``cfg['task']['index']`` -> task_index; ``int(x)`` -> x's."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("int", "str") \
-            and len(expr.args) == 1:
-        return _last_name(expr.args[0].value)
-    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
-        key = expr.slice[0].slice.value
-        if isinstance(key, cst.SimpleString):
-            k = key.evaluated_value
-            if k in ("index", "type") and isinstance(expr.value, cst.Subscript):
-                outer = _last_name(expr.value)
-                if outer == "task":
-                    return "task_" + k
-            return k.lower() if isinstance(k, str) else None
-        return None
-    name = attr_name(expr)
-    return name.lower() if name else None
+_RESOLVER_PREFIX = "tensorflow.distribute.cluster_resolver."
+_ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
+_CHIEF_FLAGS = frozenset({"should_checkpoint", "should_save_summary"})
+# (what the receiver is, the key read) -> what the result is
+_STEPS = {("config", "task"): "task", ("task", "type"): "type", ("task", "index"): "index"}
+_MAX_DEPTH = 14
+Exprs = list[tuple[cst.BaseExpression, Scope, int]]
 
 
 def _literal(expr: cst.BaseExpression):
@@ -98,24 +87,190 @@ def _literal(expr: cst.BaseExpression):
     return ...  # not a literal
 
 
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _key(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    v = _literal(expr) if expr is not None else ...
+    return v if isinstance(v, str) else None
+
+
+def _unpacked(m: Module, b) -> Optional[Exprs]:
+    """``a, b = <value>`` (one level): the item bound to ``b.path`` - of a tuple literal, or of
+    every tuple a local function returns."""
+    if len(b.path) != 1 or b.value is None:
+        return None
+    i = b.path[0]
+
+    def item(e):
+        if isinstance(e, (cst.Tuple, cst.List)) and i < len(e.elements) \
+                and not any(isinstance(el, cst.StarredElement) for el in e.elements):
+            return e.elements[i].value
+        return None
+
+    direct = item(b.value)
+    if direct is not None:
+        return [(direct, b.scope, b.order)]
+    if not isinstance(b.value, cst.Call):
+        return None
+    fns = m.resolve_function(b.value.func, b.scope, b.order)
+    out: Exprs = []
+    for f in fns:
+        for e, od in f.returns:
+            it = item(e)
+            if it is None:
+                return None
+            out.append((it, f.scope, od))
+    return out or None
+
+
+def _name_exprs(m: Module, name: cst.Name, scope: Scope, order: int) -> Optional[Exprs]:
+    """What may reach ``name`` here: assigned values, unpacked items, a parameter's arguments."""
+    bs = m.lookup(name.value, scope, order)
+    if not bs:
+        return None
+    out: Exprs = []
+    for b in bs:
+        if b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path:
+            out.append((b.value, b.scope, b.order))
+        elif b.kind in ("assign", "annassign") and b.path:
+            items = _unpacked(m, b)
+            if items is None:
+                return None
+            out.extend(items)
+        elif b.kind == "param":
+            args = m.values.param_args(b)
+            if args is None:
+                return None
+            out.extend((e, sc, od) for e, sc, od, _site in args)
+        else:
+            return None
+    return out
+
+
+def _followed(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[Exprs]:
+    """One step back along the value of ``expr``: a name's reaching values, a ``self`` attribute's
+    assignments, a local helper call's returns; None when ``expr`` is none of these or unknown."""
+    if isinstance(expr, cst.Name):
+        return _name_exprs(m, expr, scope, order)
+    if isinstance(expr, cst.Attribute):
+        bs = m.self_attr_bindings(expr, scope)
+        if not bs or any(b.value is None or b.path for b in bs):
+            return None
+        return [(b.value, b.scope, b.order) for b in bs]
+    if isinstance(expr, cst.Call):
+        q, _ = m.qualified_name(expr.func, scope, order)
+        if q:
+            return None
+        fns = m.resolve_function(expr.func, scope, order)
+        if not fns or not all(f.returns for f in fns):
+            return None
+        return [(e, f.scope, od) for f in fns for e, od in f.returns]
+    return None
+
+
+def _agree(results: list) -> object:
+    """The one answer all the values give, or None."""
+    if results and all(r is not None and r == results[0] for r in results):
+        return results[0]
+    return None
+
+
+def _is_builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -> bool:
+    f = call.func
+    return isinstance(f, cst.Name) and f.value in names and not m.lookup(f.value, scope, order)
+
+
+def _memoised(name: str):
+    """Memoise ``f(m, expr, scope, order, _depth)`` per module on (expr, order); a value asked for
+    again while it is being worked out (a cycle through parameters) is None."""
+    def wrap(f):
+        def g(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0):
+            memo = m.rule_memo.setdefault(name, {})
+            key = (id(expr), order)
+            if key in memo:
+                return memo[key]
+            memo[key] = None
+            memo[key] = got = f(m, expr, scope, order, _depth)
+            return got
+        g.__name__, g.__doc__ = f.__name__, f.__doc__
+        return g
+    return wrap
+
+
+@_memoised("task_source")
+def task_source(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> Optional[str]:
+    """Where the value of ``expr`` comes from, as far as the task is concerned: "type" / "index"
+    (the task type / index), "chief" (true on the chief only), "resolver", "config" (the parsed
+    TF_CONFIG), "task" (its task entry), "env" (the TF_CONFIG string); None otherwise."""
+    if _depth > _MAX_DEPTH:
+        return None
+    rec = lambda e, sc=scope, od=order: task_source(m, e, sc, od, _depth + 1)  # noqa: E731
+    if isinstance(expr, cst.Attribute):
+        attr = expr.attr.value
+        if attr in ("task_type", "task_id"):
+            return ("type" if attr == "task_type" else "index") if rec(expr.value) == "resolver" else None
+        if attr == "cluster_resolver":
+            vals = m.infer(expr.value, scope, order)
+            return "resolver" if all(v.kind == api.STRATEGY for v in vals) else None
+        if attr in _CHIEF_FLAGS and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "extended":
+            vals = m.infer(expr.value.value, scope, order)
+            return "chief" if all(v.kind == api.STRATEGY for v in vals) else None
+    if isinstance(expr, cst.Subscript):
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return None
+        key = _key(expr.slice[0].slice.value)
+        if key is None:
+            return None
+        q, _ = m.qualified_name(expr.value, scope, order)
+        if q == "os.environ":
+            return "env" if key == "TF_CONFIG" else None
+        return _STEPS.get((rec(expr.value), key))
+    if isinstance(expr, cst.Call):
+        q, _ = m.qualified_name(expr.func, scope, order)
+        if q.startswith(_RESOLVER_PREFIX) and q.endswith("ClusterResolver"):
+            return "resolver"
+        if q in _ENV_GETTERS:
+            return "env" if _key(arg(expr, 0, "key")) == "TF_CONFIG" else None
+        if q == "json.loads":
+            a = arg(expr, 0, "s")
+            return "config" if a is not None and rec(a) == "env" else None
+        if _is_builtin(m, expr, scope, order, "int", "str") and len(expr.args) == 1:
+            return rec(expr.args[0].value)
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" and expr.args:
+            key = _key(expr.args[0].value)
+            return _STEPS.get((rec(expr.func.value), key)) if key is not None else None
+    nxt = _followed(m, expr, scope, order)
+    if nxt is None:
+        return None
+    return _agree([rec(e, sc, od) for e, sc, od in nxt if not _is_none(e)])
+
+
 NEUTRAL = "neutral"  # e.g. `task_type is None`: true only in a single-process run
 
 
-def chief_test(expr: cst.BaseExpression) -> Union[bool, str, None]:
-    """What an ``if`` test says about the task: True when it holds only on the chief,
-    False when it holds only on non-chief tasks, ``NEUTRAL`` for ``task_type is None`` and
-    ``task_type == 'worker'`` (parts of the usual chief test), None when it is not a task test."""
+@_memoised("chief_test")
+def chief_test(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
+               _depth: int = 0) -> Union[bool, str, None]:
+    """What a condition says about the task, from where its value comes from: True when it holds
+    only on the chief, False when it holds only on non-chief tasks, ``NEUTRAL`` for ``task_type is
+    None`` and ``task_type == 'worker'`` (parts of the usual chief test), None when it is not a
+    task test (or its value cannot be followed)."""
+    if _depth > _MAX_DEPTH:
+        return None
+    rec = lambda e, sc=scope, od=order: chief_test(m, e, sc, od, _depth + 1)  # noqa: E731
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        inner = chief_test(expr.expression)
+        inner = rec(expr.expression)
         if inner is True:
             return False
         if inner is False:
             return True
-        if _last_name(expr.expression) in _INDEX_NAMES:
+        if task_source(m, expr.expression, scope, order) == "index":
             return True  # `not task_id`: task 0
         return None
     if isinstance(expr, cst.BooleanOperation):
-        parts = [chief_test(p) for p in _flatten(expr, type(expr.operator))]
+        parts = [rec(p) for p in _flatten(expr, type(expr.operator))]
         if isinstance(expr.operator, cst.And):
             if True in parts and False not in parts:
                 return True
@@ -127,64 +282,82 @@ def chief_test(expr: cst.BaseExpression) -> Union[bool, str, None]:
         if all(p is False for p in parts):
             return False
         return None
-    if isinstance(expr, (cst.Name, cst.Attribute)):
-        name = _last_name(expr)
-        return True if name and _CHIEF_NAME.match(name) else None
-    if isinstance(expr, cst.Call):
-        name = attr_name(expr.func)
-        return True if name and _CHIEF_NAME.match(name.lower()) else None
-    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
-        left, comp = expr.left, expr.comparisons[0]
-        right, op = comp.comparator, comp.operator
-        if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
-            return _membership_test(left, right, isinstance(op, cst.In))
-        lname, rname = _last_name(left), _last_name(right)
-        if _literal(left) is not ... and _literal(right) is ...:
-            left, right, lname, rname = right, left, rname, lname
-        value = _literal(right)
-        if value is ...:
+    if isinstance(expr, cst.Comparison):
+        if len(expr.comparisons) != 1:
             return None
-        eq = isinstance(op, (cst.Equal, cst.Is))
-        ne = isinstance(op, (cst.NotEqual, cst.IsNot))
-        if lname in _INDEX_NAMES and isinstance(value, int):
-            if eq:
-                return True if value == 0 else False
-            if ne and value == 0:
-                return False
-            if isinstance(op, cst.GreaterThan) and value >= 0:
-                return False
-            if isinstance(op, cst.GreaterThanEqual) and value >= 1:
-                return False
-            return None
-        if lname in _TYPE_NAMES or (lname == "type" and isinstance(left, cst.Attribute)):
-            if value is None:
-                return NEUTRAL if eq else None
-            if isinstance(value, str):
-                if value in _CHIEF_TYPES:
-                    return True if eq else (False if ne else None)
-                if value == "worker":
-                    return NEUTRAL if eq else None
+        return _comparison(m, expr, scope, order)
+    if task_source(m, expr, scope, order) == "chief":
+        return True
+    if isinstance(expr, cst.Call) and _is_builtin(m, expr, scope, order, "bool") and len(expr.args) == 1:
+        return rec(expr.args[0].value)
+    nxt = _followed(m, expr, scope, order)
+    if nxt is None:
         return None
+    return _agree([rec(e, sc, od) for e, sc, od in nxt])
+
+
+def _const(m: Module, expr: cst.BaseExpression, scope: Scope, order: int):
+    """The literal ``expr`` is (directly, or a name every value of which is that literal)."""
+    v = _literal(expr)
+    if v is not ... or not isinstance(expr, cst.Name):
+        return v
+    consts = m.constant_exprs(expr, scope, order)
+    vals = {_literal(c) for c in consts or ()}
+    return vals.pop() if len(vals) == 1 else ...
+
+
+def _comparison(m: Module, expr: cst.Comparison, scope: Scope, order: int) -> Union[bool, str, None]:
+    left, comp = expr.left, expr.comparisons[0]
+    right, op = comp.comparator, comp.operator
+    if isinstance(op, (cst.In, cst.NotIn)):
+        if not isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+            return None
+        return _membership_test(task_source(m, left, scope, order), right, isinstance(op, cst.In))
+    if _const(m, left, scope, order) is not ... and _const(m, right, scope, order) is ...:
+        left, right = right, left
+    value = _const(m, right, scope, order)
+    if value is ...:
+        return None
+    src = task_source(m, left, scope, order)
+    eq = isinstance(op, (cst.Equal, cst.Is))
+    ne = isinstance(op, (cst.NotEqual, cst.IsNot))
+    if src == "index" and isinstance(value, int) and not isinstance(value, bool):
+        if eq:
+            return True if value == 0 else False
+        if ne and value == 0:
+            return False
+        if isinstance(op, cst.GreaterThan) and value >= 0:
+            return False
+        if isinstance(op, cst.GreaterThanEqual) and value >= 1:
+            return False
+        return None
+    if src == "type":
+        if value is None:
+            return NEUTRAL if eq else None
+        if isinstance(value, str):
+            if value in _CHIEF_TYPES:
+                return True if eq else (False if ne else None)
+            if value == "worker":
+                return NEUTRAL if eq else None
     return None
 
 
-def _membership_test(left: cst.BaseExpression, options: cst.BaseExpression, positive: bool) -> Union[bool, None]:
+def _membership_test(src: Optional[str], options: cst.BaseExpression, positive: bool) -> Union[bool, None]:
     """``task_id in (None, 0)`` / ``task_type not in ("chief", "master")``: the literal options
     say which tasks pass (``None`` only matches a single-process run, as in the ``==`` tests)."""
     values = [_literal(el.value) for el in options.elements]
     if not values or any(v is ... for v in values):
         return None
-    name = _last_name(left)
     rest = [v for v in values if v is not None]
     if not rest:
         return None
-    if name in _INDEX_NAMES and all(isinstance(v, int) for v in rest):
-        if rest == [0] * len(rest):
+    if src == "index" and all(isinstance(v, int) for v in rest):
+        if all(v == 0 for v in rest):
             return positive  # only task 0 (the chief) passes `in`, only the others pass `not in`
-        if 0 not in rest and all(v > 0 for v in rest):
+        if all(v > 0 for v in rest):
             return not positive
         return None
-    if name in _TYPE_NAMES and all(isinstance(v, str) for v in rest):
+    if src == "type" and all(isinstance(v, str) for v in rest):
         if all(v in _CHIEF_TYPES for v in rest):
             return positive
         return None
@@ -203,8 +376,12 @@ class Guard:
     chief_only: bool  # True: only the chief runs the guarded code; False: only non-chief tasks
 
 
-def _exits(block: cst.BaseSuite) -> bool:
-    """The block ends by leaving the function / loop / program."""
+_EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "os.abort"})
+
+
+def _exits(m: Module, block: cst.BaseSuite, scope: Scope, order: int) -> bool:
+    """The block ends by leaving the function / loop / program (``return``, ``raise``, ...,
+    ``sys.exit()``, ``os._exit()``, ``os.abort()``, the ``exit()`` / ``quit()`` builtins)."""
     body = block.body if isinstance(block, cst.IndentedBlock) else [block]
     if not body:
         return False
@@ -216,9 +393,8 @@ def _exits(block: cst.BaseSuite) -> bool:
         if isinstance(s, (cst.Return, cst.Continue, cst.Break, cst.Raise)):
             return True
         if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
-            f = s.value.func
-            name = attr_name(f)
-            if name in ("exit", "_exit", "quit", "abort"):
+            q, _ = m.qualified_name(s.value.func, scope, order)
+            if q in _EXIT_FUNCTIONS or _is_builtin(m, s.value, scope, order, "exit", "quit"):
                 return True
     return False
 
@@ -260,7 +436,7 @@ def lexical_guard(m: Module, site: Union[CallSite, StoreSite]) -> Optional[Guard
     """The innermost task test around ``site`` in its own function: an enclosing ``if``, or an
     earlier ``if <test>: return`` in the same block."""
     for if_node, in_body in reversed(site.ifs):
-        t = chief_test(if_node.test)
+        t = chief_test(m, if_node.test, site.scope, site.order)
         if t is True or t is False:
             return Guard(if_node, t if in_body else not t)
     stmt = _statement_of(m, site)
@@ -273,8 +449,8 @@ def lexical_guard(m: Module, site: Union[CallSite, StoreSite]) -> Optional[Guard
     for s in block:
         if s is stmt:
             break
-        if isinstance(s, cst.If) and _exits(s.body):
-            t = chief_test(s.test)
+        if isinstance(s, cst.If) and _exits(m, s.body, site.scope, site.order):
+            t = chief_test(m, s.test, site.scope, site.order)
             if t is True or t is False:
                 return Guard(s, not t)  # the code after runs on the other tasks
     return None
@@ -300,7 +476,7 @@ def task_guard(m: Module, site: Union[CallSite, StoreSite], _depth: int = 0) -> 
 
 def mentions_task(m: Module, site: Union[CallSite, StoreSite]) -> bool:
     """Some ``if`` around ``site`` tests the task at all (chief, worker index, task type)."""
-    if any(chief_test(i.test) is not None for i, _ in site.ifs):
+    if any(chief_test(m, i.test, site.scope, site.order) is not None for i, _ in site.ifs):
         return True
     return task_guard(m, site) is not None
 
@@ -385,4 +561,3 @@ def constant_path(m: Module, expr: Optional[cst.BaseExpression], scope: Scope, o
 
 def path_text(m: Module, expr: Optional[cst.BaseExpression]) -> str:
     return m.code(expr) if expr is not None else "its directory"
-

@@ -9,7 +9,6 @@ the semantic model's (``Module.reaching_exprs``, ``resolve_function``,
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -46,7 +45,6 @@ def v1_mean_loss(call: cst.Call) -> bool:
 
 SCALE_REG = frozenset({"tensorflow.nn.scale_regularization_loss"})
 L2_LOSS = frozenset({"tensorflow.nn.l2_loss"})
-PER_REPLICA_NAME = re.compile(r"per_?(replica|gpu|device|core|tower)|replica_batch", re.IGNORECASE)
 
 
 @dataclass
@@ -242,7 +240,8 @@ def mentions_replicas(m: Module, expr: cst.BaseExpression, scope: Scope, order: 
 
 
 def is_per_replica_batch(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> bool:
-    """``tf.shape(x)[0]``, ``x.shape[0]``, ``len(x)``, ``tf.size(labels)``, or a name that says per-replica."""
+    """``tf.shape(x)[0]``, ``x.shape[0]``, ``len(x)``, ``tf.size(labels)``, or a value that is a
+    per-replica batch size by its story (:func:`per_replica_size`)."""
     if _depth > 10:
         return False
     if isinstance(expr, cst.Call):
@@ -252,7 +251,8 @@ def is_per_replica_batch(m: Module, expr: cst.BaseExpression, scope: Scope, orde
             return a is not None and is_per_replica_batch(m, a, scope, order, _depth + 1)
         if _builtin(m, expr, scope, order, "len"):
             return True
-        return q in ("tensorflow.size",)
+        if q in ("tensorflow.size",):
+            return True
     if isinstance(expr, cst.Subscript):
         base = expr.value
         idx = expr.slice[0].slice if len(expr.slice) == 1 else None
@@ -264,14 +264,130 @@ def is_per_replica_batch(m: Module, expr: cst.BaseExpression, scope: Scope, orde
             q, _ = m.qualified_name(base.func, scope, order)
             return q == "tensorflow.shape"
         return False
-    if isinstance(expr, (cst.Name, cst.Attribute)):
-        name = expr.value if isinstance(expr, cst.Name) else expr.attr.value
-        if PER_REPLICA_NAME.search(name):
+    if isinstance(expr, cst.Name):
+        exprs = m.reaching_exprs(expr, scope, order)
+        if exprs and all(is_per_replica_batch(m, e, sc, od, _depth + 1) for e, sc, od in exprs):
             return True
-        if isinstance(expr, cst.Name):
-            exprs = m.reaching_exprs(expr, scope, order)
-            return bool(exprs) and all(is_per_replica_batch(m, e, sc, od, _depth + 1) for e, sc, od in exprs)
-    return False
+    return per_replica_size(m, expr, scope, order) is not None
+
+
+# ------------------------------------------------------------------ per-replica batch sizes
+# What makes a value a per-replica batch size is its story, never its name: it comes from
+# ``input_context.get_per_replica_batch_size(...)``, it is ``<global> // num_replicas_in_sync``,
+# or the module multiplies that same value by ``<strategy>.num_replicas_in_sync`` to make the
+# global batch (``GLOBAL = BATCH * strategy.num_replicas_in_sync``).
+
+def _unwrap(m: Module, e: cst.BaseExpression, scope: Scope, order: int) -> cst.BaseExpression:
+    """``int(x)`` / ``float(x)`` / ``tf.cast(x, ...)`` -> ``x``."""
+    for _ in range(5):
+        if not isinstance(e, cst.Call) or not e.args or e.args[0].star or e.args[0].keyword is not None:
+            return e
+        q, _ = m.qualified_name(e.func, scope, order)
+        if not (q in PASS_THROUGH or _builtin(m, e, scope, order, "float", "int")):
+            return e
+        e = e.args[0].value
+    return e
+
+
+def value_identity(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
+                   _depth: int = 0) -> Optional[frozenset]:
+    """Which value ``expr`` holds, as the set of places that make it (``Module.origin_exprs``):
+    two expressions with the same identity read the same value (``BATCH`` read twice, ``args.bs``
+    of the same ``args``).  None when the value cannot be followed."""
+    if _depth > 6:
+        return None
+    origins = m.origin_exprs(_unwrap(m, expr, scope, order), scope, order)
+    if not origins:
+        return None
+    keys: set = set()
+    for e, sc, od in origins:
+        inner = _unwrap(m, e, sc, od)
+        if inner is not e:
+            sub = value_identity(m, inner, sc, od, _depth + 1)
+            if sub is None:
+                return None
+            keys |= sub
+        elif isinstance(e, cst.Attribute):
+            base = value_identity(m, e.value, sc, od, _depth + 1)
+            if base is None:
+                return None
+            keys.add((base, e.attr.value))
+        else:
+            keys.add(id(e))
+    return frozenset(keys)
+
+
+def _replica_products(m: Module) -> list[tuple[frozenset, cst.BaseExpression, Optional[str]]]:
+    """Every ``a * <x>.num_replicas_in_sync`` of the module (in assignments, returns and call
+    arguments): (identity of ``a``, the product, the name it is assigned to)."""
+    memo = m.rule_memo.setdefault("replica_products", {})
+    if "all" in memo:
+        return memo["all"]
+    places: list[tuple[cst.BaseExpression, Scope, int, Optional[str]]] = []
+    for s in [m.scope] + [f.scope for f in m.functions] + [c.scope for c in m.classes]:
+        for bs in s.bindings.values():
+            for b in bs:
+                if b.value is not None and b.kind in ("assign", "annassign", "walrus"):
+                    places.append((b.value, b.scope, b.order, None if b.path else b.name))
+                elif b.kind == "aug" and isinstance(b.node, cst.AugAssign):
+                    places.append((b.node.value, b.scope, b.order, None))
+    for target, value, sc, od in m.attr_assigns:
+        places.append((value, sc, od, m.code(target)))
+    for f in m.functions:
+        for e, od in f.returns:
+            places.append((e, f.scope, od, None))
+    for cs in m.calls:
+        for a in cs.node.args:
+            places.append((a.value, cs.scope, cs.order, None))
+    out: list = []
+    seen: set[int] = set()
+    for root, sc, od, name in places:
+        work: list[cst.CSTNode] = [root]
+        while work:
+            n = work.pop()
+            if isinstance(n, (cst.Lambda, cst.FunctionDef)):
+                continue
+            work.extend(n.children)
+            if not (isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Multiply)) or id(n) in seen:
+                continue
+            seen.add(id(n))
+            for side, other in ((n.left, n.right), (n.right, n.left)):
+                if isinstance(side, (cst.Integer, cst.Float)) or not mentions_replicas(m, other, sc, od):
+                    continue
+                ident = value_identity(m, side, sc, od)
+                if ident:
+                    out.append((ident, n, name if n is root else None))
+    memo["all"] = out
+    return out
+
+
+def per_replica_size(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[str]:
+    """Why ``expr`` holds a per-replica batch size (for a message), or None when its story does
+    not say so."""
+    origins = m.origin_exprs(_unwrap(m, expr, scope, order), scope, order)
+    if origins:
+        why = [_per_replica_origin(m, _unwrap(m, e, sc, od), sc, od) for e, sc, od in origins]
+        if all(why):
+            return why[0]
+    ident = value_identity(m, expr, scope, order)
+    if ident:
+        for other, product, name in _replica_products(m):
+            if ident <= other:
+                return f"the global batch is `{name} = {m.code(product)}`" if name else \
+                    f"the module multiplies it by the replicas: `{m.code(product)}`"
+    return None
+
+
+def _per_replica_origin(m: Module, e: cst.BaseExpression, scope: Scope, order: int) -> Optional[str]:
+    if isinstance(e, cst.Call):
+        cm = call_method(e)
+        if cm is not None and cm[1] == "get_per_replica_batch_size":
+            return "`get_per_replica_batch_size`"
+        return None
+    if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, (cst.Divide, cst.FloorDivide)) \
+            and mentions_replicas(m, e.right, scope, order):
+        return f"`{m.code(e)}` divides by the replicas"
+    return None
 
 
 def applies_in_replica(m: Module, fn: FunctionInfo) -> bool:

@@ -1,18 +1,31 @@
 from __future__ import annotations
 
-import re
-from typing import Iterator
+from typing import Iterator, Optional
 
 import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint.rules._loss import per_replica_size
 from tfpar_lint.semantic import arg, replicated
 
 # Parameter-server training does not shard by design (each worker is one replica and reads the
 # whole dataset, shuffled differently): the PS tutorial's dataset_fn ignores its context.
 MULTI = api.MULTI_WORKER_STRATEGIES
-PER_REPLICA_BY_HAND = re.compile(r"/\s*[\w.]*num_replicas_in_sync")
+
+
+def _passed(callee, cs) -> dict:
+    """The arguments ``cs`` gives a plain function's parameters: name -> (expr, scope, order)."""
+    if callee.cls is not None or any(a.star for a in cs.node.args):
+        return {}
+    names = [p.name.value for p in callee.params]
+    out = {}
+    for i, a in enumerate(cs.node.args):
+        if a.keyword is not None:
+            out[a.keyword.value] = (a.value, cs.scope, cs.order)
+        elif i < len(names):
+            out[names[i]] = (a.value, cs.scope, cs.order)
+    return out
 
 
 class DatasetFnIgnoresInputContext(Rule):
@@ -43,7 +56,8 @@ class DatasetFnIgnoresInputContext(Rule):
                                       f"per-replica batch; build the dataset inside the function, shard with "
                                       f"`ctx.input_pipeline_id` and batch with `ctx.get_per_replica_batch_size(...)`")
                 continue
-            if all(m.param_used(fn, 0) is False for fn in fns) and (multi or not PER_REPLICA_BY_HAND.search(m.source)):
+            if all(m.param_used(fn, 0) is False for fn in fns) and (
+                    multi or not all(self._batches_per_replica(fn) for fn in fns)):
                 # Single-worker strategies: the TPU guide ignores the context and batches with
                 # `global // strategy.num_replicas_in_sync` computed by hand, which is correct.
                 symptom = ("every worker reads all the data and each replica gets a whole global batch"
@@ -73,6 +87,30 @@ class DatasetFnIgnoresInputContext(Rule):
                       if isinstance(c.node.func, cst.Attribute) and c.node.func.attr.value in api.DATASET_METHODS
                       and id(c.node.func.value) in refs}
         return as_dataset == refs
+
+    def _batches_per_replica(self, fn, depth: int = 0, passed: Optional[dict] = None) -> bool:
+        """``fn``, or a local function it calls, batches with a size that is per-replica by its
+        value story (``global // strategy.num_replicas_in_sync`` computed by hand, as the TPU
+        guide does; see ``_loss.per_replica_size``).  A callee's parameter is read as the
+        argument of the call followed (``lambda _: get_dataset(per_replica)``), not as whatever
+        its other callers pass."""
+        m = self.module
+        for cs in m.calls_within(fn):
+            f = cs.node.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "batch":
+                size = arg(cs.node, 0, "batch_size")
+                where = (size, cs.scope, cs.order)
+                if isinstance(size, cst.Name) and passed:
+                    bs = m.lookup(size.value, cs.scope, cs.order)
+                    if len(bs) == 1 and bs[0].kind == "param" and bs[0].func is fn and size.value in passed:
+                        where = passed[size.value]
+                if where[0] is not None and per_replica_size(m, *where):
+                    return True
+            if depth < 4:
+                for callee in m.resolve_function(f, cs.scope, cs.order):
+                    if callee is not fn and self._batches_per_replica(callee, depth + 1, _passed(callee, cs)):
+                        return True
+        return False
 
     def _shards(self, fn, depth: int = 0) -> bool:
         """``fn``, or a local function it calls (e.g. ``lambda ctx: make(gbs, ctx)``), calls ``.shard``;

@@ -7,19 +7,8 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.rules._data import batches_after_rebatch, chain, method_of
-from tfpar_lint.rules._loss import PER_REPLICA_NAME
-from tfpar_lint.semantic import Binding, Module, Scope, arg
-
-
-def _is_times_replicas(expr: cst.BaseExpression, name: str) -> bool:
-    """``name * x.num_replicas_in_sync`` (either order)."""
-    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply)):
-        return False
-    for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
-        if isinstance(a, cst.Name) and a.value == name and isinstance(b, cst.Attribute) \
-                and b.attr.value == "num_replicas_in_sync":
-            return True
-    return False
+from tfpar_lint.rules._loss import per_replica_size
+from tfpar_lint.semantic import arg
 
 
 class PerReplicaBatchForDistributeDataset(Rule):
@@ -43,7 +32,7 @@ class PerReplicaBatchForDistributeDataset(Rule):
                     if method_of(x) != "batch" or id(x.origin) in done:
                         continue
                     size = arg(x.origin, 0, "batch_size")
-                    site = x.site or m.site_of_call.get(id(x.origin))
+                    site = m.site_of_call.get(id(x.origin)) or x.site
                     why = self._per_replica(size, site.scope, site.order) if size is not None and site else None
                     if why:
                         done.add(id(x.origin))
@@ -58,31 +47,9 @@ class PerReplicaBatchForDistributeDataset(Rule):
                         )
                     break  # only the last batch() before distribution matters
 
-    def _per_replica(self, size: cst.BaseExpression, scope: Scope, order: int) -> Optional[str]:
-        m = self.module
-        if isinstance(size, cst.Call):
-            cm = size.func
-            if isinstance(cm, cst.Attribute) and cm.attr.value == "get_per_replica_batch_size":
-                return "`get_per_replica_batch_size`"
-            return None
-        name = size.value if isinstance(size, cst.Name) else size.attr.value if isinstance(size, cst.Attribute) else None
-        if name is None:
-            return None
-        if PER_REPLICA_NAME.search(name):
-            return f"`{name}` is named per-replica"
-        if isinstance(size, cst.Name):
-            for b in self._assignments(m):
-                if b.value is not None and _is_times_replicas(b.value, name):
-                    return f"the global batch is `{b.name} = {m.code(b.value)}`"
-        return None
-
-    @staticmethod
-    def _assignments(m: Module) -> Iterator[Binding]:
-        for s in [m.scope] + [f.scope for f in m.functions]:
-            for bs in s.bindings.values():
-                for b in bs:
-                    if b.kind in ("assign", "annassign"):
-                        yield b
+    def _per_replica(self, size: cst.BaseExpression, scope, order: int) -> Optional[str]:
+        """Why ``size`` is a per-replica batch size, from its value story (never its name)."""
+        return per_replica_size(self.module, size, scope, order)
 
     # -- fix (unsafe: every epoch then has num_replicas_in_sync times fewer steps):
     #    .batch(PER_REPLICA) -> .batch(PER_REPLICA * strategy.num_replicas_in_sync)

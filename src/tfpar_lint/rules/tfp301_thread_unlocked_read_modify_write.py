@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, attr_name, dotted_name
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, dotted_name
 
 READS = ("read_value", "numpy", "value", "__float__")
 # Keras 3's Variable implements these as ``self.assign(self + value)``: a read, then a write
@@ -219,9 +219,10 @@ class ThreadUnlockedReadModifyWrite(Rule):
     def _started(m: Module, fn: FunctionInfo, starts: list[CallSite]) -> bool:
         """``fn`` itself is started by one of ``starts`` (a Thread subclass's ``run``, or the
         callable handed to a thread / pool), not merely called by a function that is."""
-        if fn.name == "run" and fn.cls is not None \
-                and any(attr_name(cs.node.func) == fn.cls.name for cs in starts):
-            return True  # Worker(...) of a threading.Thread subclass
+        if fn.name == "run" and fn.cls is not None and any(
+                v.kind == api.CLASS and v.info is fn.cls
+                for cs in starts for v in m.infer(cs.node.func, cs.scope, cs.order)):
+            return True  # Worker(...) of a threading.Thread subclass (the class the call resolves to)
         for cs in starts:
             for target, _a, _k, _how in m.handed_over(cs):
                 if any(f is fn for f in m.resolve_function(target, cs.scope, cs.order)):

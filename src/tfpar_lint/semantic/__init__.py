@@ -73,7 +73,7 @@ _DELEGATES = {
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
                  "strategies", "strategy_method_calls"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
-    "flow": ("feeding_exprs", "constant_exprs"),
+    "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings"),
 }
 
 

@@ -120,6 +120,46 @@ class Flow:
             return None
         return out
 
+    def origin_exprs(self, expr: Optional[cst.BaseExpression], scope: Scope,
+                     order: int) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """The expressions that make the value ``expr`` holds, followed through local names:
+        assignments (one-level unpacking of literals included), a parameter's arguments from
+        every caller (or its default), ``self.attr`` set in the class's methods.  ``b = a`` with
+        ``a = 8`` -> ``8``.  Anything else (a call, arithmetic, another object's attribute) is an
+        origin itself.  None when some name's value cannot be told (a loop target, an import,
+        a function handed to unknown code)."""
+        out: list[tuple[cst.BaseExpression, Scope, int]] = []
+        work = [(expr, scope, order, 0)]
+        seen: set[tuple[int, int]] = set()
+        while work:
+            e, s, o, depth = work.pop()
+            if e is None or depth > 20 or len(seen) > LIMIT:
+                return None
+            if (id(e), o) in seen:
+                continue
+            seen.add((id(e), o))
+            if isinstance(e, cst.Name) and e.value not in ("None", "True", "False"):
+                bs = self.m.lookup(e.value, s, o)
+                if not bs:
+                    return None
+                for b in bs:
+                    nxt = [(b.value, b.scope, b.order)] if b.kind == "walrus" and b.value is not None \
+                        else self._binding_exprs(b)
+                    if nxt is None:
+                        return None
+                    work.extend((x, xs, xo, depth + 1) for x, xs, xo in nxt)
+                continue
+            if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name):
+                bs = self._self_attr_bindings(e, s)
+                if bs:
+                    for b in bs:
+                        if b.value is None or b.path:
+                            return None
+                        work.append((b.value, b.scope, b.order, depth + 1))
+                    continue
+            out.append((e, s, o))
+        return out
+
     def _binding_exprs(self, b: Binding) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
         if b.kind in ("assign", "annassign") and b.value is not None:
             if not b.path:
@@ -133,6 +173,11 @@ class Flow:
             args = self.m.values.param_args(b)
             return None if args is None else [(e, s, o) for e, s, o, _site in args]
         return None
+
+    def self_attr_bindings(self, e: cst.Attribute, scope: Scope) -> Optional[list[Binding]]:
+        """``self.x`` read inside a method: the bindings the class's methods make of ``x``
+        (None when ``e`` is not an attribute of the method's first parameter, or none is made)."""
+        return self._self_attr_bindings(e, scope) if isinstance(e.value, cst.Name) else None
 
     def _self_attr_bindings(self, e: cst.Attribute, scope: Scope) -> Optional[list[Binding]]:
         s: Optional[Scope] = scope

@@ -749,8 +749,11 @@ def _coverage_text(run, cs: list[dict]) -> str:
             f"{c['total'] - sum(x['rows'] for x in cs)} rows are read by no worker")
 
 
-def _per_replica_named(s: dict) -> bool:
-    return any("REPLICA" in n.upper() for n in s.get("names", [])) and s["replicas"] >= 2
+def _per_replica_shown(s: dict) -> bool:
+    """The split is shown by values, not names: with several replicas, the script holds the global
+    batch (a module-level int equal to batch size x replicas) next to the per-replica size it
+    batched with."""
+    return bool(s.get("global_names")) and s["replicas"] >= 2
 
 
 def _split_text(s: dict) -> str:
@@ -774,10 +777,11 @@ def _judge_205_208(finding, run):
     if not ss:
         return None
     s = ss[0]
-    if _per_replica_named(s):
+    if _per_replica_shown(s):
         return CONFIRMED, _split_text(s)
     return NOT_REPRODUCED, (f"batch({s['batch_size']}) at line {line} gives {s['replicas']} replicas "
-                            f"{s['per_replica']:g} rows each; {s['batch_size']} is not a per-replica size the script names")
+                            f"{s['per_replica']:g} rows each; the script holds no global batch of "
+                            f"{s['batch_size']} x {s['replicas']}")
 
 
 def judge(finding, run) -> Optional[tuple[str, str]]:
@@ -917,7 +921,7 @@ def observe(run) -> tuple[str, str]:
         return CONFIRMED, _coverage_text(run, cs)
     for o in run.probe("input"):
         for s in (o or {}).get("split", []):
-            if _per_replica_named(s):
+            if _per_replica_shown(s):
                 return CONFIRMED, _split_text(s)
         for rec in (o or {}).get("plain_iters", []):
             text = _plain_iter_text(rec)
