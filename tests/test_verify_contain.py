@@ -15,6 +15,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import stat
 import re
 import signal
 import subprocess
@@ -264,6 +265,8 @@ def tree_digest(top: str) -> dict:
                 out[p] = ("link", os.readlink(p))
             elif os.path.isdir(p):
                 out[p] = ("dir", st.st_mode)
+            elif not stat.S_ISREG(st.st_mode):  # a FIFO or socket another test left: never open it
+                out[p] = ("special", st.st_mode)
             else:
                 with open(p, "rb") as f:
                     out[p] = ("file", st.st_mode, hashlib.sha256(f.read()).hexdigest())
