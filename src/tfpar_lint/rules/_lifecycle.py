@@ -12,6 +12,7 @@ from typing import Iterator, Optional, Union
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint.rules._loss import unpacked_items
 from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg
 
 # ------------------------------------------------------------------ strategies
@@ -99,30 +100,8 @@ def _key(expr: Optional[cst.BaseExpression]) -> Optional[str]:
 def _unpacked(m: Module, b) -> Optional[Exprs]:
     """``a, b = <value>`` (one level): the item bound to ``b.path`` - of a tuple literal, or of
     every tuple a local function returns."""
-    if len(b.path) != 1 or b.value is None:
-        return None
-    i = b.path[0]
-
-    def item(e):
-        if isinstance(e, (cst.Tuple, cst.List)) and i < len(e.elements) \
-                and not any(isinstance(el, cst.StarredElement) for el in e.elements):
-            return e.elements[i].value
-        return None
-
-    direct = item(b.value)
-    if direct is not None:
-        return [(direct, b.scope, b.order)]
-    if not isinstance(b.value, cst.Call):
-        return None
-    fns = m.resolve_function(b.value.func, b.scope, b.order)
-    out: Exprs = []
-    for f in fns:
-        for e, od in f.returns:
-            it = item(e)
-            if it is None:
-                return None
-            out.append((it, f.scope, od))
-    return out or None
+    items = unpacked_items(m, b)
+    return None if items is None else [(e, s, o) for e, s, o, _via in items]
 
 
 def _name_exprs(m: Module, name: cst.Name, scope: Scope, order: int) -> Optional[Exprs]:

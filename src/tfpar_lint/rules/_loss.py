@@ -74,7 +74,7 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         m, e, sc, od, dv, sm, _depth + 1, _seen, vi)
     if isinstance(expr, cst.Name):
         bs = m.lookup(expr.value, scope, order)
-        unpacked = {id(b): _unpacked_items(m, b) for b in bs if b.path}
+        unpacked = {id(b): unpacked_items(m, b) for b in bs if b.path}
         ok = bool(bs) and all(
             (b.kind in ("assign", "annassign", "walrus") and b.value is not None
              and (not b.path or unpacked.get(id(b)) is not None))
@@ -177,9 +177,10 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
     yield Term(expr, scope, order, divisors, summed, via)
 
 
-def _unpacked_items(m: Module, b) -> Optional[list]:
+def unpacked_items(m: Module, b) -> Optional[list]:
     """For ``a, b = <value>`` (one level): the expressions bound to ``b.path`` - the item of a
-    tuple literal, or that item of every tuple a local function returns; None when unknown."""
+    tuple literal, or that item of every tuple a local function returns, as (expr, scope, order,
+    the call that returned it or None); None when unknown.  (Also the chief tests' helper.)"""
     if len(b.path) != 1 or b.value is None:
         return None
     i = b.path[0]

@@ -160,18 +160,7 @@ class Contexts:
                 table.setdefault(id(fn), []).extend(strat)
                 self.replica_fn_infos[id(fn)] = fn
                 work.append(fn)
-        seen = set()
-        while work:
-            fn = work.pop()
-            if id(fn) in seen:
-                continue
-            seen.add(id(fn))
-            for cs in self.m.calls_within(fn):
-                for callee in self.m.callees(cs):
-                    if id(callee) not in table:
-                        table[id(callee)] = list(table[id(fn)])
-                        self.replica_fn_infos[id(callee)] = callee
-                        work.append(callee)
+        self._add_callees(table, self.replica_fn_infos, work)
         self._replica = table
         return table
 
@@ -218,7 +207,13 @@ class Contexts:
                     table.setdefault(id(run), []).append(cs)
                     self.thread_fn_infos[id(run)] = run
         # what a thread target calls runs in that thread too (Thread(target=lambda: work(n)))
-        work = list(self.thread_fn_infos.values())
+        self._add_callees(table, self.thread_fn_infos, list(self.thread_fn_infos.values()))
+        self._threads = table
+        return table
+
+    def _add_callees(self, table: dict[int, list], infos: dict[int, FunctionInfo], work: list[FunctionInfo]) -> None:
+        """Give the local functions that ``work``'s functions call (transitively) the table entry
+        of their caller, unless they have one already."""
         seen: set[int] = set()
         while work:
             fn = work.pop()
@@ -229,10 +224,8 @@ class Contexts:
                 for callee in self.m.callees(cs):
                     if id(callee) not in table:
                         table[id(callee)] = list(table[id(fn)])
-                        self.thread_fn_infos[id(callee)] = callee
+                        infos[id(callee)] = callee
                         work.append(callee)
-        self._threads = table
-        return table
 
     def _thread_class(self, cls: ClassInfo, _depth: int = 0) -> bool:
         """``cls`` derives from ``threading.Thread`` (directly or through local classes)."""

@@ -7,7 +7,7 @@ silent on it.  Inference never recurses without bound: past ``MAX_DEPTH`` nested
 answer is ``UNKNOWN``."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Union
+from typing import Callable, Iterable, Iterator, Optional, TYPE_CHECKING, Union
 
 import libcst as cst
 
@@ -42,22 +42,22 @@ class Inference:
             return [UNKNOWN]
         if scope.module is not self.m and scope.module is not None:  # another file's code
             return scope.module.infer(expr, scope, order, site)
-        key = id(expr)
-        memo = self._infer_memo.get(key)
-        if memo is not None:
-            return memo
+        return self._guarded(id(expr), self._infer_memo, lambda: _drop_placeholders(self._infer(expr, scope, order, site)))
+
+    def _guarded(self, key: int, memo: dict[int, list[Value]], compute: Callable[[], list[Value]]) -> list[Value]:
+        """``compute()`` once per key (memoised), never while the same question is open (a cycle)
+        nor deeper than MAX_DEPTH nested questions: those answer UNKNOWN, not memoised."""
+        got = memo.get(key)
+        if got is not None:
+            return got
         if key in self._in_progress or len(self._in_progress) >= MAX_DEPTH:
-            return [UNKNOWN]  # a cycle, or too deep to follow: unknown (not memoised)
+            return [UNKNOWN]
         self._in_progress.add(key)
         try:
-            vals = self._infer(expr, scope, order, site) or [UNKNOWN]
+            vals = compute() or [UNKNOWN]
         finally:
             self._in_progress.discard(key)
-        if len(vals) > 1 and any(v.kind == api.NONE for v in vals) \
-                and any(v.kind not in (api.NONE, api.UNKNOWN) for v in vals):
-            # x = None ... x = make(): a placeholder until the object is made; uses see the object
-            vals = [v for v in vals if v.kind != api.NONE]
-        self._infer_memo[key] = vals
+        memo[key] = vals
         return vals
 
     def infer_one(self, expr, scope, order, site=None) -> Value:
@@ -573,19 +573,7 @@ class Inference:
     def binding_values(self, b: Binding) -> list[Value]:
         if b.scope.module is not self.m and b.scope.module is not None:
             return b.scope.module.binding_values(b)
-        key = id(b)
-        memo = self._binding_memo.get(key)
-        if memo is not None:
-            return memo
-        if key in self._in_progress or len(self._in_progress) >= MAX_DEPTH:
-            return [UNKNOWN]  # a cycle, or too deep to follow: unknown (not memoised)
-        self._in_progress.add(key)
-        try:
-            vals = self._binding_values(b) or [UNKNOWN]
-        finally:
-            self._in_progress.discard(key)
-        self._binding_memo[key] = vals
-        return vals
+        return self._guarded(id(b), self._binding_memo, lambda: self._binding_values(b))
 
     def _binding_values(self, b: Binding) -> list[Value]:
         k = b.kind
@@ -843,3 +831,12 @@ def _subscript_key(expr: cst.Subscript) -> object:
         return None
     k = _literal_key(expr.slice[0].slice.value)
     return None if k is _NOT_LITERAL else k
+
+
+def _drop_placeholders(vals: list[Value]) -> list[Value]:
+    """``x = None ... x = make()``: None is a placeholder until the object is made; uses see the
+    object (only when some other value is known)."""
+    if len(vals) > 1 and any(v.kind == api.NONE for v in vals) \
+            and any(v.kind not in (api.NONE, api.UNKNOWN) for v in vals):
+        return [v for v in vals if v.kind != api.NONE]
+    return vals
