@@ -222,7 +222,8 @@ def collect(R) -> dict[str, Any]:
             "sites": rec["sites"], "kinds": sorted(rec["kinds"]),
             "unit": abs(rec["delta"]) / rec["writes"] if rec["writes"] else 0.0,
             "graph_writes": vid in S.graph_writes,
-            "reads": sorted(S.read_lines[vid][1] if _same(S.read_lines.get(vid), v) else ()), "starts": sorted(x for x in rec["starts"] if x is not None),
+            "reads": sorted(S.read_lines[vid][1] if _same(S.read_lines.get(vid), v) else ()),
+            "starts": sorted(x for x in rec["starts"] if x is not None),
         })
     return {"variables": out}
 
