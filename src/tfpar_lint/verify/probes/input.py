@@ -1058,7 +1058,8 @@ def _hand_text(rec: dict) -> Optional[str]:
 def locate(run) -> list:
     """Input mistakes seen at one place: identical batches on every replica of a
     ``strategy.run`` call (TFP201), a plain iterator consumed inside the replica function
-    (TFP201), a plain dataset iterated by every replica inside the replica function (TFP201), a value function that gave every replica the same value, or one dataset
+    (TFP201), a plain dataset iterated by every replica inside the replica function
+    (TFP201), a value function that gave every replica the same value, or one dataset
     replicated by hand in a list (TFP202), a dataset function that ignores its input
     context across workers (TFP203), workers reading the same data from a dataset
     distributed with AutoShardPolicy.OFF (TFP204), a hand-sharded dataset auto-sharded
