@@ -29,7 +29,8 @@ with strategy.scope():
 """
 
 SCRIPTS = {
-    # (text, line of the iter()/for inside the replica function, line of strategy.run or None)
+    # (text, line of the iter()/for inside the replica function [of the value function for
+    # values_fn_same.py], line of strategy.run or None)
     "for_loop_inside.py": (HEAD + """
 
 def replica_step():
@@ -70,6 +71,18 @@ for epoch in range(2):
     out = strategy.run(replica_step)
     print(strategy.experimental_local_results(out))
 """, 16, None),
+    # A value function that hands every replica the same batch, fed to strategy.run inside a tf.function.
+    "values_fn_same.py": (HEAD + """
+
+@tf.function
+def step(per_replica):
+    return strategy.run(lambda b: tf.reduce_sum(tf.matmul(b, w)), args=(per_replica,))
+
+
+for batch in ds:
+    per_replica = strategy.experimental_distribute_values_from_function(lambda ctx: batch)
+    print(strategy.experimental_local_results(step(per_replica)))
+""", 17, 13),
 }
 
 
@@ -115,3 +128,14 @@ def test_dataset_sharded_by_replica_inside_the_replica_function_is_not(scripts, 
     assert r.rc == 0, r.out + r.err
     assert (f"read different data from the dataset they iterated inside the replica function (iter() at line "
             f"{SCRIPTS['sharded_inside.py'][1]})") in r.out, r.out
+
+
+def test_same_value_for_every_replica_is_one_finding(scripts, cli):
+    """The value function's mistake is reported once, where the values are made (TFP202), not a second
+    time at the strategy.run call that receives them."""
+    _text, values_line, run_line = SCRIPTS["values_fn_same.py"]
+    r, findings = _verify(cli, scripts["values_fn_same.py"])
+    assert r.rc == 1, r.out + r.err
+    hits = [(d["code"], d["line"]) for d in findings
+            if (d.get("verification") or {}).get("status") in (CONFIRMED, RUNTIME)]
+    assert hits == [("TFP202", values_line)], findings

@@ -1055,6 +1055,23 @@ def _hand_text(rec: dict) -> Optional[str]:
             f"{len(passes)} passes): every device gets the same data")
 
 
+def _same_values_fps(run) -> set:
+    """Fingerprints of the values that a value_fn gave identically to every replica."""
+    out = set()
+    for o in run.probe("input"):
+        for v in (o or {}).get("values_fn", []):
+            reps = list(v["replicas"].values())
+            if len(reps) >= 2 and all(r == reps[0] for r in reps[1:]):
+                out.update(f[2] for f in reps[0] if _size(f[0]) >= 2)
+    return out
+
+
+def _fed_by(site: dict, fps: set) -> bool:
+    """Every non-scalar input the site's replicas received is one of ``fps``."""
+    got = {f[2] for steps in site.get("replicas", {}).values() for step in steps for f in step if _size(f[0]) >= 2}
+    return bool(got) and got <= fps
+
+
 def locate(run) -> list:
     """Input mistakes seen at one place: identical batches on every replica of a
     ``strategy.run`` call (TFP201), a plain iterator consumed inside the replica function
@@ -1069,9 +1086,12 @@ def locate(run) -> list:
     from tfpar_lint.verify.probes import Seen
 
     out = []
+    same_values = _same_values_fps(run)
     for _, s in _all_sites(run):
         v = _site_verdict(s)
         if v and v[0] and (s.get("arg_kind") != "plain" or _stream(s)) and s.get("lines"):
+            if s.get("arg_kind") == "distributed" and _fed_by(s, same_values):
+                continue  # the value_fn's mistake (TFP202 below), seen again where its values arrive
             kind = "an undistributed tensor" if s.get("arg_kind") == "plain" else "identical data"
             out.append(Seen("TFP201", int(s["lines"][0]), (
                 f"strategy.run at line {s['lines'][0]} received {kind}: each of the {len(s['replicas'])} replicas "
