@@ -167,3 +167,56 @@ def test_show_settings_names_the_project_root():
     proc = subprocess.run([sys.executable, "-m", "tfpar_lint", "--show-settings"], cwd=PROJECT / "bad",
                           capture_output=True, text=True, timeout=120)
     assert f"whole-project analysis: on; root {ROOT}" in proc.stdout
+
+
+_MWMS_MODEL = ("import tf_keras as keras\n\n\ndef build():\n    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+               "    model.compile(optimizer='sgd', loss='mse', metrics=['mae'])\n    return model\n")
+SHAPES = {
+    # import pkg.dist, then pkg.dist.make_strategy(): the strategy of a module two names deep
+    "import_pkg_mod_call": {
+        "pkg/__init__.py": "",
+        "pkg/dist.py": "import tensorflow as tf\n\n\ndef make_strategy():\n    return tf.distribute.MirroredStrategy()\n",
+        "train.py": "import tensorflow as tf\n\nimport pkg.dist\n\nstrategy = pkg.dist.make_strategy()\n"
+                    "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])  # expect: TFP101\n"
+                    "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n",
+    },
+    # the chief test is a helper of another module, called as utils.is_chief(strategy)
+    "module_chief_helper": {
+        "utils.py": "def is_chief(strategy):\n    return strategy.cluster_resolver.task_id == 0\n",
+        "models.py": _MWMS_MODEL,
+        "train.py": "import tensorflow as tf\n\nimport models\nimport utils\n\n"
+                    "strategy = tf.distribute.MultiWorkerMirroredStrategy()\nwith strategy.scope():\n"
+                    "    model = models.build()\nif utils.is_chief(strategy):\n"
+                    "    model.save('/tmp/model.keras')  # expect: TFP603\n",
+    },
+    # ... imported with `from .utils import is_chief` inside a package, the save in a helper
+    # whose model and strategy come from the caller in another module
+    "relative_chief_helper": {
+        "app/__init__.py": "",
+        "app/utils.py": "def is_chief(strategy):\n    return strategy.cluster_resolver.task_type in (None, 'chief')\n",
+        "app/save.py": "from .utils import is_chief\n\n\ndef save(model, strategy):\n    if is_chief(strategy):\n"
+                       "        model.save_weights('/tmp/w.weights.h5')  # expect: TFP603\n",
+        "models.py": _MWMS_MODEL,
+        "train.py": "import tensorflow as tf\n\nimport models\nfrom app.save import save\n\n"
+                    "strategy = tf.distribute.MultiWorkerMirroredStrategy()\nwith strategy.scope():\n"
+                    "    model = models.build()\nsave(model, strategy)\n",
+    },
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_cross_module_shape(shape, tmp_path):
+    """Each shape, split over files (in a folder without a project root file, linted whole and
+    file by file), gives its `# expect:` labels; each file alone (--no-project) gives none."""
+    for rel, text in SHAPES[shape].items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    want = expected(tmp_path)
+    assert want
+    _rc, items, err = cli(str(tmp_path), cwd=tmp_path)
+    assert found(items, tmp_path) == want, err
+    for rel in SHAPES[shape]:
+        _rc, items, err = cli(str(tmp_path / rel), cwd=tmp_path)
+        assert found(items, tmp_path) == {x for x in want if x[0] == rel}, (rel, err)
+    _rc, items, _err = cli("--no-project", str(tmp_path), cwd=tmp_path)
+    assert found(items, tmp_path) == set()
