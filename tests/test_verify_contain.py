@@ -708,6 +708,44 @@ def test_failed_script_shows_its_own_error(tmp_path):
     assert "epochs 7" in text, text[-3000:]
 
 
+def test_failed_script_prints_what_python_prints(tmp_path):
+    """A script that fails shows the traceback `python script.py` prints (no verifier frame, the
+    script's lines as written even where the verifier marked them), and SystemExit("...")'s
+    message; the header names the line the exception left the script from."""
+    (tmp_path / "chained.py").write_text(textwrap.dedent("""
+        def load(name):
+            return {}[name]
+
+
+        try:
+            load("k")
+        except KeyError as e:
+            raise ValueError("bad config") from e
+    """))
+    (tmp_path / "usage.py").write_text('raise SystemExit("usage: usage.py MODE")\n')
+    (tmp_path / "perreplica.py").write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        strategy = tf.distribute.MirroredStrategy()
+        result = strategy.run(lambda: tf.ones((2,)))
+        print(result.numpy())
+    """))
+    plain = subprocess.run([sys.executable, "chained.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    want = plain.stderr[plain.stderr.index("Traceback"):]
+    assert "ValueError: bad config" in want and "line 9" in want, plain.stderr
+    r = _cli(["--verify", "chained.py", "usage.py", "perreplica.py", "--no-cache", "--devices", "cpu:2"], tmp_path)
+    out, err = r.communicate(timeout=400)
+    out, err = out.decode(), err.decode()
+    assert r.returncode == 1, out + err  # perreplica.py: TFP506 CONFIRMED
+    blocks = dict(re.findall(r"^---- (\S+): stderr ----\n(.*?)(?=^---- |\Z)", err, re.S | re.M))
+    assert blocks["chained.py"].endswith(want), err
+    assert "usage: usage.py MODE\n" in blocks["usage.py"], err
+    tb = blocks["perreplica.py"][blocks["perreplica.py"].index("Traceback"):]
+    assert re.search(r'File ".*perreplica.py", line 6, in <module>\n    print\(result.numpy\(\)\)\nAttributeError: ', tb), tb
+    assert "tfpar" not in tb, tb
+    assert "chained.py: failed with ValueError: bad config (chained.py:9)" in out, out
+
+
 def test_help_says_what_verify_runs():
     from tfpar_lint.cli import build_parser
 
