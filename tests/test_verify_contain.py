@@ -513,12 +513,15 @@ def test_python_guard_refuses_the_bypasses(tmp_path, monkeypatch):
             "checkpoint": lambda: tf.train.Checkpoint(v=tf.Variable(1.0)).save("ckpt/c"),
             "summary": lambda: tf.summary.create_file_writer("logs"),
             "saved_model": lambda: tf.saved_model.save(tf.Module(), "sm"),
+            "h5": lambda: tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)]).save_weights(
+                "w.weights.h5"),
             "dir_fd": lambda: os.open("x.txt", os.O_WRONLY | os.O_CREAT, dir_fd=os.open(".", os.O_RDONLY)),
         }}
         import tempfile
         scratch = tempfile.mkdtemp()  # the run's own temp folder is writable
         m = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
         m.save(os.path.join(scratch, "m.keras"))
+        m.save_weights(os.path.join(scratch, "w.weights.h5"))
         tf.saved_model.save(tf.Module(), os.path.join(scratch, "sm"))
         tf.train.Checkpoint(v=tf.Variable(1.0)).save(os.path.join(scratch, "ckpt", "c"))
         print("SCRATCH OK", flush=True)
@@ -534,7 +537,7 @@ def test_python_guard_refuses_the_bypasses(tmp_path, monkeypatch):
     (run,) = verify_findings(["guard.py"], [], devices="cpu:2", timeout=FAULT_TIMEOUT)
     assert run.sandbox == "python" and run.stdout.rstrip().endswith("END"), _why(run)
     assert "WROTE" not in run.stdout, _why(run)
-    assert run.stdout.count("REFUSED") == 14 and "SCRATCH OK" in run.stdout, _why(run)
+    assert run.stdout.count("REFUSED") == 15 and "SCRATCH OK" in run.stdout, _why(run)
     assert tree_digest(str(tmp_path.parent)) == before
     assert not os.path.exists(HOME_FILE)
 
