@@ -212,7 +212,8 @@ def next_steps(findings: list[Finding], verbose: bool, runs=()) -> list[str]:
                    "-v shows why: pass the script's arguments after --, or raise --timeout / --max-steps.")
     if broken and not undecided:
         names = ", ".join(broken[:3]) + (", ..." if len(broken) > 3 else "")
-        out.append(f"Not run to the end: {names}; only what ran before the end was checked. Its last output lines "
+        its = "Its" if len(broken) == 1 else "Their"
+        out.append(f"Not run to the end: {names}; only what ran before the end was checked. {its} last output lines "
                    f"are printed on stderr: fix the script or pass its arguments after --, then verify again.")
     if not out and not findings:
         out.append("Nothing found: no finding, and the run showed no mistake.")
