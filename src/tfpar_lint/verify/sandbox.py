@@ -514,7 +514,7 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
 
     def refuse(what, path):
         raise PermissionError(errno.EACCES, f"tfpar-lint --verify: {what} outside the run's scratch folder refused "
-                                            f"(no sandbox on this machine)", os.fsdecode(path) if not
+                                            f"(no sandbox: the Python-level guard runs)", os.fsdecode(path) if not
                               isinstance(path, int) else str(path))
 
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -548,7 +548,7 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
                 refuse(event, args[1])
         elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"):
             raise PermissionError(errno.EACCES, f"tfpar-lint --verify: starting another program ({event}) is "
-                                                f"refused without a sandbox on this machine")
+                                                f"refused without a sandbox (the Python-level guard runs)")
 
     sys.addaudithook(hook)
     orig_open = os.open
