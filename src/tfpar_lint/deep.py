@@ -8,9 +8,10 @@ plugin, the project's other modules) goes through :func:`parse_module`:
 1. :func:`suspicious` is a cheap text test (no parse): files under
    ``MIN_SIZE`` bytes never trigger; otherwise the text is cut into approximate
    logical lines (a line continues while more brackets are open than closed, or
-   after a trailing backslash) and the test triggers when one logical line holds
-   more than ``TRIGGER_OPS`` operator, attribute, bracket or quote characters or
-   the keywords ``and or not lambda if await``.
+   after a trailing backslash) and the test triggers when, on one logical line,
+   the operator and attribute characters plus the deepest bracket nesting are
+   more than ``TRIGGER_OPS``; on long logical lines the keywords ``and or not
+   lambda if await`` and the string literals count too.
 2. A suspicious file is parsed by Python first (:func:`python_tree`, C speed).
    If Python rejects it (SyntaxError such as "too many nested parentheses",
    RecursionError, MemoryError) that is the verdict: :class:`PythonRejects`,
@@ -46,7 +47,7 @@ import libcst as cst
 # Files smaller than this never trigger (libcst parses 1,000-deep chains in well under a second).
 MIN_SIZE = 2048
 # The trigger: operator, attribute and bracket characters kept, everything else dropped
-# (str.translate; characters outside ASCII are kept, which only costs a false positive).
+# (str.translate, then characters outside ASCII dropped).
 _KEPT = "-+*/%@&|^~<>.()[]{}\\\n"
 _OPS_ONLY = {i: (i if chr(i) in _KEPT else None) for i in range(128)}
 TRIGGER_OPS = 80
@@ -74,7 +75,7 @@ def suspicious(source: str) -> bool:
     """Whether one logical line of ``source`` holds more than TRIGGER_OPS operators (see the module doc)."""
     if len(source) < MIN_SIZE:
         return False
-    reduced = source.translate(_OPS_ONLY)
+    reduced = _reduce(source)
     lines = reduced.split("\n")
     raw = source.split("\n")
     if len(reduced) - len(lines) > TRIGGER_OPS:  # else no line can hold that many
@@ -100,9 +101,17 @@ def suspicious(source: str) -> bool:
             first = k + 1
     if max(map(len, raw)) >= LONG_LINE:  # one long physical line: its keywords count too
         for text in raw:
-            if len(text) >= LONG_LINE and _keywords(len(text.translate(_OPS_ONLY)), text):
+            if len(text) >= LONG_LINE and _keywords(len(_reduce(text)), text):
                 return True
     return False
+
+
+def _reduce(text: str) -> str:
+    """``text`` with only the characters of _KEPT."""
+    reduced = text.translate(_OPS_ONLY)
+    if not reduced.isascii():  # the table keeps the characters it does not list
+        reduced = reduced.encode("ascii", "ignore").decode("ascii")
+    return reduced
 
 
 def _keywords(ops: int, text: str) -> bool:
@@ -110,19 +119,19 @@ def _keywords(ops: int, text: str) -> bool:
     return ops + len(_KEYWORDS.findall(text)) + (text.count("'") + text.count('"')) // 2 > TRIGGER_OPS
 
 
-def python_tree(source: str) -> ast.Module:
-    """``ast.parse(source)``, or :class:`PythonRejects` with Python's message and place.
+def _compile(source: str) -> ast.Module:
+    return compile(source, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
 
-    Parsed on a new thread: Python's limit on nesting (RecursionError) counts the caller's stack
-    too, and a new thread starts at depth 0, as ``python file.py`` compiles a file at depth 0, so
-    the verdict does not depend on where the engine was called from."""
+
+def _compile_at_depth_0(source: str) -> ast.Module:
+    """:func:`_compile` on a new thread, which starts at recursion depth 0."""
     box: dict = {}
     done = _thread.allocate_lock()
     done.acquire()
 
     def run() -> None:  # the thread's only frame (threading.Thread would add three)
         try:
-            box["tree"] = compile(source, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            box["tree"] = _compile(source)
         except BaseException as exc:  # handed to the caller's thread
             box["exc"] = exc
         finally:
@@ -130,10 +139,23 @@ def python_tree(source: str) -> ast.Module:
 
     _thread.start_new_thread(run, ())
     done.acquire()
+    if "exc" in box:
+        raise box.pop("exc")
+    return box["tree"]
+
+
+def python_tree(source: str) -> ast.Module:
+    """``ast.parse(source)``, or :class:`PythonRejects` with Python's message and place.
+
+    Python's limit on nesting (RecursionError, about 3,000 levels with the default recursion
+    limit) counts the caller's stack too: a RecursionError is confirmed on a new thread, which
+    starts at depth 0 as ``python file.py`` compiles a file, so the verdict does not depend on
+    where the engine was called from."""
     try:
-        if "exc" in box:
-            raise box.pop("exc")
-        return box["tree"]
+        try:
+            return _compile(source)
+        except RecursionError:
+            return _compile_at_depth_0(source)
     except SyntaxError as exc:
         raise PythonRejects(exc.msg, exc.lineno or 0, (exc.offset or 1) if exc.lineno else 0) from None
     except RecursionError as exc:
