@@ -73,14 +73,22 @@ class PythonRejects(ValueError):
 
 def suspicious(source: str) -> bool:
     """Whether one logical line of ``source`` holds more than TRIGGER_OPS operators (see the module doc)."""
+    return bool(flagged_lines(source, first_only=True))
+
+
+def flagged_lines(source: str, first_only: bool = False) -> list[tuple[int, int]]:
+    """The (first, last) line numbers (1-based, lines split at ``\\n``) of the logical lines that
+    make ``source`` suspicious; only the first one found with ``first_only``."""
     if len(source) < MIN_SIZE:
-        return False
+        return []
+    out: list[tuple[int, int]] = []
     reduced = _reduce(source)
     lines = reduced.split("\n")
     raw = source.split("\n")
     if len(reduced) - len(lines) > TRIGGER_OPS:  # else no line can hold that many
         depth = ops = top = 0
         first = 0
+        hit = False
         for k, line in enumerate(lines):
             if line:
                 opens = line.count("(") + line.count("[") + line.count("{")
@@ -88,22 +96,31 @@ def suspicious(source: str) -> bool:
                 ops += len(line) - opens - closes
                 if depth + opens > top:
                     top = depth + opens  # the nesting this line can reach
-                if ops + top > TRIGGER_OPS:
-                    return True
+                if ops + top > TRIGGER_OPS and not hit:
+                    if first_only:
+                        return [(first + 1, k + 1)]
+                    hit = True
                 depth += opens - closes
                 if line[-1] == "\\":
                     continue
             if depth > 0:
                 continue
-            if k - first >= LONG_LOGICAL and _keywords(ops + top, "\n".join(raw[first:k + 1])):
-                return True
+            if hit or (k - first >= LONG_LOGICAL and _keywords(ops + top, "\n".join(raw[first:k + 1]))):
+                out.append((first + 1, k + 1))
+                if first_only:
+                    return out
             depth = ops = top = 0
             first = k + 1
+            hit = False
+        if hit:
+            out.append((first + 1, len(lines)))
     if max(map(len, raw)) >= LONG_LINE:  # one long physical line: its keywords count too
-        for text in raw:
+        for k, text in enumerate(raw):
             if len(text) >= LONG_LINE and _keywords(len(_reduce(text)), text):
-                return True
-    return False
+                out.append((k + 1, k + 1))
+                if first_only:
+                    return out
+    return out
 
 
 def _reduce(text: str) -> str:
@@ -284,10 +301,18 @@ def _top_expressions(root: ast.AST, keep, into_statements: bool) -> list[ast.AST
     return out
 
 
-def deep_spans(tree: ast.AST, lines: _Lines) -> list[tuple[int, int]]:
-    """The text spans of the maximal expressions higher than MAX_HEIGHT."""
-    h = heights(tree, lines)
-    nodes = _top_expressions(tree, lambda n: h[id(n)] > MAX_HEIGHT, into_statements=True)
+def deep_spans(tree: ast.Module, lines: _Lines,
+               only: Optional[list[tuple[int, int]]] = None) -> list[tuple[int, int]]:
+    """The text spans of the maximal expressions higher than MAX_HEIGHT (with ``only``: in the
+    top-level statements that overlap those line ranges)."""
+    roots: list[ast.AST] = [tree]
+    if only is not None:
+        roots = [st for st in tree.body
+                 if any(a <= (st.end_lineno or st.lineno) and st.lineno <= b for a, b in only)]
+    nodes: list[ast.AST] = []
+    for root in roots:
+        h = heights(root, lines)
+        nodes.extend(_top_expressions(root, lambda n: h[id(n)] > MAX_HEIGHT, into_statements=True))
     return sorted(lines.span(n) for n in nodes)
 
 
@@ -361,10 +386,13 @@ def parse_module(source: str) -> tuple[cst.Module, int]:
     tree: Optional[ast.Module] = None
     lines: Optional[_Lines] = None
     spans: list[tuple[int, int]] = []
-    if suspicious(source):
+    flagged = flagged_lines(source)
+    if flagged:
         tree = python_tree(source)
         lines = _Lines(source)
-        spans = deep_spans(tree, lines)
+        # Python numbers lines at \r too: with a lone \r the flagged line numbers would not match
+        only = None if source.count("\r") != source.count("\r\n") else flagged
+        spans = deep_spans(tree, lines, only)
     try:
         return cst.parse_module(opaque_text(source, spans) if spans else source), len(spans)
     except cst.ParserSyntaxError as exc:
