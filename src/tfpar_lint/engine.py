@@ -75,9 +75,15 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
         roots = [os.path.abspath(x) for x in options.src]
     elif root:
         roots = [root, os.path.join(root, "src")]
-    else:  # a folder of scripts: `python train.py` imports its neighbours
-        roots = [os.path.dirname(os.path.abspath(path))]
+    else:  # a folder of scripts: `python train.py` imports its neighbours; a module of a package
+        # (`pkg/dist.py` beside `pkg/__init__.py`) is imported from the folder above the package
+        top = os.path.dirname(os.path.abspath(path))
+        while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+            top = os.path.dirname(top)
+        roots = [top]
     key = (tuple(roots), root, options)
+    if not path.endswith(".py"):  # a notebook is outside the scan for importers: a project of its own,
+        key += (os.path.abspath(path),)  # whose modules' callers count the notebook's calls
     project = _PROJECTS.get(key)
     if project is None:
         def build(fpath: str, src: str) -> Module:
