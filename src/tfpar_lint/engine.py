@@ -87,8 +87,11 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
     project = _PROJECTS.get(key)
     if project is None:
         def build(fpath: str, src: str) -> Module:
-            return Module(deep.parse_module(src)[0], src, fpath, options.strategy_factories,
-                          options.dataset_distributors, tf_version=options.tf_version, project=project)
+            tree, opaque = deep.parse_module(src)
+            mod = Module(tree, src, fpath, options.strategy_factories,
+                         options.dataset_distributors, tf_version=options.tf_version, project=project)
+            mod.opaque = opaque  # the note, should this module be linted itself
+            return mod
 
         project = _PROJECTS[key] = Project(roots, build, root=root)
     return project
@@ -285,12 +288,13 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     known = project.modules.get(os.path.abspath(path)) if project is not None else None
     if known is not None and known.source == source:
         module, tree = known, known.tree  # already built as another file's import: the same object
+        opaque = getattr(known, "opaque", 0)
     else:
         tree, opaque = deep.parse_module(source)
-        if opaque and notes is not None:
-            notes.append(deep.note(opaque))
         module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
                         tf_version=options.tf_version, project=project)
+    if opaque and notes is not None:
+        notes.append(deep.note(opaque))
     try:
         return _analyse(module, tree, rules, with_fixes, path)
     finally:
