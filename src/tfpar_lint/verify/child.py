@@ -245,7 +245,8 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
     if _STATE.get("python_guard"):
         from tfpar_lint.verify import sandbox
 
-        sandbox.install_python_guard(_STATE["python_guard"], protected_pids=spec.get("protected_pids") or [])
+        sandbox.install_python_guard(_STATE["python_guard"], protected_pids=spec.get("protected_pids") or [],
+                                     overlay=os.path.join(spec["scratch"], "overlay"))
     t0 = time.time()
     try:
         exec(code, mod.__dict__)

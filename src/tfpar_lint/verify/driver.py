@@ -834,7 +834,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
             sb_notes.append(f"sandbox: {r['sandbox_detail']}")
         elif r.get("sandbox") == "python" or (not r.get("sandbox") and ctx["sandbox"] == "python"):
             sb_notes.append(f"no sandbox: {ctx['sandbox_detail']}; Python-level guard (writes outside the run's "
-                            f"scratch folder are refused)")
+                            f"scratch folder are redirected to a copy in it)")
         elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
             sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
     data.sandbox_notes = sb_notes  # type: ignore[attr-defined]

@@ -488,11 +488,17 @@ class own_writes:
         _OWN.on = False
 
 
-def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids=()) -> None:
-    """Fallback: refuse writes outside ``allowed`` folders, and other programs."""
+def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids=(),
+                         overlay: Optional[str] = None) -> None:
+    """Fallback: redirect writes outside ``allowed`` folders to a copy-on-write mirror under
+    ``overlay`` (see :mod:`tfpar_lint.verify.redirect`), refuse what cannot be redirected
+    (other programs, killing the verifier, writes through a way the mirror does not cover)."""
     protected = {int(p) for p in protected_pids if p}
     allow = [os.path.realpath(a).rstrip(os.sep) + os.sep for a in allowed]
     allow += ["/dev/null", "/dev/shm/", "/proc/self/", "/dev/fd/"]
+
+    def inside(full: str) -> bool:
+        return any(full == a.rstrip(os.sep) or full.startswith(a) for a in allow)
 
     def ok(path, dir_fd=None) -> bool:
         if isinstance(path, int) or path is None:
@@ -509,13 +515,12 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
         # the link itself (not its target) for symlink/unlink; realpath for the rest
         full = os.path.realpath(os.path.abspath(p))
         parent = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(p))), os.path.basename(p))
-        return any(full == a.rstrip(os.sep) or full.startswith(a) for a in allow) and \
-            any(parent == a.rstrip(os.sep) or parent.startswith(a) for a in allow)
+        return inside(full) and inside(parent)
 
     def refuse(what, path):
         raise PermissionError(errno.EACCES, f"tfpar-lint --verify: {what} outside the run's scratch folder refused "
-                                            f"(no sandbox: the Python-level guard runs)", os.fsdecode(path) if not
-                              isinstance(path, int) else str(path))
+                              f"(no sandbox: the Python-level guard runs, and this write could not be redirected)",
+                              os.fsdecode(path) if not isinstance(path, int) else str(path))
 
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -550,19 +555,26 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
             raise PermissionError(errno.EACCES, f"tfpar-lint --verify: starting another program ({event}) is "
                                                 f"refused without a sandbox (the Python-level guard runs)")
 
-    sys.addaudithook(hook)
-    orig_open = os.open
+    # The mirror: what the script writes outside ``allowed`` lands there, and it reads it back.
+    from tfpar_lint.verify import redirect
 
-    def guarded_open(path, flags, mode=0o777, *, dir_fd=None):
-        # the audit event of os.open has no dir_fd: check here what it is relative to
-        if dir_fd is not None and flags & write_flags and not getattr(_OWN, "on", False) and not ok(path, dir_fd):
-            refuse("writing", path)
-        return orig_open(path, flags, mode, dir_fd=dir_fd)
+    def allowed_path(a: str) -> bool:
+        return inside(os.path.realpath(a)) and inside(a)
 
-    os.open = guarded_open
+    ov = redirect.Overlay(overlay or os.path.join(os.path.realpath(allowed[0]), "overlay"), allowed_path)
+
+    def own() -> bool:
+        return getattr(_OWN, "on", False)
+
+    redirect.install_python(ov, own)
     if tf_too:
-        _guard_tensorflow(ok, refuse)
-        _guard_h5py(ok, refuse)
+        redirect.install_h5py(ov, own)
+        redirect.install_tensorflow(ov, own)
+    _STATE["overlay"] = ov
+    sys.addaudithook(hook)  # last: what a wrapper above passes on is already mapped
+
+
+_STATE: dict = {}
 
 
 # audit event -> position of its dir_fd argument (None: it has none)
@@ -573,143 +585,6 @@ _DIR_FD_AT = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.c
 
 def _arg(args, i):
     return args[i] if i is not None and len(args) > i else None
-
-
-def _guard_h5py(ok, refuse) -> None:
-    """HDF5 files (Keras ``save_weights("w.weights.h5")``, legacy ``.h5`` models) are written by the
-    HDF5 C library, which audit hooks do not see: check ``h5py.File`` opened by name for writing.
-    File objects (Keras's ``.keras`` archives) and in-memory files are left alone."""
-    try:
-        import h5py
-    except Exception:  # noqa: BLE001 - no h5py: nothing to guard
-        return
-    orig = h5py.File.__init__
-
-    def init(self, name, mode="r", *a, **k):
-        driver = k.get("driver", a[0] if a else None)
-        in_memory = driver == "core" and not k.get("backing_store", True)
-        if isinstance(name, (str, bytes, os.PathLike)) and mode not in (None, "r") and not in_memory and not ok(name):
-            refuse(f"h5py.File(mode={mode!r})", name)
-        return orig(self, name, mode, *a, **k)
-
-    h5py.File.__init__ = init
-
-
-def _guard_tensorflow(ok, refuse) -> None:
-    """TensorFlow's C++ file layer is invisible to audit hooks: check its Python entry points."""
-    from tensorflow.python.lib.io import _pywrap_file_io as pfi
-
-    def wrap_path(name, nargs=1):
-        orig = getattr(pfi, name, None)
-        if orig is None:
-            return
-
-        def guarded(*a, **k):
-            for p in a[:nargs]:
-                if isinstance(p, (str, bytes)) and not ok(p):
-                    refuse(f"tf.io.gfile ({name})", p)
-            return orig(*a, **k)
-
-        setattr(pfi, name, guarded)
-
-    for n in ("RecursivelyCreateDir", "CreateDir", "DeleteFile", "DeleteRecursively", "DeleteDir"):
-        wrap_path(n)
-    for n in ("RenameFile", "CopyFile"):
-        wrap_path(n, 2)
-    orig_w = getattr(pfi, "WritableFile", None)
-    if orig_w is not None:
-        def writable(path, mode, *a, **k):
-            if not ok(path):
-                refuse("tf.io.gfile writing", path)
-            return orig_w(path, mode, *a, **k)
-
-        pfi.WritableFile = writable
-
-    import tensorflow as tf
-    from tensorflow.python.ops import gen_io_ops, gen_summary_ops
-
-    def value(t):
-        try:
-            v = tf.get_static_value(t)
-        except Exception:
-            v = None
-        return v
-
-    replaced: dict = {}
-
-    def op_guard(mod, name, argname, pos):
-        orig = getattr(mod, name, None)
-        if orig is None:
-            return
-
-        def guarded(*a, **k):
-            t = k.get(argname, a[pos] if len(a) > pos else None)
-            v = value(t)
-            paths = []
-            if v is None:
-                paths = []  # traced (a placeholder): the eager entry points below check the real path
-            else:
-                try:
-                    import numpy as np
-
-                    paths = [x for x in np.asarray(v).ravel().tolist()]
-                except Exception:
-                    paths = [v]
-            for p in paths:
-                if isinstance(p, (bytes, str)) and not ok(p):
-                    refuse(f"tf {name}", p)
-            return orig(*a, **k)
-
-        setattr(mod, name, guarded)
-        replaced[id(orig)] = guarded
-
-    op_guard(gen_io_ops, "write_file", "filename", 0)
-    op_guard(gen_io_ops, "save_v2", "prefix", 0)
-    op_guard(gen_io_ops, "save", "filename", 0)
-    op_guard(gen_io_ops, "save_slices", "filename", 0)
-    op_guard(gen_io_ops, "merge_v2_checkpoints", "destination_prefix", 1)
-    op_guard(gen_summary_ops, "create_summary_file_writer", "logdir", 1)
-
-    def entry_guard(owner, name, pos, kw, what):
-        orig = getattr(owner, name, None)
-        if orig is None:
-            return
-
-        def guarded(*a, **k):
-            t = a[pos] if len(a) > pos else k.get(kw)
-            v = value(t) if not isinstance(t, (str, bytes, os.PathLike)) else t
-            if isinstance(v, (str, bytes, os.PathLike)) and not ok(v):
-                refuse(what, v)
-            return orig(*a, **k)
-
-        setattr(owner, name, guarded)
-        replaced[id(orig)] = guarded
-
-    try:
-        from tensorflow.python.checkpoint import functional_saver
-
-        entry_guard(functional_saver.MultiDeviceSaver, "save", 1, "file_prefix", "checkpoint save")
-    except ImportError:  # pragma: no cover
-        pass
-    from tensorflow.python.saved_model import save as sm_save
-
-    entry_guard(sm_save, "save", 1, "export_dir", "tf.saved_model.save")
-    entry_guard(sm_save, "save_and_return_nodes", 1, "export_dir", "tf.saved_model.save")
-    # The public API (tf.io.write_file, tf.compat.v1.write_file, ...) holds the original functions.
-    for modname, m in list(sys.modules.items()):
-        if not modname.startswith(("tensorflow", "keras", "tf_keras")) or m is None:
-            continue
-        try:
-            items = list(vars(m).items())
-        except TypeError:
-            continue
-        for k, v in items:
-            g = replaced.get(id(v))
-            if g is not None and g is not v:
-                try:
-                    setattr(m, k, g)
-                except (AttributeError, TypeError):
-                    pass
 
 
 if __name__ == "__main__":
