@@ -770,6 +770,8 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
             for p in alive:
                 rss = procs_mod.tree_rss([p.p.pid])
                 files = procs_mod.scratch_bytes(p.p.pid, ctx["root"])  # what it wrote lives in RAM (tmpfs)
+                if not files:  # no sandbox: the mirror of what it wrote, on the run folder's disk
+                    files = procs_mod.tree_bytes(os.path.join(p.rundir, "fs", "overlay"))
                 if rss + files > limit:
                     what = f"its processes used {rss >> 20} MB" + (f" and its writes {files >> 20} MB" if files else "")
                     _kill_group(p, f"memory limit: {what}, the limit is {limit >> 20} MB")

@@ -108,6 +108,18 @@ def scratch_bytes(pid: int, root: str) -> int:
     return 0
 
 
+def tree_bytes(top: str) -> int:
+    """Bytes on disk under ``top`` (the fallback's mirror of what a run wrote); 0 when it is absent."""
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in filenames:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
 def with_marker(value: str) -> set[int]:
     """Processes whose environment carries ``TFPAR_VERIFY_RUN=value`` (or a value under it)."""
     needle = f"{MARKER}={value}".encode()

@@ -138,6 +138,10 @@ class Overlay:
                 return False
         return False
 
+    def is_real_dir(self, k: str) -> bool:
+        with _busy():
+            return self.visible(k) and os.path.isdir(k)
+
     def read_path(self, k: str) -> str:
         """Where a read of ``k`` goes: its mirror when it has one or the real one was removed."""
         return self.m(k) if self.has_m(k) or not self.visible(k) else k
@@ -385,11 +389,20 @@ def install_python(ov: Overlay, own: Callable[[], bool]) -> None:
     def os_open(path, flags, mode=0o777, *, dir_fd=None):
         k = k_of(path, dir_fd)
         if k is None:
+            if dir_fd is not None and flags & write_flags and not off() and not os.path.isabs(os.fsdecode(path)):
+                try:  # name the file in full: the audit hook, which never sees dir_fd, checks it
+                    path = os.path.join(o["readlink"](f"/proc/self/fd/{dir_fd}"), os.fsdecode(path))
+                    dir_fd = None
+                except OSError:
+                    pass
             return o["open"](path, flags, mode, dir_fd=dir_fd)
+        if not flags & write_flags and ov.is_real_dir(k):
+            return o["open"](k, flags, mode)  # a folder: the real one (names relative to it are mapped)
         if flags & write_flags:
             if flags & os.O_CREAT and flags & os.O_EXCL and ov.exists(k):
                 raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), os.fsdecode(path))
-            target = ov.write_path(k, keep=not flags & os.O_TRUNC)
+            # without O_CREAT the file must exist there: its copy (O_TRUNC then empties it)
+            target = ov.write_path(k, keep=not flags & os.O_TRUNC or not flags & os.O_CREAT)
         else:
             target = ov.read_path(k)
         return o["open"](_same_type(path, target), flags, mode)
