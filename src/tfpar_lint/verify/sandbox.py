@@ -21,13 +21,15 @@
   and a network whose only interface is loopback, so TensorFlow's gRPC servers
   cannot be reached from outside it.
 
-``python`` mode (no namespaces on this machine): an audit hook refuses
-writes outside the run's scratch folder from Python, ``os`` and ``shutil``
-(open with write or truncate flags, rename/replace on either side, remove,
-mkdir, symlink, link, chmod, chown, utime, truncate), starting other
-programs is refused, and TensorFlow's file layer (gfile, checkpoints,
-SavedModel, summaries, ``tf.io.write_file``) and HDF5 files opened by name
-for writing through ``h5py`` (Keras ``.h5`` weights) are refused the same way.
+``python`` mode (no namespaces on this machine): writes outside the run's
+scratch folder are redirected, copy-on-write, to a mirror under it
+(:mod:`tfpar_lint.verify.redirect`): from Python, ``os``, ``shutil`` and
+``pathlib``, from ``h5py`` files opened by name, and through TensorFlow's file
+layer (gfile, ``tf.io.write_file``/``read_file``, checkpoints, SavedModel,
+summaries).  The script reads back what it wrote and goes on running.  An
+audit hook still refuses what could not be redirected (a write Python's file
+layer sees outside those entry points), starting other programs, and killing
+the verifier's processes.
 
 No TensorFlow import at module level (the driver probes from the CLI process).
 """
