@@ -641,8 +641,13 @@ def install_tensorflow(ov: Overlay, own: Callable[[], bool]) -> None:
                 pk = ov.key(p)
                 if pk is None or (ov.visible(pk) and not ov.has_m(pk)):
                     found[os.fsdecode(p)] = p
+            pat = os.fsdecode(pattern)
             for p in orig(out(pattern, ov.m(k)), *a, **kw):
                 u = ov.unmap(os.fsdecode(p))
+                if not os.path.isabs(pat):  # as TensorFlow names them: relative to where the pattern is
+                    u = os.path.relpath(u)
+                    if not os.path.dirname(pat) or pat.startswith("./"):
+                        u = "./" + u
                 found[u] = out(p, u)
             return [found[x] for x in sorted(found)]
         return f
