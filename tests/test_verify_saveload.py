@@ -156,10 +156,8 @@ def test_saved_model_loaded_twice_under_strategies_runs_as_under_python(tmp_path
         ok, why = _namespaces_available(tmp_path)
         if not ok:
             pytest.skip(f"no namespaces sandbox on this machine: {why}")
-        args = ["export"]  # over the older export in the user's folder: the sandbox keeps the real one
-    else:
-        args = []  # the Python-level guard refuses writes to the user's folder: a temporary folder instead
-    args += ["--thread"] if thread else []
+    # over the older export in the user's folder: the sandbox, or the fallback's mirror, keeps the real one
+    args = ["export"] + (["--thread"] if thread else [])
 
     plain_dir = _project(tmp_path / "plain")
     plain = subprocess.run([sys.executable, "reload.py", *args], cwd=plain_dir, capture_output=True, timeout=400,
