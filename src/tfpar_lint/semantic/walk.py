@@ -63,6 +63,19 @@ def _field_order(cls: type, node: cst.CSTNode) -> tuple[str, ...]:
     return order
 
 
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children (every node held by one of its fields), in libcst's visiting order."""
+    out: list[cst.CSTNode] = []
+    cls = type(node)
+    for f in _FIELD_ORDER.get(cls) or _field_order(cls, node):
+        v = getattr(node, f)
+        if isinstance(v, cst.CSTNode):
+            out.append(v)
+        elif type(v) is tuple or type(v) is list:
+            out.extend(c for c in v if isinstance(c, cst.CSTNode))
+    return out
+
+
 def _node_classes_in(tp: Any, acc: set) -> set:
     import typing
 
