@@ -201,14 +201,15 @@ def parents(module: Any) -> dict[int, cst.CSTNode]:
     if got is not None:
         return got
     # an explicit stack over the nodes' fields: libcst's own traversal rebuilds every node it
-    # passes (seconds on a large module) and recurses on the Python stack
-    from tfpar_lint.semantic.walk import child_nodes
+    # passes (seconds on a large module) and recurses on the Python stack.  Token nodes
+    # (whitespace, commas, operators) are left out: nothing asks for their parent.
+    from tfpar_lint.semantic.walk import syntax_children
 
     table: dict[int, cst.CSTNode] = {}
     stack: list[cst.CSTNode] = [module.tree]
     while stack:
         node = stack.pop()
-        for child in child_nodes(node):
+        for child in syntax_children(node):
             table[id(child)] = node
             stack.append(child)
     module._fix_parents = table
