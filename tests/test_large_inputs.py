@@ -214,3 +214,22 @@ def test_add_noqa_puts_one_comment_at_the_end_of_a_long_statement():
     assert lines[200] == "    199  # noqa: TFP999"
     assert lines[201] == "y = 2  # noqa: TFP998"
     assert sum("noqa" in ln for ln in lines) == 2
+
+
+def test_a_wanted_class_is_placed_from_its_body():
+    """A fix that inserts before a class asks for the class's range: it starts at ``class`` and ends
+    where its body's last statement ends, without generating the rest of the class."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    source = "import x\n\n@deco\nclass A(B):\n    '''doc'''\n" + "".join(
+        f"    def m{i}(self):\n        return self.m{i + 1}()\n" for i in range(30)) + \
+        "    def last(self):\n        with s.scope():\n            tf.random.set_seed(1)\ny = 2\n"
+    tree = cst.parse_module(source)
+    full = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    cls = tree.body[1]
+    call = [n for n in full if isinstance(n, cst.Call) and tree.code_for_node(n) == "tf.random.set_seed(1)"][0]
+    got = engine._statement_positions(tree, [cls, call], source)
+    assert got is not None
+    assert got[cls] == full[cls] and got[call] == full[call]
+    m5 = cls.body.body[6]
+    assert m5 not in got  # the other methods were not generated
