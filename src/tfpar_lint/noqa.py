@@ -110,12 +110,31 @@ class NoqaMap:
         return bool(name) and name in codes
 
 
+# The last text's logical lines and directives: the CLI asks three times per file (suppression,
+# TFP900, TFP901), and tokenizing a large file is most of what noqa costs.  Read-only results.
+_LAST: dict[str, tuple[str, object]] = {}
+
+
+def _remembered(kind: str, source: str, compute):
+    got = _LAST.get(kind)
+    if got is not None and (got[0] is source or got[0] == source):
+        return got[1]
+    value = compute()
+    _LAST[kind] = (source, value)
+    return value
+
+
 def _logical_line_mapping(source: str, lines: list[str]) -> dict[int, str]:
-    """flake8's ``_noqa_line_mapping``: line number -> text of its logical line.
+    """flake8's ``_noqa_line_mapping``: line number -> text of its logical line (``lines`` are
+    ``source``'s, with their ends; the answer is shared: do not change it).
 
     On untokenizable input returns the mapping built so far (the remaining
     lines then fall back to their physical line in :meth:`NoqaMap.line_text`).
     """
+    return _remembered("logical", source, lambda: _logical_lines(source, lines))
+
+
+def _logical_lines(source: str, lines: list[str]) -> dict[int, str]:
     ret: dict[int, str] = {}
     n = len(lines)
     min_line = n + 2
@@ -161,6 +180,10 @@ def directives(source: str) -> list[Directive]:
     """Every ``# noqa: CODES`` comment (bare ``# noqa`` is left out: it may serve other tools)."""
     if not re.search("noqa", source, re.IGNORECASE):
         return []
+    return list(_remembered("directives", source, lambda: _directives(source)))
+
+
+def _directives(source: str) -> list[Directive]:
     lines = source.splitlines(keepends=True)
     logical = _logical_line_mapping(source, lines)
     groups: dict[int, range] = {}
