@@ -9,8 +9,10 @@ part, written to a temporary folder and linted with every rule on through
 :func:`tfpar_lint.engine.lint_paths` (the supervised worker the CLI uses,
 ``-j1``, ``--file-timeout`` = ``--timeout``).  Prints one Markdown row per
 input: size, wall seconds, and what came out (the finding codes, or the
-per-file error); ``--split`` adds libcst's parse and the analysis after it,
-timed in this process.  The speed target of the issue: no input under 1 MB takes
+per-file error, and how many expressions were made opaque: :mod:`tfpar_lint.deep`).
+Wall time covers the whole analysis: reading, the guard, the parse, the rules;
+``--split`` adds libcst's parse and the analysis after it, timed in this process.
+The speed target of the issue: no input under 1 MB takes
 over 5 s in the analysis; these are timings, not tests (tests/ asserts only
 the contract: no hang, no lost results).
 """
@@ -216,6 +218,11 @@ INPUTS = {
     "a.b.b... 50,000 deep": lambda: "z = a" + ".b" * 50000 + "\n",
     "'\\\\\\r\\n' (backslash, CR LF)": lambda: "\\\r\n",
     "3,001 adjacent strings": lambda: "z = " + " ".join(["'x'"] * 3001) + "\n",
+    "a + a + ... 5,000 terms, one per line in parentheses": lambda: "z = (\n" + " +\n".join(["    a"] * 5000) + "\n)\n",
+    "a + a + ... 2,500 terms": lambda: "z = " + " + ".join(["a"] * 2500) + "\n",
+    "a + a + ... 2,500 terms, one per line in parentheses": lambda: "z = (\n" + " +\n".join(["    a"] * 2500) + "\n)\n",
+    "and-chain 50,000 terms": lambda: "z = " + " and ".join(["a"] * 50000) + "\n",
+    "2,800 chains of 90 terms (a + a + ...)": lambda: ("z = " + " + ".join(["a"] * 90) + "\n") * 2800,
     "10,000 functions (TFP704)": lambda: functions(10000),
     "50 MB file": lambda: "x = 1\n" * (50 * 1024 * 1024 // 6 + 1),
 }
@@ -223,29 +230,28 @@ INPUTS.update({name: (lambda g=g, a=a: g(*a)) for name, (g, a) in HOSTILE.items(
 
 
 def split_times(source: str, codes: list[str]) -> tuple[float, float, float]:
-    """(parse wall s, analysis wall s, analysis CPU s) of ``source`` in this process: the tree
-    libcst parsed is handed to :func:`tfpar_lint.engine.lint_source` (which would parse again),
-    with the garbage collector tuned as in the worker."""
-    import libcst as cst
-
-    from tfpar_lint import engine
+    """(parse wall s, analysis wall s, analysis CPU s) of ``source`` in this process.  The parse
+    is the engine's (:func:`tfpar_lint.deep.parse_module`: the deep-expression guard, then
+    libcst); its tree is handed to :func:`tfpar_lint.engine.lint_source`, which would parse
+    again, with the garbage collector tuned as in the worker."""
+    from tfpar_lint import deep, engine
 
     t0 = time.perf_counter()
-    tree = cst.parse_module(source)
+    parsed = deep.parse_module(source)
     parse = time.perf_counter() - t0
-    real = cst.parse_module
+    real = deep.parse_module
 
-    def parsed(text, *a, **k):
-        return tree if text is source else real(text, *a, **k)
+    def again(text, *a, **k):
+        return parsed if text is source else real(text, *a, **k)
 
     old_gc = engine._tune_gc()
-    cst.parse_module = parsed
+    deep.parse_module = again
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         engine.lint_source(source, "input.py", enabled=codes)
         return parse, time.perf_counter() - t0, time.process_time() - c0
     finally:
-        cst.parse_module = real
+        deep.parse_module = real
         import gc
 
         gc.set_threshold(*old_gc)
@@ -301,6 +307,8 @@ def main() -> int:
                 out = f"{error_code(res.error)} {res.error.message}"
             else:
                 out = ", ".join(sorted({f.code for f in res.findings})) or "clean"
+            for note in res.notes:
+                out += f"; note: {note.split(' too deep')[0]} opaque"
             extra = ""
             if args.split:
                 extra = " n/a | n/a |"

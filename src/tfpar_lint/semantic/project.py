@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
+from tfpar_lint.semantic.nodes import dotted_name
+
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
 
@@ -170,7 +172,14 @@ class Project:
         out = []
         for other_path, _text in self.importer_texts(path):
             other = self.modules.get(other_path) if other_path in self.modules else self.module(other_path)
-            if other is not None and any(self._imports(other, b.qname, module) for b in other.module_imports()):
+            if other is not None and any(self._imports(other, q, module) for b in other.module_imports()
+                                         for q in _imported_names(b)):
+                out.append(other)
+        # linted modules the scan does not cover (a notebook): their calls count too
+        texts = self._project_texts()
+        for other_path, other in list(self.modules.items()):
+            if other is not None and other is not module and other_path not in texts and any(
+                    self._imports(other, q, module) for b in other.module_imports() for q in _imported_names(b)):
                 out.append(other)
         self._importers[path] = out
         module.project_deps.update(m.path for m in out)
@@ -270,8 +279,8 @@ class Project:
             seen = 0
             for root in self.roots:
                 for dirpath, dirnames, filenames in os.walk(root):
-                    if root != self.root:
-                        dirnames[:] = []  # a script's folder: its own files only
+                    if root != self.root:  # a script's folder: its own files and its packages
+                        dirnames[:] = [d for d in dirnames if os.path.isfile(os.path.join(dirpath, d, "__init__.py"))]
                     dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in (
                         "__pycache__", "node_modules", "site-packages", "venv", "build", "dist")]
                     for fn in filenames:
@@ -288,6 +297,17 @@ class Project:
                         self.capped = True
                         break
         return self._texts
+
+
+def _imported_names(b) -> list[str]:
+    """The module names an import binding imports: ``import pkg.dist`` binds ``pkg`` but
+    imports ``pkg.dist`` too."""
+    out = [b.qname]
+    if isinstance(b.node, cst.ImportAlias) and b.qname:
+        full = dotted_name(b.node.name) or ""
+        if full.startswith(b.qname + "."):
+            out.append(full)
+    return out
 
 
 def _read_regular(path: str) -> Optional[str]:
