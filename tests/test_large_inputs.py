@@ -188,7 +188,7 @@ def test_same_named_nested_functions_are_told_apart():
 def test_unused_noqa_on_a_long_statement():
     """A directive covers every line of its logical line (the findings indexed by line give the
     same verdicts as the scan over all findings)."""
-    items = "".join(f"    tf.keras.Sequential(),  # noqa: TFP101\n" if i == 3 else f"    {i},\n" for i in range(50))
+    items = "".join("    tf.keras.Sequential(),  # noqa: TFP101\n" if i == 3 else f"    {i},\n" for i in range(50))
     text = ("import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"
             "m = tf.keras.Sequential()  # noqa: TFP101\nwith strategy.scope():\n    m.compile(loss='mse')\n"
             f"x = [\n{items}]  # noqa: TFP102\n")
