@@ -417,6 +417,9 @@ def test_hang_is_killed_with_its_location(faults, name):
     run = faults["runs"][name]
     assert run.outcome == "hung", _why(run)
     assert run.hang_location.startswith(name), run.hang_location
+    # the report says which limit ended it (a SIGKILL from elsewhere would say so instead)
+    assert any(n.startswith(f"the script was stopped by the verifier: timeout {FAULT_TIMEOUT:g} s (SIGTERM")
+               for n in run.notes), _why(run)
 
 
 def test_os_exit_and_segfault_keep_their_status_and_output(faults):
@@ -443,6 +446,8 @@ def test_output_is_capped_with_a_note(faults):
 def test_memory_limit(faults):
     run = faults["runs"]["memhog.py"]
     assert run.outcome == "failed" and "memory limit" in run.error, _why(run)
+    assert any(n.startswith("the script was stopped by the verifier: memory limit: its processes used")
+               for n in run.notes), _why(run)
 
 
 def test_scratch_writes_count_against_the_memory_limit(faults):
