@@ -27,6 +27,14 @@ print("READ existing", tf.io.read_file("existing.txt").numpy().decode())
 tf.io.write_file("existing.txt", "tf-overwritten")
 print("READ write_file", tf.io.read_file("existing.txt").numpy().decode(), open("existing.txt").read())
 
+@tf.function
+def write_then_read():  # traced: the paths are mapped when the graph is built
+    tf.io.write_file("traced.txt", "in a graph")
+    return tf.io.read_file("traced.txt")
+
+
+print("READ tf.function", write_then_read().numpy().decode(), open("traced.txt").read())
+
 v = tf.Variable(3.0)
 ckpt = tf.train.Checkpoint(v=v)
 path = ckpt.save("ckpt/c")
@@ -118,6 +126,7 @@ def test_fallback_redirects_writes_and_the_script_runs_to_its_end(tmp_path, monk
     assert read == {
         "existing": "original",
         "write_file": "tf-overwritten tf-overwritten",
+        "tf.function": "in a graph in a graph",
         "checkpoint": "ckpt/c-1 3.0 ckpt/c-1 ['README', 'c-1.data-00000-of-00001', 'c-1.index', 'checkpoint']",
         "manager": "['ckpt-3'] ckpt_mgr/ckpt-3",
         "model.keras": "[[2.0]]",

@@ -775,13 +775,21 @@ def install_tensorflow(ov: Overlay, own: Callable[[], bool]) -> None:
             return out(t, new)
         return tf.constant(new, dtype=tf.string)
 
+    traced: set = set()  # written by an op of a graph being built: the file exists when the graph runs
+
     def read_k(k):
+        if not tf.executing_eagerly() and (k in traced or not ov.real_exists(k)):
+            return ov.m(k)
         return ov.read_path(k)
 
     def write_k(k):
+        if not tf.executing_eagerly():
+            traced.add(k)
         return ov.write_path(k)
 
     def prefix_r(k):
+        if not tf.executing_eagerly() and (k in traced or not ov.real_exists(k + ".index")):
+            return ov.m(k)
         return ov.read_prefix(k)
 
     def dir_w(k):
