@@ -82,6 +82,10 @@ os.replace("tmp_new.txt", "target.txt")
 print("READ replace", open("target.txt").read(), os.path.exists("tmp_new.txt"))
 os.remove("victim.txt")
 print("READ remove", os.path.exists("victim.txt"), "victim.txt" in os.listdir("."))
+os.symlink("existing.txt", "alias")
+with open("alias", "a") as f:  # through the link: to the file it names
+    f.write("+via link")
+print("READ symlink", open("existing.txt").read(), os.readlink("alias"))
 print("END", flush=True)
 """
 
@@ -136,5 +140,6 @@ def test_fallback_redirects_writes_and_the_script_runs_to_its_end(tmp_path, monk
         "open": "w+a log+appended",
         "replace": "replaced False",
         "remove": "False False",
+        "symlink": "tf-overwritten+via link existing.txt",
     }, why
     assert snapshot(str(tmp_path)) == before  # the user's folder and its parent: byte-identical

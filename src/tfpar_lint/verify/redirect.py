@@ -138,6 +138,27 @@ class Overlay:
                 return False
         return False
 
+    def follow(self, k: str) -> tuple:
+        """Symbolic links at ``k`` resolved as the kernel would, through the mirrors:
+        ``(key, None)``, or ``(None, path)`` when a link leads to an allowed place."""
+        for _ in range(40):
+            with _busy():
+                if self.has_m(k):
+                    p = self.m(k)
+                elif self.visible(k):
+                    p = k
+                else:
+                    return k, None
+                if not os.path.islink(p):
+                    return k, None
+                t = self.o["readlink"](p)
+            nxt = os.path.normpath(os.path.join(os.path.dirname(k), t))
+            nk = self.key(nxt)
+            if nk is None:
+                return None, nxt
+            k = nk
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), k)
+
     def is_real_dir(self, k: str) -> bool:
         with _busy():
             return self.visible(k) and os.path.isdir(k)
@@ -369,6 +390,9 @@ def install_python(ov: Overlay, own: Callable[[], bool]) -> None:
         if k is None:
             return o["builtin_open"](path, mode, *a, **kw)
         writing = isinstance(mode, str) and any(c in mode for c in "wax+")
+        k, there = ov.follow(k)
+        if there is not None:  # a link into an allowed folder
+            return o["builtin_open"](_same_type(path, there), mode, *a, **kw)
         if writing and "x" in mode and ov.exists(k):
             raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), os.fsdecode(path))
         target = ov.write_path(k, keep="a" in mode or ("+" in mode and "w" not in mode)) if writing \
@@ -396,6 +420,10 @@ def install_python(ov: Overlay, own: Callable[[], bool]) -> None:
                 except OSError:
                     pass
             return o["open"](path, flags, mode, dir_fd=dir_fd)
+        if not flags & os.O_NOFOLLOW:
+            k, there = ov.follow(k)
+            if there is not None:
+                return o["open"](_same_type(path, there), flags, mode)
         if not flags & write_flags and ov.is_real_dir(k):
             return o["open"](k, flags, mode)  # a folder: the real one (names relative to it are mapped)
         if flags & write_flags:
@@ -416,6 +444,10 @@ def install_python(ov: Overlay, own: Callable[[], bool]) -> None:
             k = k_of(path, dir_fd)
             if k is None:
                 return orig(path, *a, dir_fd=dir_fd, **kw) if dir_fd is not None else orig(path, *a, **kw)
+            if name in ("stat", "access") and kw.get("follow_symlinks", True):
+                k, there = ov.follow(k)
+                if there is not None:
+                    return orig(_same_type(path, there), *a, **kw)
             return orig(_same_type(path, ov.read_path(k)), *a, **kw)
 
         f.__name__ = name
