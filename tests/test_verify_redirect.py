@@ -143,3 +143,67 @@ def test_fallback_redirects_writes_and_the_script_runs_to_its_end(tmp_path, monk
         "symlink": "tf-overwritten+via link existing.txt",
     }, why
     assert snapshot(str(tmp_path)) == before  # the user's folder and its parent: byte-identical
+
+
+OS_SCRIPT = r"""
+import errno, os, shutil, sys
+from tfpar_lint.verify import sandbox
+
+sandbox.install_python_guard([sys.argv[1]], tf_too=False)
+out = []
+os.rename("d", "d2")  # a real folder renamed: copied to its mirror, the real one hidden
+out.append(sorted(os.listdir("d2")) + [os.path.exists("d")])
+try:
+    os.rmdir("d2")
+except OSError as e:
+    out.append(errno.errorcode[e.errno])
+try:
+    os.mkdir("d2")
+except FileExistsError:
+    out.append("EEXIST")
+try:
+    os.close(os.open("f.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+except FileExistsError:
+    out.append("EEXIST")
+os.truncate("f.txt", 2)
+out.append(open("f.txt").read())
+with open(b"new.bin", "xb") as f:
+    f.write(b"\x00\x01")
+out.append(sorted(os.listdir(b".")))
+os.utime("f.txt", (0, 0))
+out.append(os.stat("f.txt").st_mtime)
+shutil.copy("f.txt", "copy.txt")
+shutil.move("copy.txt", "moved.txt")
+out.append(sorted(e.name for e in os.scandir(".")))
+os.remove("moved.txt")
+shutil.rmtree("d2")
+os.makedirs("d2/again")  # over the removed folder: its old files stay hidden
+out.append([sorted(x) for _, x, y in os.walk("d2")] + sorted(os.listdir(".")))
+print(repr(out))
+"""
+
+
+def test_overlay_semantics(tmp_path):
+    """rename of a real folder, rmdir of a non-empty one, O_EXCL/mkdir over existing names, truncate,
+    bytes paths, utime, shutil copy/move, scandir and walk over the union, a folder removed and made again."""
+    import subprocess
+
+    proj, run = tmp_path / "proj", tmp_path / "run"
+    (proj / "d" / "sub").mkdir(parents=True)
+    run.mkdir()
+    (proj / "d" / "a.txt").write_text("a")
+    (proj / "d" / "sub" / "b.txt").write_text("b")
+    (proj / "f.txt").write_text("hello")
+    before = snapshot(str(proj))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", OS_SCRIPT, str(run)], cwd=proj, capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, PYTHONPATH=os.path.join(root, "src")))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == repr([
+        ["a.txt", "sub", False], "ENOTEMPTY", "EEXIST", "EEXIST", "he",
+        [b"d2", b"f.txt", b"new.bin"], 0.0,
+        ["d2", "f.txt", "moved.txt", "new.bin"],
+        [["again"], [], "d2", "f.txt", "new.bin"],
+    ]), p.stdout + p.stderr[-3000:]
+    assert snapshot(str(proj)) == before
+    assert (run / "overlay").is_dir()  # the writes are there

@@ -550,9 +550,6 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
         elif event in _DIR_FD_AT:
             if args and not ok(args[0], _arg(args, _DIR_FD_AT[event])):
                 refuse(event, args[0])
-        elif event in ("shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.copymode", "shutil.copystat"):
-            if len(args) > 1 and not ok(args[1]):
-                refuse(event, args[1])
         elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"):
             raise PermissionError(errno.EACCES, f"tfpar-lint --verify: starting another program ({event}) is "
                                                 f"refused without a sandbox (the Python-level guard runs)")
@@ -582,7 +579,7 @@ _STATE: dict = {}
 # audit event -> position of its dir_fd argument (None: it has none)
 _DIR_FD_AT = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.chown": 3, "os.utime": 3,
               "os.truncate": None, "os.chflags": None, "os.lchflags": None, "os.setxattr": None,
-              "os.removexattr": None, "shutil.rmtree": 1, "shutil.chown": None, "os.mkfifo": 2, "os.mknod": 3}
+              "os.removexattr": None, "shutil.rmtree": 1, "os.mkfifo": 2, "os.mknod": 3}
 
 
 def _arg(args, i):
