@@ -29,6 +29,7 @@ unlike the CLI it is not protected from a crash of libcst.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar, Iterator, Optional, Sequence
 
 from tfpar_lint import __version__
@@ -100,18 +101,25 @@ class Plugin:
             from tfpar_lint import config
             from tfpar_lint.engine import AnalysisOptions
 
+            try:  # the project's own settings, as the CLI reads them
+                settings = config.load_settings(None)
+            except config.ConfigError:
+                settings = None  # flake8 is not the place to report it
             if cls.tf_version is not None:
                 tf_version = config.parse_tf_version(cls.tf_version, "--tfp-tf-version")
             else:
-                try:  # the project's own setting, as the CLI reads it
-                    tf_version = config.load_settings(None).tf_version
-                except config.ConfigError:
-                    tf_version = config.DEFAULT_TF_VERSION  # flake8 is not the place to report it
+                tf_version = settings.tf_version if settings is not None else config.DEFAULT_TF_VERSION
+            # the per-module summaries of the modules a file imports or is imported by: shared
+            # with the CLI and every flake8 process through the cache folder (cache-dir)
+            summary_dir = None
+            if settings is not None:
+                summary_dir = os.path.join(settings.root, settings.cache_dir)
             cls._options = AnalysisOptions(
                 strategy_factories=cls.strategy_factories,
                 dataset_distributors=cls.dataset_distributors,
                 extra_markers=cls.markers,
                 tf_version=tf_version,
+                summary_dir=summary_dir,
             )
         return cls._options
 

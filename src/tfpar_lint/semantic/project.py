@@ -25,12 +25,15 @@ import os
 import re
 import stat
 import sys
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import libcst as cst
 
+from tfpar_lint.semantic.summary import may_reach
+
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
+    from tfpar_lint.semantic.summary import SummaryStore
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 # Packages whose behaviour lives in tfpar_lint.tfapi: never looked for in the project.
@@ -60,10 +63,11 @@ def project_root(path: str) -> Optional[str]:
 
 class Project:
     def __init__(self, roots: list[str], build: Callable[[str, str], Optional["Module"]],
-                 root: Optional[str] = None) -> None:
+                 root: Optional[str] = None, summaries: Optional["SummaryStore"] = None) -> None:
         """``roots``: folders module names resolve against, in order; ``root``: the project root
         (scanned recursively for importers; other folders only at their top level);
-        ``build(path, source)`` makes a module's semantic model (the engine's parse)."""
+        ``build(path, source)`` makes a module's semantic model (the engine's parse);
+        ``summaries``: the per-module summaries (:mod:`.summary`) that spare parses, or None."""
         self.roots = [os.path.abspath(r) for r in dict.fromkeys(roots)]
         self.root = os.path.abspath(root) if root else None
         self._resolved: dict[tuple[str, str], Optional[str]] = {}
@@ -74,6 +78,8 @@ class Project:
         self._texts: Optional[dict[str, str]] = None
         self._index: Optional[dict[str, list[str]]] = None
         self._importers: dict[str, list["Module"]] = {}
+        self.summaries = summaries
+        self.spared: dict[str, int] = {"importers": 0, "names": 0}  # parses the summaries answered instead
 
     # -------------------------------------------------------------- modules
     def add(self, path: str, module: "Module") -> None:
@@ -117,8 +123,18 @@ class Project:
         """The project module the longest prefix of ``dotted`` names, and the rest of the name:
         ``models.build`` -> (models.py's Module, ["build"]).  Relative names (``.models.build``)
         resolve against ``importer``'s package.  None when no prefix is a project module."""
+        for path, rest in self._candidates(importer, dotted):
+            mod = self.module(path)
+            if mod is not None:
+                importer.project_deps.add(mod.path)
+                return mod, rest
+        return None
+
+    def _candidates(self, importer: "Module", dotted: str) -> Iterator[tuple[str, list[str]]]:
+        """The files ``dotted`` may name, best first, with the rest of the name (the first one
+        whose module parses is the answer)."""
         if not dotted:
-            return None
+            return
         level = len(dotted) - len(dotted.lstrip("."))
         parts = [p for p in dotted.lstrip(".").split(".") if p]
         if level:
@@ -132,18 +148,35 @@ class Project:
             for base in bases:
                 path = self._file_for_cached(base, parts[:n])
                 if path is not None and os.path.abspath(path) != os.path.abspath(importer.path):
-                    mod = self.module(path)
-                    if mod is not None:
-                        importer.project_deps.add(mod.path)
-                        return mod, parts[n:]
+                    yield path, parts[n:]
         if level and not parts:  # from . import x: the package itself
             path = self._file_for(bases[0], [])
-            mod = self.module(path) if path else None
-            if mod is not None:
-                importer.project_deps.add(mod.path)
-            return (mod, []) if mod is not None else None
-        return None
+            if path:
+                yield path, []
 
+    def unknown_without_parse(self, importer: "Module", dotted: str) -> bool:
+        """True when the project name ``dotted`` certainly holds the unknown value and its module
+        need not be parsed to say so (its summary: an inert module-level name, or two attributes
+        deep, ``pkg.mod.Class.attr``, which is not followed).  False: ask :meth:`resolve`."""
+        if self.summaries is None or not dotted:
+            return False
+        head = dotted.split(".", 1)[0]
+        if head in THIRD_PARTY or head in _STDLIB:
+            return False
+        for path, rest in self._candidates(importer, dotted):
+            path = os.path.abspath(path)
+            if path in self.modules or self.read >= MAX_MODULES or not rest:
+                return False  # parsed already (or failed to), past the cap, or the module itself
+            text = self._text(path)
+            summary = self.summaries.get(text) if text is not None else None
+            if summary is None:
+                return False
+            if len(rest) > 1 or rest[0] in summary["inert"]:
+                importer.project_deps.add(path)
+                self.spared["names"] += 1
+                return True
+            return False
+        return False
     def _file_for_cached(self, base: str, parts: list[str]) -> Optional[str]:
         key = (base, ".".join(parts))
         if key not in self._resolved:
@@ -168,7 +201,17 @@ class Project:
             return self._importers[path]
         self._importers[path] = []  # cycles: no importers while looking
         out = []
-        for other_path, _text in self.importer_texts(path):
+        names: Optional[frozenset[str]] = None
+        for other_path, text in self.importer_texts(path):
+            if self.summaries is not None:
+                if names is None:
+                    names = frozenset([f.name for f in module.functions] + [c.name for c in module.classes])
+                summary = self.summaries.get(text)
+                if summary is not None and not may_reach(summary, names):
+                    # it calls none of module's functions and classes and hands over only its own
+                    module.project_deps.add(other_path)
+                    self.spared["importers"] += 1
+                    continue
             other = self.modules.get(other_path) if other_path in self.modules else self.module(other_path)
             if other is not None and any(self._imports(other, b.qname, module) for b in other.module_imports()):
                 out.append(other)
