@@ -79,6 +79,7 @@ class Project:
         self._index: Optional[dict[str, list[str]]] = None
         self._importers: dict[str, list["Module"]] = {}
         self.summaries = summaries
+        self._summary_of: dict[str, Optional[dict]] = {}
         self.spared: dict[str, int] = {"importers": 0, "names": 0}  # parses the summaries answered instead
 
     # -------------------------------------------------------------- modules
@@ -154,6 +155,18 @@ class Project:
             if path:
                 yield path, []
 
+    def summary(self, path: str, text: Optional[str] = None) -> Optional[dict]:
+        """The summary of the project file at ``path`` (read from the cache folder or computed),
+        or None (no summaries, unreadable, or Python cannot parse it)."""
+        if self.summaries is None:
+            return None
+        path = os.path.abspath(path)
+        if path not in self._summary_of:
+            if text is None:
+                text = self._text(path)
+            self._summary_of[path] = self.summaries.get(text) if text is not None else None
+        return self._summary_of[path]
+
     def unknown_without_parse(self, importer: "Module", dotted: str) -> bool:
         """True when the project name ``dotted`` certainly holds the unknown value and its module
         need not be parsed to say so (its summary: an inert module-level name, or two attributes
@@ -167,8 +180,7 @@ class Project:
             path = os.path.abspath(path)
             if path in self.modules or self.read >= MAX_MODULES or not rest:
                 return False  # parsed already (or failed to), past the cap, or the module itself
-            text = self._text(path)
-            summary = self.summaries.get(text) if text is not None else None
+            summary = self.summary(path)
             if summary is None:
                 return False
             if len(rest) > 1 or rest[0] in summary["inert"]:
@@ -206,7 +218,7 @@ class Project:
             if self.summaries is not None:
                 if names is None:
                     names = frozenset([f.name for f in module.functions] + [c.name for c in module.classes])
-                summary = self.summaries.get(text)
+                summary = self.summary(other_path, text)
                 if summary is not None and not may_reach(summary, names):
                     # it calls none of module's functions and classes and hands over only its own
                     module.project_deps.add(other_path)
