@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import libcst as cst
 
+from tfpar_lint.semantic import summary as summary_mod
 from tfpar_lint.semantic.summary import may_reach
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,6 +81,11 @@ class Project:
         self._importers: dict[str, list["Module"]] = {}
         self.summaries = summaries
         self._summary_of: dict[str, Optional[dict]] = {}
+        # module path -> project files whose summaries its answers read (result-cache dependencies)
+        self._summary_deps: dict[str, set[str]] = {}
+        self._words: dict[str, Optional[frozenset[str]]] = {}  # project file -> the words of its text
+        self._unknown_memo: dict[tuple[str, str], bool] = {}
+        self._unknown_paths: dict[tuple[str, str], tuple[str, ...]] = {}
         self.spared: dict[str, int] = {"importers": 0, "names": 0}  # parses the summaries answered instead
 
     # -------------------------------------------------------------- modules
@@ -173,6 +179,15 @@ class Project:
         deep, ``pkg.mod.Class.attr``, which is not followed).  False: ask :meth:`resolve`."""
         if self.summaries is None or not dotted:
             return False
+        key = (os.path.abspath(importer.path), dotted)
+        got = self._unknown_memo.get(key)
+        if got is None:
+            got = self._unknown_memo[key] = self._unknown_without_parse(importer, dotted)
+        if got:
+            self._summary_deps.setdefault(key[0], set()).update(self._unknown_paths.get(key, ()))
+        return got
+
+    def _unknown_without_parse(self, importer: "Module", dotted: str) -> bool:
         head = dotted.split(".", 1)[0]
         if head in THIRD_PARTY or head in _STDLIB:
             return False
@@ -180,11 +195,15 @@ class Project:
             path = os.path.abspath(path)
             if path in self.modules or self.read >= MAX_MODULES or not rest:
                 return False  # parsed already (or failed to), past the cap, or the module itself
+            if len(rest) == 1 and path not in self._summary_of:
+                text = self._text(path)
+                if text is None or re.search(rf"^(?:async[ \t]+def|def|class)[ \t]+{re.escape(rest[0])}\b", text, re.M):
+                    return False  # a function or class: the summary would not help
             summary = self.summary(path)
             if summary is None:
                 return False
             if len(rest) > 1 or rest[0] in summary["inert"]:
-                importer.project_deps.add(path)
+                self._unknown_paths[(os.path.abspath(importer.path), dotted)] = (path,)
                 self.spared["names"] += 1
                 return True
             return False
@@ -213,29 +232,38 @@ class Project:
             return self._importers[path]
         self._importers[path] = []  # cycles: no importers while looking
         out = []
+        spared: list[str] = []
         names: Optional[frozenset[str]] = None
         for other_path, text in self.importer_texts(path):
-            if self.summaries is not None:
+            if self.summaries is not None and other_path not in self.modules:
+                # not parsed yet: parse it only if it may call or run one of module's functions
                 if names is None:
                     names = frozenset([f.name for f in module.functions] + [c.name for c in module.classes])
+                if other_path not in self._words:
+                    self._words[other_path] = summary_mod.words_of(text)
+                if not summary_mod.may_reach_text(text, self._words[other_path], names):
+                    spared.append(other_path)
+                    continue
                 summary = self.summary(other_path, text)
                 if summary is not None and not may_reach(summary, names):
-                    # it calls none of module's functions and classes and hands over only its own
-                    module.project_deps.add(other_path)
-                    self.spared["importers"] += 1
+                    spared.append(other_path)
                     continue
             other = self.modules.get(other_path) if other_path in self.modules else self.module(other_path)
             if other is not None and any(self._imports(other, b.qname, module) for b in other.module_imports()):
                 out.append(other)
         self._importers[path] = out
+        self.spared["importers"] += len(spared)
         module.project_deps.update(m.path for m in out)
+        # what they do decided that they do nothing here: a dependency of the answers (for the
+        # result cache), though no model of them was read
+        self._summary_deps.setdefault(path, set()).update(spared)
         return out
 
     def dependencies(self, module: "Module") -> set[str]:
         """Every project file ``module``'s answers may have read (imports, importers,
         transitively), not counting ``module`` itself."""
         out: set[str] = set()
-        work = list(module.project_deps)
+        work = list(module.project_deps) + list(self._summary_deps.get(os.path.abspath(module.path), ()))
         while work:
             p = os.path.abspath(work.pop())
             if p in out:
@@ -244,6 +272,7 @@ class Project:
             other = self.modules.get(p)
             if other is not None:
                 work.extend(other.project_deps)
+            work.extend(self._summary_deps.get(p, ()))
         out.discard(os.path.abspath(module.path))
         return out
 

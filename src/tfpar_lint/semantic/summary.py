@@ -41,6 +41,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import sys
 from typing import Optional
 
@@ -96,6 +97,28 @@ def may_reach(importer: dict, names: frozenset) -> bool:
     return bool(importer.get("hands_over")) or not names.isdisjoint(importer.get("calls", ()))
 
 
+# the words a handed-over callable's call needs (``strategy.run``, ``Thread``, ``ex.submit``...)
+_HANDOVER_WORDS = re.compile(r"\b(?:" + "|".join(sorted(_RUN | _POOL | {"Thread", "Timer"})) + r")\b")
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def words_of(text: str) -> Optional[frozenset]:
+    """The identifiers a text may use (every word; None when the text is not ASCII: identifiers
+    are then compared after normalisation, which a text search cannot do)."""
+    return frozenset(_WORD.findall(text)) if text.isascii() else None
+
+
+def may_reach_text(text: str, words: Optional[frozenset], names: frozenset) -> bool:
+    """:func:`may_reach` answered from the text alone when it can be (no summary needed): a module
+    whose text (its ``words``) holds none of ``names`` and no word of a hand-over call cannot
+    reach them.  True: ask the summary."""
+    if words is None:
+        return True
+    return not names.isdisjoint(words) or bool(_HANDOVER_WORDS.search(text))
+
+
 def _inert_value(name: str, node: Optional[ast.AST]) -> bool:
     """``name = <expression>`` (one plain target, or an annotated assignment with a value) whose
     expression inference never follows."""
@@ -131,20 +154,27 @@ class _Visitor(ast.NodeVisitor):
         if self._depth == 0:
             self.module_binds.setdefault(name, []).append(stmt if kind == "assign" else None)
 
-    def visit(self, node: ast.AST):  # noqa: D102 - remember the statement a Name belongs to
-        if isinstance(node, ast.stmt):
-            prev, self._stmt = self._stmt, node
-            try:
-                return super().visit(node)
-            finally:
-                self._stmt = prev
-        return super().visit(node)
-
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Store):
             self._bind(node.id, "assign", self._stmt)
         elif isinstance(node.ctx, ast.Del):
             self._bind(node.id, "del")
+
+    def _assign(self, node, targets: list) -> None:
+        """``NAME = value``: the statement is the binding's (other stores have none)."""
+        for t in targets:
+            self._stmt = node if isinstance(t, ast.Name) else None
+            self.visit(t)
+        self._stmt = None
+        for e in (node.value, getattr(node, "annotation", None)):
+            if e is not None:
+                self.visit(e)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._assign(node, node.targets)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._assign(node, [node.target])
 
     def _function(self, node, name: Optional[str]) -> None:
         if name is not None:
