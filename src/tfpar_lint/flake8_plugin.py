@@ -26,6 +26,13 @@ otherwise), so every such error is one flake8 would not show.  Files over the
 CLI's default size limit (``max-file-size``, 10M) are not parsed
 (``TFP000 E902 skipped: ...``).  The plugin parses in flake8's own process:
 unlike the CLI it is not protected from a crash of libcst.
+
+Whole-project analysis works as in the CLI: the project's other modules are
+read from disk, and their per-module summaries (which spare parsing most of
+those that cannot matter to the file, see :mod:`tfpar_lint.semantic.summary`)
+are read from and written to the ``cache-dir`` of the settings found from the
+current folder (``.tfpar_lint_cache`` in the project root by default), where
+the CLI and the other flake8 processes find them.
 """
 from __future__ import annotations
 
