@@ -9,7 +9,9 @@ part, written to a temporary folder and linted with every rule on through
 :func:`tfpar_lint.engine.lint_paths` (the supervised worker the CLI uses,
 ``-j1``, ``--file-timeout`` = ``--timeout``).  Prints one Markdown row per
 input: size, wall seconds, and what came out (the finding codes, or the
-per-file error).  The speed target of the issue: no input under 1 MB takes
+per-file error, and how many expressions were made opaque: :mod:`tfpar_lint.deep`).
+Wall time covers the whole analysis: reading, the guard, the parse, the rules.
+The speed target of the issue: no input under 1 MB takes
 over 5 s in the analysis; these are timings, not tests (tests/ asserts only
 the contract: no hang, no lost results).
 """
@@ -55,6 +57,11 @@ INPUTS = {
     "a.b.b... 50,000 deep": lambda: "z = a" + ".b" * 50000 + "\n",
     "'\\\\\\r\\n' (backslash, CR LF)": lambda: "\\\r\n",
     "3,001 adjacent strings": lambda: "z = " + " ".join(["'x'"] * 3001) + "\n",
+    "a + a + ... 5,000 terms, one per line in parentheses": lambda: "z = (\n" + " +\n".join(["    a"] * 5000) + "\n)\n",
+    "a + a + ... 2,500 terms": lambda: "z = " + " + ".join(["a"] * 2500) + "\n",
+    "a + a + ... 2,500 terms, one per line in parentheses": lambda: "z = (\n" + " +\n".join(["    a"] * 2500) + "\n)\n",
+    "and-chain 50,000 terms": lambda: "z = " + " and ".join(["a"] * 50000) + "\n",
+    "2,800 chains of 90 terms (a + a + ...)": lambda: ("z = " + " + ".join(["a"] * 90) + "\n") * 2800,
     "10,000 functions (TFP704)": lambda: functions(10000),
     "50 MB file": lambda: "x = 1\n" * (50 * 1024 * 1024 // 6 + 1),
 }
@@ -83,6 +90,8 @@ def main() -> int:
                 out = f"{error_code(res.error)} {res.error.message}"
             else:
                 out = ", ".join(sorted({f.code for f in res.findings})) or "clean"
+            for note in res.notes:
+                out += f"; note: {note.split(' too deep')[0]} opaque"
             print(f"| {name} | {size / 1024:,.0f} KB | {wall:.2f} | {out} |", flush=True)
     return 0
 

@@ -1,10 +1,13 @@
 """Whole-project analysis (issue 9): values followed across the files of a project.
 
 ``fixtures/project/bad/`` is one training job split over six files (strategy helper, model
-factory, data module, replica step, thread target, training loop); ``bad_single.py`` is the same
-program in one file; ``good/`` is the corrected project.  The split program must give the
-single file's findings in every mode (CLI over the folder, one changed file as pre-commit passes
-it, flake8), and its twin none."""
+factory, data module, replica step, thread target, training loop), and a multi-worker job
+(``mw_train.py`` and ``pkg/``) that reaches its values through chains of attributes in other
+modules (``config.settings.strategy``, ``helpers.factory.build_model()``, ``pkg.dist.is_chief``)
+and tests for the chief with a helper of another module; ``bad_single*.py`` are the same programs
+in one file each; ``good/`` is the corrected project.  The split programs must give the single
+files' findings in every mode (CLI over the folder, one changed file as pre-commit passes it,
+flake8), and their twin none."""
 from __future__ import annotations
 
 import json
@@ -48,12 +51,27 @@ def test_split_project_gives_the_single_files_findings():
     assert rc == 1, err
     got = found(items, PROJECT / "bad")
     assert got == expected(PROJECT / "bad")
-    # the strategy, the model, the data, the step and the thread target each live in another file
-    assert {f for f, _l, _c in got} == {"train.py", "steps.py", "workers.py"}
-    _rc, single, _err = cli(str(PROJECT / "bad_single.py"))
+    # the strategy, the model, the data, the step, the thread target and the chief test each
+    # live in another file
+    assert {f for f, _l, _c in got} == {"train.py", "steps.py", "workers.py", "mw_train.py", "pkg/checkpoints.py"}
+    singles = sorted(PROJECT.glob("bad_single*.py"))
+    _rc, single, _err = cli(*map(str, singles))
     assert sorted(c for _f, _l, c in got) == sorted(f["code"] for f in single)
-    assert {(f["line"], f["code"]) for f in single} == expected_in_source(
-        (PROJECT / "bad_single.py").read_text(encoding="utf-8"))
+    for path in singles:
+        assert {(f["line"], f["code"]) for f in single if Path(f["path"]).name == path.name} == expected_in_source(
+            path.read_text(encoding="utf-8"))
+
+
+def test_chains_of_attributes_and_chief_helpers_of_other_modules():
+    """The multi-worker job finds its strategy as ``config.settings.strategy`` (a module-level
+    object's attribute), its model as ``helpers.factory.build_model()`` (a module-level
+    instance's method) and tells the chief by ``pkg.dist.is_chief(strategy)`` (``import pkg.dist``)
+    and ``from .dist import is_chief``: without the other modules none of it is known."""
+    rc, items, err = cli(str(PROJECT / "bad" / "mw_train.py"), str(PROJECT / "bad" / "pkg"))
+    assert rc == 1, err
+    assert found(items, PROJECT / "bad") == {("mw_train.py", 16, "TFP603"), ("pkg/checkpoints.py", 12, "TFP603")}
+    _rc, alone, _err = cli("--no-project", str(PROJECT / "bad" / "mw_train.py"), str(PROJECT / "bad" / "pkg"))
+    assert alone == []
 
 
 def test_correct_twin_is_silent():
@@ -64,7 +82,7 @@ def test_correct_twin_is_silent():
 def test_each_file_alone_as_pre_commit_passes_changed_files():
     """pre-commit hands over only the changed files: the unchanged modules they import, or
     that import them, still come from the project on disk."""
-    for name in ("steps.py", "workers.py", "train.py"):
+    for name in ("steps.py", "workers.py", "train.py", "mw_train.py", "pkg/checkpoints.py"):
         rc, items, err = cli(str(PROJECT / "bad" / name))
         want = {x for x in expected(PROJECT / "bad") if x[0] == name}
         assert found(items, PROJECT / "bad") == want, (name, err)
@@ -149,3 +167,56 @@ def test_show_settings_names_the_project_root():
     proc = subprocess.run([sys.executable, "-m", "tfpar_lint", "--show-settings"], cwd=PROJECT / "bad",
                           capture_output=True, text=True, timeout=120)
     assert f"whole-project analysis: on; root {ROOT}" in proc.stdout
+
+
+_MWMS_MODEL = ("import tf_keras as keras\n\n\ndef build():\n    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+               "    model.compile(optimizer='sgd', loss='mse', metrics=['mae'])\n    return model\n")
+SHAPES = {
+    # import pkg.dist, then pkg.dist.make_strategy(): the strategy of a module two names deep
+    "import_pkg_mod_call": {
+        "pkg/__init__.py": "",
+        "pkg/dist.py": "import tensorflow as tf\n\n\ndef make_strategy():\n    return tf.distribute.MirroredStrategy()\n",
+        "train.py": "import tensorflow as tf\n\nimport pkg.dist\n\nstrategy = pkg.dist.make_strategy()\n"
+                    "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])  # expect: TFP101\n"
+                    "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n",
+    },
+    # the chief test is a helper of another module, called as utils.is_chief(strategy)
+    "module_chief_helper": {
+        "utils.py": "def is_chief(strategy):\n    return strategy.cluster_resolver.task_id == 0\n",
+        "models.py": _MWMS_MODEL,
+        "train.py": "import tensorflow as tf\n\nimport models\nimport utils\n\n"
+                    "strategy = tf.distribute.MultiWorkerMirroredStrategy()\nwith strategy.scope():\n"
+                    "    model = models.build()\nif utils.is_chief(strategy):\n"
+                    "    model.save('/tmp/model.keras')  # expect: TFP603\n",
+    },
+    # ... imported with `from .utils import is_chief` inside a package, the save in a helper
+    # whose model and strategy come from the caller in another module
+    "relative_chief_helper": {
+        "app/__init__.py": "",
+        "app/utils.py": "def is_chief(strategy):\n    return strategy.cluster_resolver.task_type in (None, 'chief')\n",
+        "app/save.py": "from .utils import is_chief\n\n\ndef save(model, strategy):\n    if is_chief(strategy):\n"
+                       "        model.save_weights('/tmp/w.weights.h5')  # expect: TFP603\n",
+        "models.py": _MWMS_MODEL,
+        "train.py": "import tensorflow as tf\n\nimport models\nfrom app.save import save\n\n"
+                    "strategy = tf.distribute.MultiWorkerMirroredStrategy()\nwith strategy.scope():\n"
+                    "    model = models.build()\nsave(model, strategy)\n",
+    },
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_cross_module_shape(shape, tmp_path):
+    """Each shape, split over files (in a folder without a project root file, linted whole and
+    file by file), gives its `# expect:` labels; each file alone (--no-project) gives none."""
+    for rel, text in SHAPES[shape].items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    want = expected(tmp_path)
+    assert want
+    _rc, items, err = cli(str(tmp_path), cwd=tmp_path)
+    assert found(items, tmp_path) == want, err
+    for rel in SHAPES[shape]:
+        _rc, items, err = cli(str(tmp_path / rel), cwd=tmp_path)
+        assert found(items, tmp_path) == {x for x in want if x[0] == rel}, (rel, err)
+    _rc, items, _err = cli("--no-project", str(tmp_path), cwd=tmp_path)
+    assert found(items, tmp_path) == set()

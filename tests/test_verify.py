@@ -176,27 +176,7 @@ def test_bad_fixture_confirmed(verified, path):
             assert v.replicas >= 2, why
 
 
-# A known verifier bug, kept visible (strict: the test fails as soon as the bug is fixed, so the
-# mark must then go): under --verify, fixtures/tutorials/save_load.py fails at its second
-# tf.saved_model.load (under another MirroredStrategy's scope) with "ValueError: operands could
-# not be broadcast together with shapes (8,) (0,)"; `python save_load.py`, also on 2 logical
-# CPUs, runs to the end.  It appeared when the sandboxed run (wt-vcontain) met the report and
-# step-agreement changes (wt-vreport): each branch alone ran it; both sandbox modes fail.
-_KNOWN_UNFAITHFUL = {"fixtures/tutorials/save_load.py"}
-
-
-def _good_params():
-    out = []
-    for p in GOOD + TUTORIALS:
-        rel = _rel(p)
-        marks = [pytest.mark.xfail(strict=True, reason="verifier bug: saved-model reload under another strategy "
-                                                      "fails under --verify only (see _KNOWN_UNFAITHFUL)")] \
-            if rel in _KNOWN_UNFAITHFUL else []
-        out.append(pytest.param(p, id=rel, marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("path", _good_params())
+@pytest.mark.parametrize("path", GOOD + TUTORIALS, ids=_rel)
 def test_good_fixture_and_tutorial_not_reproduced(verified, path):
     run = _run(verified, path)
     assert run.outcome in ("ok", "stopped"), run.summary()

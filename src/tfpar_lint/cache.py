@@ -158,7 +158,8 @@ class Cache:
             err = entry.get("error")
             error = FileError(path, str(err["message"]), int(err["line"]), int(err["col"])) if err else None
             result = FileResult(path, findings=findings, error=error, skipped=bool(entry.get("skipped")),
-                                deps=dict(entry.get("deps") or {}))
+                                deps=dict(entry.get("deps") or {}),
+                                notes=[str(n) for n in entry.get("notes") or []])
         except (ValueError, KeyError, TypeError, AttributeError):
             self.misses += 1
             return None
@@ -185,6 +186,7 @@ class Cache:
         entry = {
             "format": FORMAT, "key": self.key, "digest": file_digest,
             "findings": findings, "skipped": bool(result.skipped), "deps": dict(getattr(result, "deps", {}) or {}),
+            "notes": list(getattr(result, "notes", []) or []),
             "error": None if err is None else {"message": err.message, "line": err.line, "col": err.col},
         }
         try:

@@ -606,6 +606,10 @@ def _main(argv: list[str]) -> int:
         if r.error is not None:
             errors.append(r.error)
         findings.extend(r.findings)
+    if not quiet:
+        for r in results:
+            for note in getattr(r, "notes", None) or ():
+                _warn(f"{r.path}: {note}")
     if any(getattr(r, "capped", False) for r in results) and not quiet:
         from tfpar_lint.semantic.project import MAX_MODULES
 

@@ -11,6 +11,11 @@
   or exhausts memory gets an E903 error of its own and the run goes on.  Files
   that are not regular files (FIFOs, devices) or are over the size limit are
   skipped with an E902 error, before anything reads them.
+* Every libcst parse goes through :func:`tfpar_lint.deep.parse_module`: a file
+  with a suspiciously long logical line is parsed by Python first; what Python
+  rejects is E999 with Python's message (libcst never sees it), and an
+  expression deeper than libcst copes with is analysed as an unknown value
+  (the result's ``notes`` say so; the CLI prints them on standard error).
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from typing import Any, Callable, Collection, Optional, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from tfpar_lint import deep
 from tfpar_lint.files import read_regular
 from tfpar_lint.finding import FileError, Finding
 from tfpar_lint.registry import all_rules, default_codes
@@ -53,6 +59,7 @@ class FileResult:
     skipped: bool = False
     deps: dict[str, str] = field(default_factory=dict)  # other project files read: path -> sha256
     capped: bool = False  # whole-project analysis hit its cap on files read (semantic.project.MAX_MODULES)
+    notes: list[str] = field(default_factory=list)  # what the user should know (deep.note: opaque expressions)
 
 
 # One Project per (folders, options) per process: the project's modules are parsed once.
@@ -72,14 +79,23 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
         roots = [os.path.abspath(x) for x in options.src]
     elif root:
         roots = [root, os.path.join(root, "src")]
-    else:  # a folder of scripts: `python train.py` imports its neighbours
-        roots = [os.path.dirname(os.path.abspath(path))]
+    else:  # a folder of scripts: `python train.py` imports its neighbours; a module of a package
+        # (`pkg/dist.py` beside `pkg/__init__.py`) is imported from the folder above the package
+        top = os.path.dirname(os.path.abspath(path))
+        while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+            top = os.path.dirname(top)
+        roots = [top]
     key = (tuple(roots), root, options)
+    if not path.endswith(".py"):  # a notebook is outside the scan for importers: a project of its own,
+        key += (os.path.abspath(path),)  # whose modules' callers count the notebook's calls
     project = _PROJECTS.get(key)
     if project is None:
         def build(fpath: str, src: str) -> Module:
-            return Module(cst.parse_module(src), src, fpath, options.strategy_factories,
-                          options.dataset_distributors, tf_version=options.tf_version, project=project)
+            tree, opaque = deep.parse_module(src)
+            mod = Module(tree, src, fpath, options.strategy_factories,
+                         options.dataset_distributors, tf_version=options.tf_version, project=project)
+            mod.opaque = opaque  # the note, should this module be linted itself
+            return mod
 
         store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
         project = _PROJECTS[key] = Project(roots, build, root=root, summaries=store)
@@ -268,17 +284,22 @@ def _syntax_error(path: str, exc: Exception, line_map=None, source: Optional[str
 
 
 def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
-            with_fixes: bool = True, deps: Optional[dict] = None) -> list[Finding]:
-    """Parse ``source`` once and run ``rules`` on it.  Raises libcst.ParserSyntaxError.
-    ``deps``, when given, receives the other project files the answers read (path -> sha256)."""
+            with_fixes: bool = True, deps: Optional[dict] = None, notes: Optional[list] = None) -> list[Finding]:
+    """Parse ``source`` once (:func:`tfpar_lint.deep.parse_module`) and run ``rules`` on it.  Raises
+    libcst.ParserSyntaxError, or deep.PythonRejects (Python's own verdict on a suspicious file).
+    ``deps``, when given, receives the other project files the answers read (path -> sha256);
+    ``notes`` the notes for the user (expressions analysed as unknown values)."""
     project = project_for(path, options)
     known = project.modules.get(os.path.abspath(path)) if project is not None else None
     if known is not None and known.source == source:
         module, tree = known, known.tree  # already built as another file's import: the same object
+        opaque = getattr(known, "opaque", 0)
     else:
-        tree = cst.parse_module(source)
+        tree, opaque = deep.parse_module(source)
         module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
                         tf_version=options.tf_version, project=project)
+    if opaque and notes is not None:
+        notes.append(deep.note(opaque))
     try:
         return _analyse(module, tree, rules, with_fixes, path)
     finally:
@@ -463,11 +484,9 @@ def _syntax_check(source: str, path: str) -> Optional[FileError]:
     if not _TF_MENTIONS.search(source):
         return None
     try:
-        compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as exc:
-        return FileError(path, f"syntax error: {exc.msg}", line=exc.lineno or 0, col=exc.offset or 1)
-    except (ValueError, RecursionError, MemoryError):
-        return None  # libcst was never asked; nothing we can say more precisely
+        deep.python_tree(source)
+    except deep.PythonRejects as exc:  # the verdict the analysis would give (deep.parse_module)
+        return FileError(path, f"syntax error: {exc.message}", line=exc.line, col=exc.col or (1 if exc.line else 0))
     return None
 
 
@@ -486,8 +505,11 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
         extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
         return FileResult(path, findings=extra, skipped=not extra)
     deps: dict[str, str] = {}
+    notes: list[str] = []
     try:
-        findings = analyse(source, path, rules, options, deps=deps)
+        findings = analyse(source, path, rules, options, deps=deps, notes=notes)
+    except deep.PythonRejects as exc:
+        return FileResult(path, error=FileError(path, f"syntax error: {exc.message}", line=exc.line, col=exc.col))
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, source=source))
     except RecursionError:
@@ -504,7 +526,7 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
     project = project_for(path, options) if deps else None
-    return FileResult(path, findings, deps=deps, capped=bool(project is not None and project.capped))
+    return FileResult(path, findings, deps=deps, capped=bool(project is not None and project.capped), notes=notes)
 
 
 def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], raw: list[Finding]) -> list[Finding]:
@@ -600,8 +622,15 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
     rules = candidate_rules(source, _rules_for(enabled), options, path)
     if not rules:
         return FileResult(path, skipped=True)
+    notes: list[str] = []
     try:
-        findings = analyse(source, path, rules, options, with_fixes=False)  # fixes would edit the joined cells
+        findings = analyse(source, path, rules, options, with_fixes=False, notes=notes)  # fixes: joined cells
+    except deep.PythonRejects as exc:
+        if exc.line:
+            cell, cline = where(exc.line)
+            return FileResult(path, error=FileError(path, f"syntax error in cell {cell}: {exc.message}",
+                                                    line=cline, col=exc.col))
+        return FileResult(path, error=FileError(path, f"syntax error: {exc.message}"))
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, where, source))
     except RecursionError:
@@ -621,7 +650,7 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
             f.data["related_line"], f.data["related_cell"] = rline, rcell
             f.message = _name_related_line(f.message, f"cell {rcell}, line {rline}")
         _add_ipynb_region(f, cell_end, text, positions)
-    return FileResult(path, findings)
+    return FileResult(path, findings, notes=notes)
 
 
 def _add_ipynb_region(f: Finding, cell_end: int, text: str, positions: list) -> None:

@@ -25,7 +25,11 @@ runs the plugin only on files Python parses (it reports E999 itself
 otherwise), so every such error is one flake8 would not show.  Files over the
 CLI's default size limit (``max-file-size``, 10M) are not parsed
 (``TFP000 E902 skipped: ...``).  The plugin parses in flake8's own process:
-unlike the CLI it is not protected from a crash of libcst.
+unlike the CLI it is not protected from a crash of libcst by a worker process;
+the engine's one parse (:func:`tfpar_lint.deep.parse_module`) keeps the inputs
+that crash libcst (expressions nested thousands deep) away from it.  The
+notes of that guard (expressions analysed as unknown values) are not shown by
+flake8, which has no place for them.
 
 Whole-project analysis works as in the CLI: the project's other modules are
 read from disk, and their per-module summaries (which spare parsing most of

@@ -130,7 +130,8 @@ def _name_exprs(m: Module, name: cst.Name, scope: Scope, order: int) -> Optional
 
 def _followed(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[Exprs]:
     """One step back along the value of ``expr``: a name's reaching values, a ``self`` attribute's
-    assignments, a local helper call's returns; None when ``expr`` is none of these or unknown."""
+    assignments, a helper call's returns (a helper of this module or of another project module);
+    None when ``expr`` is none of these or unknown."""
     if isinstance(expr, cst.Name):
         return _name_exprs(m, expr, scope, order)
     if isinstance(expr, cst.Attribute):
@@ -139,9 +140,9 @@ def _followed(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> 
             return None
         return [(b.value, b.scope, b.order) for b in bs]
     if isinstance(expr, cst.Call):
-        q, _ = m.qualified_name(expr.func, scope, order)
-        if q:
-            return None
+        # a helper of this module or of another project module (``dist.is_chief(strategy)``,
+        # ``from .dist import is_chief``: resolved through the project's imports); an API call
+        # resolves to no function
         fns = m.resolve_function(expr.func, scope, order)
         if not fns or not all(f.returns for f in fns):
             return None

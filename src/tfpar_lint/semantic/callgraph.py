@@ -56,7 +56,9 @@ class CallGraph:
             for other in self.m.importers():
                 for cs in other.calls:
                     if attr_name(cs.node.func) in names:
-                        for target in other.callees(cs):
+                        # their callees named after this module's functions (``other.callees``
+                        # keeps only names ``other`` defines itself)
+                        for target in other.callgraph.targets(cs, names):
                             if target.scope.module is self.m:
                                 table.setdefault(id(target), []).append(cs)
             self._callers = table
@@ -70,8 +72,12 @@ class CallGraph:
     def callees(self, cs: CallSite) -> list[FunctionInfo]:
         """Local functions the call site ``cs`` may call (``C(...)`` of a local class calls
         ``C.__init__``)."""
+        return self.targets(cs, self._function_names())
+
+    def targets(self, cs: CallSite, names: frozenset[str] | set[str]) -> list[FunctionInfo]:
+        """The functions (of any project module) the call site ``cs`` of this module may call,
+        when the called name is one of ``names``."""
         f = cs.node.func
-        names = self._function_names()
         if isinstance(f, cst.Name):
             if f.value not in names:
                 return []

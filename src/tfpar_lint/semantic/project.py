@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 import libcst as cst
 
 from tfpar_lint.semantic import summary as summary_mod
+from tfpar_lint.semantic.nodes import dotted_name
 from tfpar_lint.semantic.summary import may_reach
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -175,8 +176,8 @@ class Project:
 
     def unknown_without_parse(self, importer: "Module", dotted: str) -> bool:
         """True when the project name ``dotted`` certainly holds the unknown value and its module
-        need not be parsed to say so (its summary: an inert module-level name, or two attributes
-        deep, ``pkg.mod.Class.attr``, which is not followed).  False: ask :meth:`resolve`."""
+        need not be parsed to say so: its summary shows an inert module-level name
+        (``config.BATCH``, and so ``config.BATCH.attr``).  False: ask :meth:`resolve`."""
         if self.summaries is None or not dotted:
             return False
         key = (os.path.abspath(importer.path), dotted)
@@ -195,19 +196,20 @@ class Project:
             path = os.path.abspath(path)
             if path in self.modules or self.read >= MAX_MODULES or not rest:
                 return False  # parsed already (or failed to), past the cap, or the module itself
-            if len(rest) == 1 and path not in self._summary_of:
+            if path not in self._summary_of:
                 text = self._text(path)
                 if text is None or re.search(rf"^(?:async[ \t]+def|def|class)[ \t]+{re.escape(rest[0])}\b", text, re.M):
                     return False  # a function or class: the summary would not help
             summary = self.summary(path)
             if summary is None:
                 return False
-            if len(rest) > 1 or rest[0] in summary["inert"]:
+            if rest[0] in summary["inert"]:
                 self._unknown_paths[(os.path.abspath(importer.path), dotted)] = (path,)
                 self.spared["names"] += 1
                 return True
             return False
         return False
+
     def _file_for_cached(self, base: str, parts: list[str]) -> Optional[str]:
         key = (base, ".".join(parts))
         if key not in self._resolved:
@@ -249,7 +251,14 @@ class Project:
                     spared.append(other_path)
                     continue
             other = self.modules.get(other_path) if other_path in self.modules else self.module(other_path)
-            if other is not None and any(self._imports(other, b.qname, module) for b in other.module_imports()):
+            if other is not None and any(self._imports(other, q, module) for b in other.module_imports()
+                                         for q in _imported_names(b)):
+                out.append(other)
+        # linted modules the scan does not cover (a notebook): their calls count too
+        texts = self._project_texts()
+        for other_path, other in list(self.modules.items()):
+            if other is not None and other is not module and other_path not in texts and any(
+                    self._imports(other, q, module) for b in other.module_imports() for q in _imported_names(b)):
                 out.append(other)
         self._importers[path] = out
         self.spared["importers"] += len(spared)
@@ -354,8 +363,8 @@ class Project:
             seen = 0
             for root in self.roots:
                 for dirpath, dirnames, filenames in os.walk(root):
-                    if root != self.root:
-                        dirnames[:] = []  # a script's folder: its own files only
+                    if root != self.root:  # a script's folder: its own files and its packages
+                        dirnames[:] = [d for d in dirnames if os.path.isfile(os.path.join(dirpath, d, "__init__.py"))]
                     dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in (
                         "__pycache__", "node_modules", "site-packages", "venv", "build", "dist")]
                     for fn in filenames:
@@ -372,6 +381,17 @@ class Project:
                         self.capped = True
                         break
         return self._texts
+
+
+def _imported_names(b) -> list[str]:
+    """The module names an import binding imports: ``import pkg.dist`` binds ``pkg`` but
+    imports ``pkg.dist`` too."""
+    out = [b.qname]
+    if isinstance(b.node, cst.ImportAlias) and b.qname:
+        full = dotted_name(b.node.name) or ""
+        if full.startswith(b.qname + "."):
+            out.append(full)
+    return out
 
 
 def _read_regular(path: str) -> Optional[str]:

@@ -32,8 +32,8 @@ full model would, or the module is parsed as before):
   ``defs`` cannot make any of ``M``'s functions a callee, a replica function or a thread target
   (those all start at a call whose callee's last name is the function's, or at a handed-over
   callable): it is not parsed for ``M``'s callers, replica functions and thread targets;
-* ``from M import BATCH`` / ``M.BATCH`` with ``BATCH`` inert is the unknown value without
-  parsing ``M``; so is ``M.a.b`` (two attributes through a module are not followed).
+* ``from M import BATCH`` / ``M.BATCH`` (and ``M.BATCH.attr``) with ``BATCH`` inert is the
+  unknown value without parsing ``M``.
 """
 from __future__ import annotations
 

@@ -144,11 +144,13 @@ class Inference:
         ``trainer.step``, ``self.losses.reconstruction``): its method, or what its methods assign
         to ``self.name``.  None when the receiver is anything else or the class does not define
         ``name`` (then the API / variable-list inference applies)."""
-        recv = self.infer(expr.value, scope, order)
+        return self._instance_member(self.infer(expr.value, scope, order), expr.attr.value)
+
+    def _instance_member(self, recv: list[Value], name: str) -> Optional[list[Value]]:
+        """``_instance_attribute`` for receiver values already known."""
         if not recv or not all(isinstance(v.info, ClassInfo) and v.kind != api.CLASS and isinstance(v.origin, cst.Call)
                                for v in recv):
             return None
-        name = expr.attr.value
         out: list[Value] = []
         for v in recv:
             found = self._class_member(v.info, name)
@@ -343,11 +345,20 @@ class Inference:
 
     def _attribute_of(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
         """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
-        attr = expr.attr.value
+        return self._attribute_of_values(self.infer(expr.value, scope, order), expr.attr.value)
+
+    def _attr_values(self, recv: list[Value], attr: str) -> list[Value]:
+        """What ``<recv>.attr`` holds, the receiver's values known: the answer ``_infer`` gives
+        for an attribute expression (an instance's member first, then ``_attribute_of``).  Walks
+        chains through another module: ``config.settings.strategy``, ``helpers.factory.build``."""
+        inst = self._instance_member(recv, attr)
+        return inst if inst is not None else self._attribute_of_values(recv, attr)
+
+    def _attribute_of_values(self, recv: list[Value], attr: str) -> list[Value]:
         if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
             # an attribute of an instance of a local class: what its methods assign to self.<attr>
             out = []
-            for v in self.infer(expr.value, scope, order):
+            for v in recv:
                 if v.kind == api.MODULE:
                     out.extend(self._module_attr(v, attr))
                     continue
@@ -367,7 +378,7 @@ class Inference:
                     out.extend(self.binding_values(b))
             return out or [UNKNOWN]
         out = []
-        for v in self.infer(expr.value, scope, order):
+        for v in recv:
             if v.kind not in (api.MODEL, api.LAYER) and not (
                     attr in api.VARIABLE_LIST_ATTRS and isinstance(v.info, ClassInfo) and v.kind != api.CLASS
                     and self._tf_module_class(v.info)):
@@ -477,9 +488,12 @@ class Inference:
         module = Value(api.MODULE, other.path, info=other)
         if not rest:
             return [module]
-        if len(rest) > 1:
-            return [UNKNOWN]
-        return self._module_attr(module, rest[0])
+        vals = self._module_attr(module, rest[0])
+        for attr in rest[1:]:  # pkg.mod.obj.attr: the chain, member by member
+            if all(v.kind == api.UNKNOWN and v.info is None for v in vals):
+                return [UNKNOWN]
+            vals = self._attr_values(vals, attr)
+        return vals
 
     def container_items(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
                         key: object = None, _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:

@@ -27,6 +27,7 @@ class VerifierStop(BaseException):
 
 
 STOP_SENTINEL = "TFPAR_VERIFY_STOP"
+_OWN_THREAD = "_tfpar_verifier_thread"
 SYNC_WAIT = 20.0  # seconds a worker waits for its peers' decision at the step bound
 
 # Frames skipped when looking for the code that called a TensorFlow API:
@@ -34,6 +35,22 @@ SYNC_WAIT = 20.0  # seconds a worker waits for its peers' decision at the step b
 # tf.image.random_* drawing with random_ops) and this package.
 _TF_INTERNAL = (os.sep + "tensorflow" + os.sep,)
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def own_thread(t: threading.Thread) -> threading.Thread:
+    """Mark a thread the verifier itself starts in the child (its watchdog): the probes that
+    ask whether the script runs threads must not count it."""
+    setattr(t, _OWN_THREAD, True)
+    return t
+
+
+def script_threads_running() -> bool:
+    """Whether a thread other than the main thread and the verifier's own is alive: one the
+    script started, or one TensorFlow started for it (MirroredStrategy's replica threads)."""
+    if threading.active_count() <= 1:
+        return False
+    main = threading.main_thread()
+    return any(t is not main and not getattr(t, _OWN_THREAD, False) for t in threading.enumerate())
 
 
 class Recorder:

@@ -43,6 +43,8 @@ class _State:
         self.split: list[dict[str, Any]] = []  # TFP208
         self.local = __import__("threading").local()  # .call: the strategy.run call this replica thread runs
         self.plain_iters: dict[str, dict[str, Any]] = {}  # plain iterators consumed inside replica functions
+        # iterators each replica makes inside the replica function over one plain dataset, per (iter line, site)
+        self.inner_iters: dict[str, dict[str, Any]] = {}
         self.hand: dict[int, dict[str, Any]] = {}  # id(dataset) -> one dataset held several times in a list
         self.hand_refs: list[Any] = []
 
@@ -277,10 +279,13 @@ def _same_object_held(R, obj) -> Optional[tuple[str, int, int]]:
 
 
 def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
-    """Two things seen through ``iter(dataset)`` / ``next(iterator)`` on plain tf.data:
+    """Three things seen through ``iter(dataset)`` / ``next(iterator)`` on plain tf.data:
 
     * a plain iterator consumed inside a replica function (``strategy.run(lambda:
       next(iterator))``): which replicas took which element, per call site;
+    * a plain dataset iterated inside the replica function (``for b in ds`` or
+      ``next(iter(ds))`` there): every replica makes its own iterator; what each
+      replica read, per (line of the ``iter()``, call site);
     * one dataset object held several times in a list of the script (``[ds] * n``)
       and iterated entry after entry: the first elements of each pass."""
     from tensorflow.python.data.ops import dataset_ops, iterator_ops
@@ -301,6 +306,18 @@ def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
                 if line is None:
                     return it
                 it._tfpar_iter_line = line
+                call = getattr(S.local, "call", None)
+                if call is not None and R.in_replica_fn():  # made by the replica function itself
+                    key = f"{line}@{','.join(map(str, call['lines']))}"
+                    with R.lock:
+                        inner = S.inner_iters.get(key)
+                        if inner is None and len(S.inner_iters) < 20:
+                            inner = S.inner_iters[key] = {"lines": call["lines"], "made": line, "replicas": {},
+                                                          "iterators": 0}
+                        if inner is not None:
+                            inner["iterators"] += 1
+                    it._tfpar_inner = inner
+                    return it
                 rec = S.hand.get(id(self))
                 if rec is None and len(S.hand) < 20 and R.in_main_thread():
                     held = _same_object_held(R, self)
@@ -326,7 +343,15 @@ def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
                 if hand is not None and len(hand) < cap:
                     hand.append(fps_of(out))
                 call = getattr(S.local, "call", None)
-                if call is not None and R.in_replica_fn():
+                inner = getattr(self, "_tfpar_inner", None)
+                if inner is not None:
+                    if R.in_replica_fn():
+                        rid = int(tf.distribute.get_replica_context().replica_id_in_sync_group)
+                        with R.lock:
+                            got = inner["replicas"].setdefault(str(rid), [])
+                            if len(got) < cap:
+                                got.append(fps_of(out))
+                elif call is not None and R.in_replica_fn():
                     rid = int(tf.distribute.get_replica_context().replica_id_in_sync_group)
                     key = f"{id(self)}@{','.join(map(str, call['lines']))}"
                     with R.lock:
@@ -548,6 +573,7 @@ def collect(R) -> dict[str, Any]:
     return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs,
             "reads": list(S.reads.values()), "list_files": S.list_files, "coverage": S.coverage,
             "split": S.split, "plain_iters": list(S.plain_iters.values()), "hand": list(S.hand.values()),
+            "inner_iters": list(S.inner_iters.values()),
             "distributed": S.distributed_datasets}
 
 
@@ -885,6 +911,10 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             text = _plain_iter_text(rec)
             if text and (line in rec.get("lines", []) or line in (rec.get("made"), rec.get("at"))):
                 return CONFIRMED, text
+        for rec in (o or {}).get("inner_iters", []):
+            text = _inner_iter_text(rec)
+            if text and (line in rec.get("lines", []) or line == rec.get("made")):
+                return CONFIRMED, text
     if overlap:
         return CONFIRMED, overlap
     if verdicts:
@@ -926,6 +956,10 @@ def observe(run) -> tuple[str, str]:
             text = _plain_iter_text(rec)
             if text:
                 return CONFIRMED, text
+        for rec in (o or {}).get("inner_iters", []):
+            text = _inner_iter_text(rec)
+            if text:
+                return CONFIRMED, text
         for rec in (o or {}).get("hand", []):
             text = _hand_text(rec)
             if text:
@@ -962,6 +996,11 @@ def _observe_streams(run) -> tuple[str, str]:
         steps = sum(v[1] for _, v in verdicts)
         return NOT_REPRODUCED, (f"{len(verdicts)} strategy.run site(s), {steps} step(s): every replica received "
                                 f"different data")
+    inner = [r for o in obs for r in (o or {}).get("inner_iters", []) if len(r.get("replicas", {})) >= 2]
+    if inner:
+        r = inner[0]
+        return NOT_REPRODUCED, (f"the replicas of strategy.run at line {_site_line(r)} read different data from the "
+                                f"dataset they iterated inside the replica function (iter() at line {r['made']})")
     if sites:
         return NOT_REPRODUCED, "strategy.run passed no per-replica data (fewer than 2 replicas or no tensors)"
     return NOT_REPRODUCED, "no strategy.run calls"
@@ -982,6 +1021,26 @@ def _plain_iter_text(rec: dict) -> Optional[str]:
             f"none split across the replicas by tf.distribute")
 
 
+def _inner_iter_text(rec: dict) -> Optional[str]:
+    """Every replica read the same batches from a plain dataset it iterated inside the replica
+    function (compared element by element, as far as the replica that read least)."""
+    reps = {rid: g for rid, g in rec.get("replicas", {}).items() if g}
+    if len(reps) < 2:
+        return None
+    got = list(reps.values())
+    n = min(len(g) for g in got)
+    if any(g[k] != got[0][k] for g in got[1:] for k in range(n)):
+        return None  # the replicas read different data (e.g. a dataset sharded by replica id inside)
+    if not any(_size(f[0]) >= 2 for k in range(n) for f in got[0][k]):
+        return None  # scalars only: nothing that could have been split
+    site = rec["lines"][0] if rec.get("lines") else "?"
+    shape = _shape_str({0: got[0][0]})
+    return (f"the {len(reps)} replicas of strategy.run at line {site} each iterated the undistributed dataset "
+            f"(iter() at line {rec['made']}, inside the replica function) and read the same batches: {n} "
+            f"{shape} batch{'es' if n != 1 else ''} identical on every replica, none split across the replicas "
+            f"by tf.distribute")
+
+
 def _hand_text(rec: dict) -> Optional[str]:
     passes = [p for p in rec.get("passes", []) if p]
     if len(passes) < 2:
@@ -996,9 +1055,27 @@ def _hand_text(rec: dict) -> Optional[str]:
             f"{len(passes)} passes): every device gets the same data")
 
 
+def _same_values_fps(run) -> set:
+    """Fingerprints of the values that a value_fn gave identically to every replica."""
+    out = set()
+    for o in run.probe("input"):
+        for v in (o or {}).get("values_fn", []):
+            reps = list(v["replicas"].values())
+            if len(reps) >= 2 and all(r == reps[0] for r in reps[1:]):
+                out.update(f[2] for f in reps[0] if _size(f[0]) >= 2)
+    return out
+
+
+def _fed_by(site: dict, fps: set) -> bool:
+    """Every non-scalar input the site's replicas received is one of ``fps``."""
+    got = {f[2] for steps in site.get("replicas", {}).values() for step in steps for f in step if _size(f[0]) >= 2}
+    return bool(got) and got <= fps
+
+
 def locate(run) -> list:
     """Input mistakes seen at one place: identical batches on every replica of a
     ``strategy.run`` call (TFP201), a plain iterator consumed inside the replica function
+    (TFP201), a plain dataset iterated by every replica inside the replica function
     (TFP201), a value function that gave every replica the same value, or one dataset
     replicated by hand in a list (TFP202), a dataset function that ignores its input
     context across workers (TFP203), workers reading the same data from a dataset
@@ -1009,9 +1086,12 @@ def locate(run) -> list:
     from tfpar_lint.verify.probes import Seen
 
     out = []
+    same_values = _same_values_fps(run)
     for _, s in _all_sites(run):
         v = _site_verdict(s)
         if v and v[0] and (s.get("arg_kind") != "plain" or _stream(s)) and s.get("lines"):
+            if s.get("arg_kind") == "distributed" and _fed_by(s, same_values):
+                continue  # the value_fn's mistake (TFP202 below), seen again where its values arrive
             kind = "an undistributed tensor" if s.get("arg_kind") == "plain" else "identical data"
             out.append(Seen("TFP201", int(s["lines"][0]), (
                 f"strategy.run at line {s['lines'][0]} received {kind}: each of the {len(s['replicas'])} replicas "
@@ -1023,6 +1103,10 @@ def locate(run) -> list:
             if text and rec.get("lines"):
                 out.append(Seen("TFP201", int(rec["lines"][0]), text,
                                 tuple(x for x in [rec.get("made"), rec.get("at")] if x) + tuple(rec["lines"])))
+        for rec in (o or {}).get("inner_iters", []):
+            text = _inner_iter_text(rec)
+            if text and rec.get("lines"):
+                out.append(Seen("TFP201", int(rec["lines"][0]), text, (int(rec["made"]),) + tuple(rec["lines"])))
         for rec in (o or {}).get("hand", []):
             text = _hand_text(rec)
             if text:

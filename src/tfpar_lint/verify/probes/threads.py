@@ -18,6 +18,7 @@ stale writes observed).
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
@@ -32,7 +33,20 @@ class _State:
         self.refs: dict[int, Any] = {}
         self.local = threading.local()
         self.graph_writes: set[int] = set()
-        self.read_lines: dict[int, set[int]] = {}  # id(variable) -> script lines that read it from a thread
+        # id(variable) -> (weak reference to it, script lines that read it from a thread)
+        self.read_lines: dict[int, tuple[Any, set[int]]] = {}
+
+
+def _same(entry, v) -> bool:
+    """An entry keyed by ``id(v)`` is about ``v``, not about a dead variable whose id ``v`` reuses."""
+    return entry is not None and entry[0] is not None and entry[0]() is v
+
+
+def _ref(v):
+    try:
+        return weakref.ref(v)
+    except TypeError:  # pragma: no cover - tf variables take weak references
+        return None
 
 
 def install(R) -> None:
@@ -40,7 +54,7 @@ def install(R) -> None:
     from tensorflow.python.eager import context
     from tensorflow.python.ops import resource_variable_ops
 
-    from tfpar_lint.verify.runtime import patch, patch_variable_method
+    from tfpar_lint.verify.runtime import patch, patch_variable_method, script_threads_running
 
     S = _State()
     R.threads = S
@@ -55,13 +69,21 @@ def install(R) -> None:
             return False
 
     def tracking(v) -> bool:
-        return context.executing_eagerly() and (threading.active_count() > 1 or id(v) in S.vars)
+        # Only while the script has threads (the verifier's own watchdog does not count), or for a
+        # variable already written from one: a script without threads is not slowed down, and its
+        # variables' reads and writes (restores included) are left alone.
+        return context.executing_eagerly() and (id(v) in S.vars or script_threads_running())
 
     def last_reads() -> dict:
+        """id(variable) -> (weak reference to it, the value this thread last read)."""
         d = getattr(S.local, "reads", None)
         if d is None:
             d = S.local.reads = {}
         return d
+
+    def last_read(v):
+        e = last_reads().get(id(v))
+        return e[1] if _same(e, v) else None
 
     def busy() -> bool:
         return getattr(S.local, "busy", False)
@@ -71,11 +93,13 @@ def install(R) -> None:
             out = orig(self, *a, **k)
             if not busy() and tracking(self) and small(self):
                 try:
-                    last_reads()[id(self)] = np.asarray(out.numpy(), dtype=np.float64)
+                    last_reads()[id(self)] = (_ref(self), np.asarray(out.numpy(), dtype=np.float64))
                     if threading.current_thread() is not R.main_thread:
-                        seen = S.read_lines.setdefault(id(self), set())
-                        if len(seen) < 20:
-                            seen.update(R.script_lines(2)[:1])
+                        e = S.read_lines.get(id(self))
+                        if not _same(e, self):
+                            e = S.read_lines[id(self)] = (_ref(self), set())
+                        if len(e[1]) < 20:
+                            e[1].update(R.script_lines(2)[:1])
                 except Exception:
                     pass
             return out
@@ -97,19 +121,28 @@ def install(R) -> None:
                     return orig(self, value, *a, **k)
                 if busy() or not tracking(self) or not small(self):
                     return orig(self, value, *a, **k)
+                # The bookkeeping never changes what the script sees: whatever it cannot measure
+                # (a value it cannot read, shapes that do not match) is left out, and the write
+                # goes ahead as it would without the verifier.
                 try:
                     before = current(self)
                     val = np.asarray(value.numpy() if hasattr(value, "numpy") else value, dtype=np.float64)
+                    mine = last_read(self)
+                    if mine is not None and mine.shape != before.shape:
+                        mine = None
+                    if kind == "assign":
+                        if val.shape != before.shape:
+                            # Not an update of a value the variable had: e.g. the restore of a variable
+                            # tf.saved_model.load creates uninitialized (it reads as an empty array).
+                            return orig(self, value, *a, **k)
+                        base = mine if mine is not None else before
+                        delta = float(np.sum(val - base))
+                        stale = mine is not None and not np.array_equal(mine, before)
+                    else:
+                        delta = float(np.sum(val)) * (1 if kind == "assign_add" else -1)
+                        stale = False
                 except Exception:
                     return orig(self, value, *a, **k)
-                mine = last_reads().get(id(self))
-                if kind == "assign":
-                    base = mine if mine is not None else before
-                    delta = float(np.sum(val - base))
-                    stale = mine is not None and not np.array_equal(mine, before)
-                else:
-                    delta = float(np.sum(val)) * (1 if kind == "assign_add" else -1)
-                    stale = False
                 lines = R.script_lines(2)
                 tid = threading.get_ident()
                 with R.lock:
@@ -189,7 +222,8 @@ def collect(R) -> dict[str, Any]:
             "sites": rec["sites"], "kinds": sorted(rec["kinds"]),
             "unit": abs(rec["delta"]) / rec["writes"] if rec["writes"] else 0.0,
             "graph_writes": vid in S.graph_writes,
-            "reads": sorted(S.read_lines.get(vid, ())), "starts": sorted(x for x in rec["starts"] if x is not None),
+            "reads": sorted(S.read_lines[vid][1] if _same(S.read_lines.get(vid), v) else ()),
+            "starts": sorted(x for x in rec["starts"] if x is not None),
         })
     return {"variables": out}
 

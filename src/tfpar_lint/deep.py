@@ -1,0 +1,417 @@
+"""The one parse of the engine: libcst, guarded against expressions too deep for it.
+
+libcst's parser is fast on ordinary code but super-linear on deep expressions
+(``z = a + a + ...`` with 5,000 terms: 5.7 s; ``a.b.b...`` 20,000 deep: SIGSEGV).
+Every libcst parse of the engine (the CLI's workers, ``--fix``, the flake8
+plugin, the project's other modules) goes through :func:`parse_module`:
+
+1. :func:`suspicious` is a cheap text test (no parse): files under
+   ``MIN_SIZE`` bytes never trigger; otherwise the text is cut into approximate
+   logical lines (a line continues while more brackets are open than closed, or
+   after a trailing backslash) and the test triggers when, on one logical line,
+   the operator and attribute characters plus the deepest bracket nesting are
+   more than ``TRIGGER_OPS``; on long logical lines the keywords ``and or not
+   lambda if await`` and the string literals count too.
+2. A suspicious file is parsed by Python first (:func:`python_tree`, C speed).
+   If Python rejects it (SyntaxError such as "too many nested parentheses",
+   RecursionError, MemoryError) that is the verdict: :class:`PythonRejects`,
+   reported as E999, and libcst never sees the file.  Otherwise the height of
+   every expression is computed without recursion (:func:`heights`, measured in
+   libcst's nesting: ``a and b and c`` is two levels, as are two adjacent string
+   literals), and every maximal expression higher than ``MAX_HEIGHT`` is made
+   *opaque*: replaced in the text by a same-shape placeholder, ``(`` + the name
+   ``OPAQUE`` + spaces + ``)`` with every line break kept in place, so every
+   line and column outside it is unchanged.  The analysis sees an unbound name:
+   an unknown value.
+3. When libcst still raises a parser or tokenizer error on code Python accepts
+   (e.g. 3,001 adjacent string literals), the expressions of the statement at
+   the error are made opaque too and libcst gets one more try; if that fails the
+   original error stands (E903 "libcst cannot parse this file, though Python
+   can").
+
+``TFPAR_LINT_DEEP=off`` turns steps 1-3 off (libcst gets every file as it is:
+for measuring libcst itself, and for the tests of the worker supervision).
+"""
+from __future__ import annotations
+
+import _thread
+import ast
+import io
+import os
+import re
+import tokenize
+from typing import Optional
+
+import libcst as cst
+
+# Files smaller than this never trigger (libcst parses 1,000-deep chains in well under a second).
+MIN_SIZE = 2048
+# The trigger: operator, attribute and bracket characters kept, everything else dropped
+# (str.translate, then characters outside ASCII dropped).
+_KEPT = "-+*/%@&|^~<>.()[]{}\\\n"
+_OPS_ONLY = {i: (i if chr(i) in _KEPT else None) for i in range(128)}
+TRIGGER_OPS = 80
+# Chains of keywords (``a and a and ...``, ``x if c else x if ...``, ``not not ...``) hold no
+# operator characters; they are counted on long logical lines only (one physical line of at least
+# LONG_LINE characters, or a logical line over LONG_LOGICAL physical lines).
+_KEYWORDS = re.compile(r"\b(?:and|or|not|lambda|if|await)\b")
+LONG_LINE = 2000
+LONG_LOGICAL = 50
+# Expressions higher than this (libcst's nesting) are made opaque.
+MAX_HEIGHT = 60
+# The placeholder's name: an identifier no real code uses (one character, so it fits any span).
+OPAQUE = "\u1401"  # CANADIAN SYLLABICS E, a letter (Lo): a valid Python identifier
+
+
+class PythonRejects(ValueError):
+    """Python's own parser rejects the file: ``message``, ``line`` and 1-based ``col``."""
+
+    def __init__(self, message: str, line: int = 0, col: int = 0) -> None:
+        super().__init__(message)
+        self.message, self.line, self.col = message, line, col
+
+
+def suspicious(source: str) -> bool:
+    """Whether one logical line of ``source`` holds more than TRIGGER_OPS operators (see the module doc)."""
+    return bool(flagged_lines(source, first_only=True))
+
+
+def flagged_lines(source: str, first_only: bool = False) -> list[tuple[int, int]]:
+    """The (first, last) line numbers (1-based, lines split at ``\\n``) of the logical lines that
+    make ``source`` suspicious; only the first one found with ``first_only``."""
+    if len(source) < MIN_SIZE:
+        return []
+    out: list[tuple[int, int]] = []
+    reduced = _reduce(source)
+    lines = reduced.split("\n")
+    raw = source.split("\n")
+    if len(reduced) - len(lines) > TRIGGER_OPS:  # else no line can hold that many
+        depth = ops = top = 0
+        first = 0
+        hit = False
+        for k, line in enumerate(lines):
+            if line:
+                opens = line.count("(") + line.count("[") + line.count("{")
+                closes = line.count(")") + line.count("]") + line.count("}")
+                ops += len(line) - opens - closes
+                if depth + opens > top:
+                    top = depth + opens  # the nesting this line can reach
+                if ops + top > TRIGGER_OPS and not hit:
+                    if first_only:
+                        return [(first + 1, k + 1)]
+                    hit = True
+                depth += opens - closes
+                if line[-1] == "\\":
+                    continue
+            if depth > 0:
+                continue
+            if hit or (k - first >= LONG_LOGICAL and _keywords(ops + top, "\n".join(raw[first:k + 1]))):
+                out.append((first + 1, k + 1))
+                if first_only:
+                    return out
+            depth = ops = top = 0
+            first = k + 1
+            hit = False
+        if hit:
+            out.append((first + 1, len(lines)))
+    if max(map(len, raw)) >= LONG_LINE:  # one long physical line: its keywords count too
+        for k, text in enumerate(raw):
+            if len(text) >= LONG_LINE and _keywords(len(_reduce(text)), text):
+                out.append((k + 1, k + 1))
+                if first_only:
+                    return out
+    return out
+
+
+def _reduce(text: str) -> str:
+    """``text`` with only the characters of _KEPT."""
+    reduced = text.translate(_OPS_ONLY)
+    if not reduced.isascii():  # the table keeps the characters it does not list
+        reduced = reduced.encode("ascii", "ignore").decode("ascii")
+    return reduced
+
+
+def _keywords(ops: int, text: str) -> bool:
+    """Whether ``ops`` plus the keywords and string literals of ``text`` exceed TRIGGER_OPS."""
+    return ops + len(_KEYWORDS.findall(text)) + (text.count("'") + text.count('"')) // 2 > TRIGGER_OPS
+
+
+def _compile(source: str) -> ast.Module:
+    return compile(source, "<unknown>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+
+
+def _compile_at_depth_0(source: str) -> ast.Module:
+    """:func:`_compile` on a new thread, which starts at recursion depth 0."""
+    box: dict = {}
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def run() -> None:  # the thread's only frame (threading.Thread would add three)
+        try:
+            box["tree"] = _compile(source)
+        except BaseException as exc:  # handed to the caller's thread
+            box["exc"] = exc
+        finally:
+            done.release()
+
+    _thread.start_new_thread(run, ())
+    done.acquire()
+    if "exc" in box:
+        raise box.pop("exc")
+    return box["tree"]
+
+
+def python_tree(source: str) -> ast.Module:
+    """``ast.parse(source)``, or :class:`PythonRejects` with Python's message and place.
+
+    Python's limit on nesting (RecursionError, about 3,000 levels with the default recursion
+    limit) counts the caller's stack too: a RecursionError is confirmed on a new thread, which
+    starts at depth 0 as ``python file.py`` compiles a file, so the verdict does not depend on
+    where the engine was called from."""
+    try:
+        try:
+            return _compile(source)
+        except RecursionError:
+            return _compile_at_depth_0(source)
+    except SyntaxError as exc:
+        raise PythonRejects(exc.msg, exc.lineno or 0, (exc.offset or 1) if exc.lineno else 0) from None
+    except RecursionError as exc:
+        raise PythonRejects(f"Python cannot compile it (RecursionError: {exc})") from None
+    except MemoryError as exc:
+        raise PythonRejects(f"Python cannot compile it (MemoryError{': ' + str(exc) if str(exc) else ''}: "
+                            f"nested too deeply for its parser, or out of memory)") from None
+    except ValueError as exc:  # e.g. a null byte
+        raise PythonRejects(str(exc)) from None
+
+
+# -- heights -----------------------------------------------------------------------
+
+def _string_parts(node: ast.AST, lines: "_Lines") -> int:
+    """How many string literals make the constant or f-string ``node`` (adjacent literals are one node)."""
+    if node.end_lineno == node.lineno and (node.end_col_offset or 0) - node.col_offset <= 2 * MAX_HEIGHT:
+        return 1
+    text = lines.segment(node)
+    if (text.count("'") + text.count('"')) // 2 <= MAX_HEIGHT:
+        return 1
+    n = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO("(" + text + ")").readline):
+            if tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_START", -1):
+                n += 1
+    except (tokenize.TokenError, SyntaxError):
+        return (text.count("'") + text.count('"')) // 2
+    return max(n, 1)
+
+
+# Children that are no level of their own (``Load``, ``+``, ``and``...).
+_LEAVES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
+def heights(tree: ast.AST, lines: "_Lines") -> dict[int, int]:
+    """id(node) -> height of every node of ``tree`` in libcst's nesting, computed without recursion."""
+    order: list[ast.AST] = [tree]
+    parent: list[int] = [-1]
+    i = 0
+    while i < len(order):
+        for child in ast.iter_child_nodes(order[i]):
+            if not isinstance(child, _LEAVES):
+                order.append(child)
+                parent.append(i)
+        i += 1
+    h = [1] * len(order)
+    for k in range(len(order) - 1, -1, -1):
+        node = order[k]
+        if isinstance(node, ast.BoolOp):
+            h[k] += len(node.values) - 1  # libcst: ((a and b) and c) and d
+        elif ((isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)))
+              or isinstance(node, ast.JoinedStr)) and not isinstance(order[parent[k]], ast.JoinedStr):
+            h[k] += _string_parts(node, lines) - 1  # libcst nests adjacent literals too
+        p = parent[k]
+        if p >= 0 and h[k] + 1 > h[p]:
+            h[p] = h[k] + 1
+    return {id(n): v for n, v in zip(order, h)}
+
+
+# -- positions ---------------------------------------------------------------------
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+class _Lines:
+    """Line starts of ``source`` as Python numbers lines, and ast's UTF-8 columns as string offsets."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+
+    def offset(self, line: int, byte_col: int) -> int:
+        if line < 1:
+            return 0
+        if line > len(self.starts):
+            return len(self.source)
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.source)
+        text = self.source[start:end]
+        if text.isascii():
+            return start + min(byte_col, len(text))
+        return start + len(text.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
+
+    def char_offset(self, line: int, col: int) -> int:
+        """Offset of a libcst position (1-based line, 0-based character column)."""
+        if line < 1:
+            return 0
+        if line > len(self.starts):
+            return len(self.source)
+        return min(self.starts[line - 1] + col, len(self.source))
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return (self.offset(node.lineno, node.col_offset),
+                self.offset(node.end_lineno or node.lineno, node.end_col_offset or 0))
+
+    def segment(self, node: ast.AST) -> str:
+        a, b = self.span(node)
+        return self.source[a:b]
+
+
+def _replaceable(node: ast.AST) -> bool:
+    """An expression a parenthesised name can stand for without changing the syntax around it."""
+    if not isinstance(node, ast.expr) or isinstance(node, (ast.Starred, ast.Slice)):
+        return False
+    ctx = getattr(node, "ctx", None)
+    return ctx is None or isinstance(ctx, ast.Load)
+
+
+def _top_expressions(root: ast.AST, keep, into_statements: bool) -> list[ast.AST]:
+    """The outermost replaceable expressions under ``root`` for which ``keep(node)`` holds; descends
+    into a node only while ``keep`` holds for it; never into patterns, nor into statements other
+    than ``root`` unless ``into_statements``."""
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node is not root:
+            if isinstance(node, ast.pattern) or (isinstance(node, ast.stmt) and not into_statements):
+                continue
+            if not keep(node):
+                continue
+            if _replaceable(node):
+                out.append(node)
+                continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def deep_spans(tree: ast.Module, lines: _Lines,
+               only: Optional[list[tuple[int, int]]] = None) -> list[tuple[int, int]]:
+    """The text spans of the maximal expressions higher than MAX_HEIGHT (with ``only``: in the
+    top-level statements that overlap those line ranges)."""
+    roots: list[ast.AST] = [tree]
+    if only is not None:
+        roots = [st for st in tree.body
+                 if any(a <= (st.end_lineno or st.lineno) and st.lineno <= b for a, b in only)]
+    nodes: list[ast.AST] = []
+    for root in roots:
+        h = heights(root, lines)
+        nodes.extend(_top_expressions(root, lambda n: h[id(n)] > MAX_HEIGHT, into_statements=True))
+    return sorted(lines.span(n) for n in nodes)
+
+
+def error_spans(tree: ast.Module, lines: _Lines, line: int, col: int) -> list[tuple[int, int]]:
+    """The spans of the outermost expressions of the statement at libcst's error position (the
+    innermost statement around it, else the last one before it)."""
+    at = lines.char_offset(line, col)
+    best = None
+    best_key = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        a, b = lines.span(node)
+        if a <= at <= b:
+            key = (1, a - b)  # containing: the smallest
+        elif b <= at:
+            key = (0, b, a)  # before: the one that ends last, innermost on a tie
+        else:
+            continue
+        if best_key is None or key > best_key:
+            best, best_key = node, key
+    if best is None:
+        return []
+    return sorted(lines.span(n) for n in _top_expressions(best, lambda n: True, into_statements=False))
+
+
+def opaque_text(source: str, spans: list[tuple[int, int]]) -> str:
+    """``source`` with each span replaced by ``(OPAQUE   )``, line breaks kept in place."""
+    parts = []
+    last = 0
+    for a, b in sorted(spans):
+        if b - a < 3 or a < last:
+            continue
+        seg = source[a:b]
+        fill = ["\r" if c == "\r" else "\n" if c == "\n" else " " for c in seg]
+        fill[0] = "("
+        fill[-1] = ")"
+        for k in range(1, len(fill) - 1):
+            if fill[k] == " ":
+                fill[k] = OPAQUE
+                break
+        else:
+            continue  # no room (cannot happen for a deep expression)
+        parts.append(source[last:a])
+        parts.append("".join(fill))
+        last = b
+    parts.append(source[last:])
+    return "".join(parts)
+
+
+def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if out and a < out[-1][1]:
+            continue  # inside the previous one
+        out.append((a, b))
+    return out
+
+
+def enabled() -> bool:
+    return os.environ.get("TFPAR_LINT_DEEP", "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def parse_module(source: str) -> tuple[cst.Module, int]:
+    """libcst's tree of ``source`` and the number of expressions made opaque (see the module doc).
+
+    Raises :class:`PythonRejects` (Python's verdict on a suspicious file) or
+    ``libcst.ParserSyntaxError``."""
+    if not enabled():
+        return cst.parse_module(source), 0
+    tree: Optional[ast.Module] = None
+    lines: Optional[_Lines] = None
+    spans: list[tuple[int, int]] = []
+    flagged = flagged_lines(source)
+    if flagged:
+        tree = python_tree(source)
+        lines = _Lines(source)
+        # Python numbers lines at \r too: with a lone \r the flagged line numbers would not match
+        only = None if source.count("\r") != source.count("\r\n") else flagged
+        spans = deep_spans(tree, lines, only)
+    try:
+        return cst.parse_module(opaque_text(source, spans) if spans else source), len(spans)
+    except cst.ParserSyntaxError as exc:
+        if tree is None:
+            tree = python_tree(source)  # PythonRejects: the user's syntax error, in Python's words
+            lines = _Lines(source)
+        assert lines is not None
+        more = error_spans(tree, lines, exc.raw_line, exc.raw_column)
+        if not more:
+            raise
+        spans = _outermost(spans + more)
+        try:
+            return cst.parse_module(opaque_text(source, spans)), len(spans)
+        except cst.ParserSyntaxError:
+            raise exc from None
+
+
+def note(count: int) -> str:
+    """The note a file with ``count`` opaque expressions gets."""
+    what = "expression" if count == 1 else "expressions"
+    return (f"{count} {what} too deep for libcst's parser (more than {MAX_HEIGHT} levels, or refused by it) "
+            f"analysed as unknown values; findings inside {'it' if count == 1 else 'them'} may be missing")
