@@ -107,6 +107,9 @@ def test_summary_lists_defs_calls_and_inert_names():
     assert s["defs"] == ["Trainer", "bump", "step"]
     assert {"build", "__init__", "super"} <= set(s["calls"])
     assert s["inert"] == ["BATCH", "LOG", "NAMES"]
+    assert s["bound"] == ["ALIAS", "BATCH", "COUNTER", "EMPTY", "LOG", "MODEL", "NAMES", "TWICE", "Trainer",
+                          "build", "bump", "tf"]
+    assert s["star_import"] is False and summarise("from x import *\n")["star_import"] is True
     assert s["hands_over"] is False
     assert json.loads(json.dumps(s)) == s  # JSON as it is
 
@@ -138,6 +141,27 @@ def test_may_reach():
     assert may_reach(importer, frozenset({"build_model", "build_optimizer"}))
     assert not may_reach(importer, frozenset({"make_strategy"}))
     assert may_reach(summarise("from steps import f\nstrategy.run(f)\n"), frozenset({"other"}))
+
+
+def test_names_a_module_does_not_bind_need_no_parse(tmp_path, summaries_off):
+    """``config.__file__`` and ``config.BATCH.attr``: the unknown value, config.py not parsed."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "config.py").write_text("BATCH = 64\ndef helper():\n    return 1\n", encoding="utf-8")
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\nimport config\nfrom config import helper\n"
+        "strategy = tf.distribute.MirroredStrategy()\nprint(config.__file__, config.BATCH.real)\n", encoding="utf-8")
+    engine._PROJECTS.clear()
+    try:
+        project = engine.project_for(str(tmp_path / "train.py"), engine.AnalysisOptions())
+        module = project.module(str(tmp_path / "train.py"))
+        assert project.unknown_without_parse(module, "config.__file__")
+        assert project.unknown_without_parse(module, "config.BATCH.real")
+        assert not project.unknown_without_parse(module, "config.helper")  # a function: parse it
+        assert not project.unknown_without_parse(module, "config")  # the module itself
+        assert str(tmp_path / "config.py") not in project.modules
+        assert project.dependencies(module) == {str(tmp_path / "config.py")}  # for the result cache
+    finally:
+        engine._PROJECTS.clear()
 
 
 def test_unparsable_text_has_no_summary():

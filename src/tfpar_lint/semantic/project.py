@@ -177,7 +177,8 @@ class Project:
     def unknown_without_parse(self, importer: "Module", dotted: str) -> bool:
         """True when the project name ``dotted`` certainly holds the unknown value and its module
         need not be parsed to say so: its summary shows an inert module-level name
-        (``config.BATCH``, and so ``config.BATCH.attr``).  False: ask :meth:`resolve`."""
+        (``config.BATCH``, and so ``config.BATCH.attr``) or a name the module does not bind
+        (``config.__file__``).  False: ask :meth:`resolve`."""
         if self.summaries is None or not dotted:
             return False
         key = (os.path.abspath(importer.path), dotted)
@@ -203,7 +204,7 @@ class Project:
             summary = self.summary(path)
             if summary is None:
                 return False
-            if rest[0] in summary["inert"]:
+            if rest[0] in summary["inert"] or (rest[0] not in summary["bound"] and not summary["star_import"]):
                 self._unknown_paths[(os.path.abspath(importer.path), dotted)] = (path,)
                 self.spared["names"] += 1
                 return True

@@ -23,7 +23,9 @@ that every worker process, the flake8 plugin and later runs share it.  It holds:
 * ``inert``: module-level names whose value is unknown to inference whatever the rest of the
   project holds: bound exactly once, by ``NAME = <expression>`` where the expression is none of
   the forms value inference follows (a name, an attribute, a call, a subscript, a lambda,
-  ``await``) nor ``None`` (``BATCH = 64``, ``LOG_DIR = "/tmp/run"``, ``SHAPES = {"a": (1, 2)}``).
+  ``await``) nor ``None`` (``BATCH = 64``, ``LOG_DIR = "/tmp/run"``, ``SHAPES = {"a": (1, 2)}``);
+* ``bound``: every name bound at module level (or declared ``global`` anywhere), and
+  ``star_import``: whether a ``from x import *`` may bind more.
 
 How :class:`~tfpar_lint.semantic.project.Project` uses them (each use answers exactly what the
 full model would, or the module is parsed as before):
@@ -32,8 +34,9 @@ full model would, or the module is parsed as before):
   ``defs`` cannot make any of ``M``'s functions a callee, a replica function or a thread target
   (those all start at a call whose callee's last name is the function's, or at a handed-over
   callable): it is not parsed for ``M``'s callers, replica functions and thread targets;
-* ``from M import BATCH`` / ``M.BATCH`` (and ``M.BATCH.attr``) with ``BATCH`` inert is the
-  unknown value without parsing ``M``.
+* ``from M import BATCH`` / ``M.BATCH`` (and ``M.BATCH.attr``) with ``BATCH`` inert, or bound
+  nowhere in ``M`` (``M.__file__``, a submodule missing from the project), is the unknown value
+  without parsing ``M``.
 """
 from __future__ import annotations
 
@@ -88,7 +91,8 @@ def summarise(text: str) -> Optional[dict]:
     except RecursionError:  # a tree too deep to walk: no summary, the module is parsed
         return None
     return {"format": FORMAT, "defs": sorted(v.defs), "calls": sorted(v.calls),
-            "hands_over": bool(handed), "handed": handed[:_MAX_HANDED], "inert": sorted(inert)}
+            "hands_over": bool(handed), "handed": handed[:_MAX_HANDED], "inert": sorted(inert),
+            "bound": sorted(set(v.module_binds) | v.declared_global), "star_import": v.star_import}
 
 
 def may_reach(importer: dict, names: frozenset) -> bool:
@@ -364,8 +368,9 @@ class SummaryStore:
             summary = entry["summary"]
             if not isinstance(summary, dict) or summary.get("format") != FORMAT \
                     or not isinstance(summary.get("hands_over"), bool) \
+                    or not isinstance(summary.get("star_import"), bool) \
                     or not all(isinstance(summary.get(k), list) and all(isinstance(x, str) for x in summary[k])
-                               for k in ("defs", "calls", "inert")):
+                               for k in ("defs", "calls", "inert", "bound")):
                 return None
             return summary
         except (OSError, ValueError, KeyError, TypeError):
