@@ -98,7 +98,10 @@ class Project:
         """Drop a linted module that no other module has read (its tree can be freed)."""
         path = os.path.abspath(module.path)
         if self.modules.get(path) is module and not any(
-                path in (m.project_deps if m is not None else ()) for m in self.modules.values()):
+                path in (m.project_deps if m is not None else ()) for m in self.modules.values()) \
+                and not any(path in spared for spared in self._summary_deps.values()):
+            # (an importer a summary spared is kept as well: it is the one a later question about
+            # its module, once linted, would otherwise parse again)
             del self.modules[path]
             self._importers.pop(path, None)
 
