@@ -41,7 +41,6 @@ full model would, or the module is parsed as before):
 from __future__ import annotations
 
 import ast
-import gc
 import hashlib
 import json
 import os
@@ -73,18 +72,6 @@ def enabled() -> bool:
 
 def summarise(text: str) -> Optional[dict]:
     """The summary of a module's text, or None when Python cannot parse it."""
-    # An ast tree is acyclic (freed by reference counting): the cyclic GC, which the many
-    # objects made here would trigger, would only walk the libcst models the process holds.
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        return _summarise(text)
-    finally:
-        if was:
-            gc.enable()
-
-
-def _summarise(text: str) -> Optional[dict]:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
