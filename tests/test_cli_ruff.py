@@ -215,25 +215,28 @@ def test_named_folder_matching_an_exclude_is_linted(project, cli):
 
 
 def test_demo_text_is_true():
-    """scripts/dev.sh demo says every '# expect:' line is reported: run its command and compare."""
+    """scripts/dev.sh demo says every '# expect:' line of the project it lints is reported, and that
+    each finding needs another file: run its command with and without whole-project analysis."""
     from tfpar_lint.verify.testing import expected_findings
 
     dev = (ROOT / "scripts" / "dev.sh").read_text()
-    m = re.search(r"\.venv/bin/tfpar-lint (check fixtures/[^|]*?) --statistics", dev)
-    assert m and "every '# expect:' line is reported" in dev
-    args = m.group(1).split()
+    m = re.search(r"\.venv/bin/tfpar-lint (check (fixtures/\S+)[^|]*?) \|\|", dev)
+    assert m and "every '# expect:' line is reported" in dev and "needs another file" in dev
+    args, folder = m.group(1).split(), m.group(2)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    out = subprocess.run([sys.executable, "-m", "tfpar_lint", *args, "--no-cache", "-q"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600).stdout
-    got = {tuple(re.match(r"(.+?):(\d+):\d+: (\S+)", ln).groups()) for ln in out.splitlines()}
+
+    def run(*extra):
+        out = subprocess.run([sys.executable, "-m", "tfpar_lint", *args, *extra, "--no-cache", "-q"], cwd=ROOT,
+                             env=env, capture_output=True, text=True, timeout=600).stdout
+        return {tuple(re.match(r"(.+?):(\d+):\d+: (\S+)", ln).groups()) for ln in out.splitlines()}
+
     want = set()
-    skipped = tuple(args[i + 1].rstrip("/") + "/" for i, a in enumerate(args[:-1]) if a == "--extend-exclude")
-    for p in sorted(ROOT.glob("fixtures/**/*.py")):
-        if str(p.relative_to(ROOT)).startswith(skipped):
-            continue  # the demo leaves these out (the bug zoo has its own report)
+    for p in sorted((ROOT / folder).glob("**/*.py")):
         for f in expected_findings(str(p)):
             want.add((str(p.relative_to(ROOT)), str(f.line), f.code))
-    assert got == want
+    assert len(want) >= 5
+    assert run() == want
+    assert run("--no-project") == set()
 
 
 def test_fix_keeps_crlf_and_bom(project, cli):
@@ -262,3 +265,26 @@ def test_fix_settings_in_pyproject(project, cli):
     project.write("pyproject.toml", "[tool.tfpar-lint]\nfix = 'yes'\n")
     r = cli("check", "t.py")
     assert r.rc == 2 and "'fix' must be true or false" in r.err
+
+
+def test_statistics_replace_findings_in_ruff_formats():
+    """ruff's --statistics: a count per code instead of the findings (concise and full); the
+    flake8-style text format keeps flake8's meaning (findings, then counts)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    folder = "fixtures/project/bad"
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "tfpar_lint", "check", folder, "--no-cache", *extra],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+    plain = run("--output-format", "concise")
+    codes = [ln.split(" ")[1] for ln in plain.stdout.splitlines() if ln.startswith(folder)]
+    for fmt in ("concise", "full"):
+        r = run("--output-format", fmt, "--statistics")
+        assert r.returncode == 1
+        assert folder not in r.stdout  # no finding lines
+        table = [ln.split("\t") for ln in r.stdout.splitlines() if "\t" in ln]
+        assert {c: int(n) for n, c, _ in table} == {c: codes.count(c) for c in set(codes)}
+        assert f"Found {len(codes)} errors." in r.stdout
+    text = run("--output-format", "text", "--statistics")
+    assert sum(ln.startswith(folder) for ln in text.stdout.splitlines()) == len(codes)

@@ -146,6 +146,13 @@ def test_verify_report_clean_and_first_sentence():
         "== 1 script verified: 0 CONFIRMED, 0 RUNTIME, 0 NOT_REPRODUCED, 0 INCONCLUSIVE ==",
         "Nothing found: no finding, and the run showed no mistake.",
     ]
+    # A script that did not run to its end is not "nothing found": the last line says so.
+    for outcome, error in (("error", "SystemExit: 2 (t.py:9)"), ("failed", "RuntimeError: no GPU")):
+        rep = Report(findings=[], runs=[ScriptRun(path="t.py", outcome=outcome, seconds=1.0, error=error)],
+                     verified=True)
+        out = render("text", rep).splitlines()
+        assert out[-1].startswith("Not run to the end: t.py; only what ran before the end was checked."), out
+        assert not any(ln.startswith("Nothing found") for ln in out), out
     assert first_sentence("a (b; c) d; e") == "a (b; c) d"
     assert first_sentence("value 1.5 was read. Then more") == "value 1.5 was read"
     long = "word " * 60

@@ -409,6 +409,9 @@ def test_hang_is_killed_with_its_location(faults, name):
     run = faults["runs"][name]
     assert run.outcome == "hung", _why(run)
     assert run.hang_location.startswith(name), run.hang_location
+    # the report says which limit ended it (a SIGKILL from elsewhere would say so instead)
+    assert any(n.startswith(f"the script was stopped by the verifier: timeout {FAULT_TIMEOUT:g} s (SIGTERM")
+               for n in run.notes), _why(run)
 
 
 def test_os_exit_and_segfault_keep_their_status_and_output(faults):
@@ -435,6 +438,8 @@ def test_output_is_capped_with_a_note(faults):
 def test_memory_limit(faults):
     run = faults["runs"]["memhog.py"]
     assert run.outcome == "failed" and "memory limit" in run.error, _why(run)
+    assert any(n.startswith("the script was stopped by the verifier: memory limit: its processes used")
+               for n in run.notes), _why(run)
 
 
 def test_scratch_writes_count_against_the_memory_limit(faults):
@@ -513,12 +518,15 @@ def test_python_guard_refuses_the_bypasses(tmp_path, monkeypatch):
             "checkpoint": lambda: tf.train.Checkpoint(v=tf.Variable(1.0)).save("ckpt/c"),
             "summary": lambda: tf.summary.create_file_writer("logs"),
             "saved_model": lambda: tf.saved_model.save(tf.Module(), "sm"),
+            "h5": lambda: tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)]).save_weights(
+                "w.weights.h5"),
             "dir_fd": lambda: os.open("x.txt", os.O_WRONLY | os.O_CREAT, dir_fd=os.open(".", os.O_RDONLY)),
         }}
         import tempfile
         scratch = tempfile.mkdtemp()  # the run's own temp folder is writable
         m = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
         m.save(os.path.join(scratch, "m.keras"))
+        m.save_weights(os.path.join(scratch, "w.weights.h5"))
         tf.saved_model.save(tf.Module(), os.path.join(scratch, "sm"))
         tf.train.Checkpoint(v=tf.Variable(1.0)).save(os.path.join(scratch, "ckpt", "c"))
         print("SCRATCH OK", flush=True)
@@ -534,7 +542,7 @@ def test_python_guard_refuses_the_bypasses(tmp_path, monkeypatch):
     (run,) = verify_findings(["guard.py"], [], devices="cpu:2", timeout=FAULT_TIMEOUT)
     assert run.sandbox == "python" and run.stdout.rstrip().endswith("END"), _why(run)
     assert "WROTE" not in run.stdout, _why(run)
-    assert run.stdout.count("REFUSED") == 14 and "SCRATCH OK" in run.stdout, _why(run)
+    assert run.stdout.count("REFUSED") == 15 and "SCRATCH OK" in run.stdout, _why(run)
     assert tree_digest(str(tmp_path.parent)) == before
     assert not os.path.exists(HOME_FILE)
 
@@ -706,6 +714,44 @@ def test_failed_script_shows_its_own_error(tmp_path):
     out, err = good.communicate(timeout=400)
     text = out.decode() + err.decode()
     assert "epochs 7" in text, text[-3000:]
+
+
+def test_failed_script_prints_what_python_prints(tmp_path):
+    """A script that fails shows the traceback `python script.py` prints (no verifier frame, the
+    script's lines as written even where the verifier marked them), and SystemExit("...")'s
+    message; the header names the line the exception left the script from."""
+    (tmp_path / "chained.py").write_text(textwrap.dedent("""
+        def load(name):
+            return {}[name]
+
+
+        try:
+            load("k")
+        except KeyError as e:
+            raise ValueError("bad config") from e
+    """))
+    (tmp_path / "usage.py").write_text('raise SystemExit("usage: usage.py MODE")\n')
+    (tmp_path / "perreplica.py").write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        strategy = tf.distribute.MirroredStrategy()
+        result = strategy.run(lambda: tf.ones((2,)))
+        print(result.numpy())
+    """))
+    plain = subprocess.run([sys.executable, "chained.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    want = plain.stderr[plain.stderr.index("Traceback"):]
+    assert "ValueError: bad config" in want and "line 9" in want, plain.stderr
+    r = _cli(["--verify", "chained.py", "usage.py", "perreplica.py", "--no-cache", "--devices", "cpu:2"], tmp_path)
+    out, err = r.communicate(timeout=400)
+    out, err = out.decode(), err.decode()
+    assert r.returncode == 1, out + err  # perreplica.py: TFP506 CONFIRMED
+    blocks = dict(re.findall(r"^---- (\S+): stderr ----\n(.*?)(?=^---- |\Z)", err, re.S | re.M))
+    assert blocks["chained.py"].endswith(want), err
+    assert "usage: usage.py MODE\n" in blocks["usage.py"], err
+    tb = blocks["perreplica.py"][blocks["perreplica.py"].index("Traceback"):]
+    assert re.search(r'File ".*perreplica.py", line 6, in <module>\n    print\(result.numpy\(\)\)\nAttributeError: ', tb), tb
+    assert "tfpar" not in tb, tb
+    assert "chained.py: failed with ValueError: bad config (chained.py:9)" in out, out
 
 
 def test_help_says_what_verify_runs():

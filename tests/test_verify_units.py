@@ -375,3 +375,88 @@ def test_output_cap_from_environment(monkeypatch, value, cap):
     monkeypatch.setenv("TFPAR_VERIFY_MEMORY_MB", value)
     assert _output_cap() == cap
     assert _memory_limit() > 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="process identities are read from /proc")
+def test_a_process_number_is_killed_only_while_it_names_the_process_that_was_seen():
+    """procs.kill(..., expect=) re-reads each pid's start time: a number whose process ended and was
+    reused (another program's process, or a thread: kill(tid) ends the whole process) is left alone."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from tfpar_lint.verify import procs
+
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        seen = procs.identities([p.pid])
+        assert seen == {p.pid: procs.start_time(p.pid)}
+        procs.kill([p.pid], expect={p.pid: seen[p.pid] + 1})  # as if the number had been reused
+        assert p.poll() is None
+        procs.kill([p.pid], expect={})  # never seen: not killed either
+        assert p.poll() is None
+        procs.kill([p.pid], expect=seen)
+        assert p.wait(10) == -signal.SIGKILL
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # a thread's id has its own start time, never the one its number had as a process
+    tids = []
+    ev = threading.Event()
+    t = threading.Thread(target=lambda: (tids.append(threading.get_native_id()), ev.wait(10)))
+    t.start()
+    try:
+        while not tids:
+            pass
+        assert procs.start_time(tids[0]) is not None  # /proc/TID/stat is readable
+        assert procs.identities([p.pid]) == {}  # the ended process: no identity, nothing to kill
+    finally:
+        ev.set()
+        t.join()
+
+
+def test_sweep_leaves_a_root_whose_number_names_another_process_now():
+    import subprocess
+    import sys
+
+    from tfpar_lint.verify import procs
+
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        start = procs.start_time(p.pid)
+        assert procs.sweep("tfpar-no-such-marker", [p.pid], {p.pid: start + 7}) == 0
+        assert p.poll() is None
+        assert procs.sweep("tfpar-no-such-marker", [p.pid], {p.pid: start}) == 1
+        assert p.wait(10) < 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_the_report_says_which_limit_ended_a_process():
+    """A run killed by the verifier says by which limit and how; one killed by a signal the verifier
+    did not send says so (the OOM killer when the kernel counted one meanwhile)."""
+    import signal
+    import types
+
+    from tfpar_lint.verify import driver
+
+    def proc(rc, killed=False, reason="", sigkilled=False, worker=None):
+        return types.SimpleNamespace(p=types.SimpleNamespace(returncode=rc), killed=killed, kill_reason=reason,
+                                     sigkilled=sigkilled, worker=worker)
+
+    notes = driver._death_notes([proc(None, True, "timeout 60 s", True)], 60.0, 1500 << 20, 0, 63.4)
+    assert notes == ["the script was stopped by the verifier: timeout 60 s (SIGTERM, then SIGKILL 3 s later)"]
+    notes = driver._death_notes([proc(-signal.SIGKILL, worker=1)], 60.0, 1500 << 20, None, 57.7)
+    assert len(notes) == 1 and notes[0].startswith("worker 1 was killed by SIGKILL after 57.7 s, not by the "
+                                                   "verifier (its limits: time-out 60 s, memory 1500 MB")
+    oom = driver.procs_mod.oom_kills()
+    if oom is not None:
+        notes = driver._death_notes([proc(-signal.SIGKILL)], 60.0, 1500 << 20, oom - 1, 57.7)
+        assert "OOM killer killed" in notes[0] and "most likely that" in notes[0]
+        notes = driver._death_notes([proc(-signal.SIGKILL)], 60.0, 1500 << 20, oom + 10 ** 9, 57.7)
+        assert "no OOM kill was counted" in notes[0]
+    assert driver._death_notes([proc(0), proc(1), proc(-signal.SIGSEGV)], 60.0, 1 << 30, 0, 1.0) == []

@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="report format (default: text, flake8's lines; concise and full are ruff's; "
                           "--format is an alias)")
     out.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
-    out.add_argument("--statistics", action="store_true", help="count the findings per code")
+    out.add_argument("--statistics", action="store_true", help="concise/full (ruff): a count per code instead of the findings; text (flake8): the findings, then a count per code")
     out.add_argument("--count", action="store_true",
                      help="print the total number of findings and errors after all other output (flake8's)")
     out.add_argument("--show-source", action=argparse.BooleanOptionalAction, default=False,

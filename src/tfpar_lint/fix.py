@@ -200,22 +200,18 @@ def parents(module: Any) -> dict[int, cst.CSTNode]:
     got = getattr(module, "_fix_parents", None)
     if got is not None:
         return got
+    # an explicit stack over the nodes' fields: libcst's own traversal rebuilds every node it
+    # passes (seconds on a large module) and recurses on the Python stack.  Token nodes
+    # (whitespace, commas, operators) are left out: nothing asks for their parent.
+    from tfpar_lint.semantic.walk import syntax_children
+
     table: dict[int, cst.CSTNode] = {}
-
-    class _V(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.stack: list[cst.CSTNode] = []
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if self.stack:
-                table[id(node)] = self.stack[-1]
-            self.stack.append(node)
-            return True
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            self.stack.pop()
-
-    module.tree.visit(_V())
+    stack: list[cst.CSTNode] = [module.tree]
+    while stack:
+        node = stack.pop()
+        for child in syntax_children(node):
+            table[id(child)] = node
+            stack.append(child)
     module._fix_parents = table
     return table
 
@@ -240,9 +236,15 @@ def block_of(module: Any, stmt: cst.CSTNode) -> tuple[Optional[cst.CSTNode], int
     """(the block holding ``stmt`` — an IndentedBlock or the Module — and its index there)."""
     p = parent(module, stmt)
     if isinstance(p, (cst.IndentedBlock, cst.Module)):
-        for i, s in enumerate(p.body):
-            if s is stmt:
-                return p, i
+        # the block's index, built once per block (a module of 10,000 statements with a finding
+        # on each: one pass over the block, not one per finding)
+        indexes = module.__dict__.setdefault("_fix_block_index", {})
+        index = indexes.get(id(p))
+        if index is None:
+            index = indexes[id(p)] = {id(s): i for i, s in enumerate(p.body)}
+        i = index.get(id(stmt))
+        if i is not None:
+            return p, i
     return None, -1
 
 

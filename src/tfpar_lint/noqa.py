@@ -61,6 +61,7 @@ class NoqaMap:
         self._logical = logical
         self.file_noqa = file_noqa
         self._cache: dict[int, Optional[frozenset[str]] | bool] = {}
+        self._by_text: dict[int, Optional[frozenset[str]] | bool] = {}  # id(logical text) -> result
 
     @classmethod
     def from_source(cls, source: str) -> "NoqaMap":
@@ -83,12 +84,15 @@ class NoqaMap:
         if got != 0:
             return got  # type: ignore[return-value]
         text = self.line_text(line)
-        result: Optional[frozenset[str]] | bool
-        if "noqa" not in text.lower():
-            result = False
-        else:
-            m = NOQA_INLINE_WITH_NAMES.search(text)
-            result = False if m is None else parse_codes(m.group("codes"))
+        # the lines of one logical line share its text: judged once (a statement of 10,000 lines)
+        result: Optional[frozenset[str]] | bool = self._by_text.get(id(text), 0)  # type: ignore[assignment]
+        if result == 0:
+            if "noqa" not in text.lower():
+                result = False
+            else:
+                m = NOQA_INLINE_WITH_NAMES.search(text)
+                result = False if m is None else parse_codes(m.group("codes"))
+            self._by_text[id(text)] = result
         self._cache[line] = result
         return result
 
@@ -106,12 +110,31 @@ class NoqaMap:
         return bool(name) and name in codes
 
 
+# The last text's logical lines and directives: the CLI asks three times per file (suppression,
+# TFP900, TFP901), and tokenizing a large file is most of what noqa costs.  Read-only results.
+_LAST: dict[str, tuple[str, object]] = {}
+
+
+def _remembered(kind: str, source: str, compute):
+    got = _LAST.get(kind)
+    if got is not None and (got[0] is source or got[0] == source):
+        return got[1]
+    value = compute()
+    _LAST[kind] = (source, value)
+    return value
+
+
 def _logical_line_mapping(source: str, lines: list[str]) -> dict[int, str]:
-    """flake8's ``_noqa_line_mapping``: line number -> text of its logical line.
+    """flake8's ``_noqa_line_mapping``: line number -> text of its logical line (``lines`` are
+    ``source``'s, with their ends; the answer is shared: do not change it).
 
     On untokenizable input returns the mapping built so far (the remaining
     lines then fall back to their physical line in :meth:`NoqaMap.line_text`).
     """
+    return _remembered("logical", source, lambda: _logical_lines(source, lines))
+
+
+def _logical_lines(source: str, lines: list[str]) -> dict[int, str]:
     ret: dict[int, str] = {}
     n = len(lines)
     min_line = n + 2
@@ -157,6 +180,10 @@ def directives(source: str) -> list[Directive]:
     """Every ``# noqa: CODES`` comment (bare ``# noqa`` is left out: it may serve other tools)."""
     if not re.search("noqa", source, re.IGNORECASE):
         return []
+    return list(_remembered("directives", source, lambda: _directives(source)))
+
+
+def _directives(source: str) -> list[Directive]:
     lines = source.splitlines(keepends=True)
     logical = _logical_line_mapping(source, lines)
     groups: dict[int, range] = {}
@@ -210,6 +237,19 @@ def unused_report(source: str, raw: list, kept_codes: frozenset[str], enabled: f
     Codes of other tools (``E501``, ``F401``) are never judged.
     """
     out = []
+    by_line: dict[int, list] = {}
+    for f in raw:
+        by_line.setdefault(f.line, []).append(f)
+    in_span: dict[tuple[int, int], list] = {}  # the findings on the lines a directive covers
+
+    def covered(d: Directive) -> list:
+        key = (d.covers.start, d.covers.stop)
+        got = in_span.get(key)
+        if got is None:
+            got = in_span[key] = [f for ln in d.covers for f in by_line.get(ln, ())] \
+                if len(by_line) > len(d.covers) else [f for f in raw if f.line in d.covers]
+        return got
+
     for d in directives(source):
         judged: dict[str, list[str]] = {"unused": [], "non-enabled": [], "unknown": []}
         for c in d.codes:
@@ -224,7 +264,7 @@ def unused_report(source: str, raw: list, kept_codes: frozenset[str], enabled: f
                 continue
             if c in ("TFP900", "unused-noqa"):
                 continue
-            used = any(f.line in d.covers and (f.code == c or f.code.startswith(c) or f.name == c) for f in raw)
+            used = any(f.code == c or f.code.startswith(c) or f.name == c for f in covered(d))
             if used:
                 continue
             if not codes:
@@ -259,6 +299,8 @@ def add_noqa(source: str, findings: list) -> tuple[str, int]:
     lines = source.splitlines(keepends=True)
     logical = _logical_line_mapping(source, lines) if findings else {}
     wanted: dict[int, list[str]] = {}
+    firsts: dict[int, int] = {}  # line -> the first line of its logical line
+    lasts: dict[int, int] = {}  # first line of a logical line -> its last line
     for f in findings:
         if getattr(f, "cell", None) is not None:
             continue
@@ -267,8 +309,19 @@ def add_noqa(source: str, findings: list) -> tuple[str, int]:
         if text is not None:  # the last physical line of the logical line
             first = f.line
             while first - 1 in logical and logical[first - 1] is text:
+                known = firsts.get(first - 1)
+                if known is not None:  # walked already (many findings in one long statement)
+                    break
                 first -= 1
-            last = first + text.count("\n") - 1 if text.endswith("\n") else first + text.count("\n")
+            else:
+                known = first
+            for ln in range(first, f.line + 1):
+                firsts[ln] = known
+            first = known
+            last = lasts.get(first)
+            if last is None:
+                last = lasts[first] = (first + text.count("\n") - 1 if text.endswith("\n")
+                                       else first + text.count("\n"))
             last = max(last, f.line)
         codes = wanted.setdefault(last, [])
         if f.code not in codes:

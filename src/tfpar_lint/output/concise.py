@@ -30,6 +30,9 @@ def error_lines(report: Report) -> list[tuple[tuple, list[str]]]:
 
 
 def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
+    if statistics:  # ruff: the counts replace the findings
+        write_statistics(report, stream)
+        return
     rows = error_lines(report)
     for f in report.sorted_findings():
         lines = [head(report, f)]
@@ -43,8 +46,6 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
             stream.write(line + "\n")
     for run in report.runs:
         stream.write((run.summary() if hasattr(run, "summary") else str(run)).rstrip("\n") + "\n")
-    if statistics:
-        write_statistics(report, stream)
 
 
 def write_statistics(report: Report, stream: TextIO) -> None:

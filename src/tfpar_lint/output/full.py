@@ -51,6 +51,9 @@ def block(report: Report, f) -> list[str]:
 
 
 def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
+    if statistics:  # ruff: the counts replace the findings
+        write_statistics(report, stream)
+        return
     rows = error_lines(report)
     for f in report.sorted_findings():
         rows.append((f.sort_key(), block(report, f) + [""]))
@@ -60,5 +63,3 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
             stream.write(line + "\n")
     for run in report.runs:
         stream.write((run.summary() if hasattr(run, "summary") else str(run)).rstrip("\n") + "\n")
-    if statistics:
-        write_statistics(report, stream)

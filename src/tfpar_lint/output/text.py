@@ -169,7 +169,7 @@ def write_verified(report: Report, stream: TextIO) -> None:
     parts = ", ".join(f"{total.count(v)} {v}" for v in ORDER)
     n = len(shown)
     stream.write(f"== {n} script{'s' if n != 1 else ''} verified: {parts} ==\n")
-    for line in next_steps(report.findings, report.verbose):
+    for line in next_steps(report.findings, report.verbose, report.runs):
         stream.write(line + "\n")
 
 
@@ -196,9 +196,10 @@ def _write_run_detail(run, stream: TextIO) -> None:
         stream.write(f"    {o.family} probe ({o.codes}) saw: {one_line(o.summary)}\n")
 
 
-def next_steps(findings: list[Finding], verbose: bool) -> list[str]:
+def next_steps(findings: list[Finding], verbose: bool, runs=()) -> list[str]:
     """One or two lines: what to do with this report."""
     out = []
+    broken = [display_path(r.path) for r in runs if getattr(r, "outcome", "ok") in ("error", "hung", "failed")]
     hit = sorted({f.code for f in findings if f.verification is not None
                   and f.verification.status in (CONFIRMED, RUNTIME)})
     undecided = any(f.verification is not None and f.verification.status == INCONCLUSIVE for f in findings)
@@ -209,6 +210,11 @@ def next_steps(findings: list[Finding], verbose: bool) -> list[str]:
     if undecided:
         out.append("INCONCLUSIVE: the run could not decide (the script failed or hung first, or the line never ran); "
                    "-v shows why: pass the script's arguments after --, or raise --timeout / --max-steps.")
+    if broken and not undecided:
+        names = ", ".join(broken[:3]) + (", ..." if len(broken) > 3 else "")
+        its = "Its" if len(broken) == 1 else "Their"
+        out.append(f"Not run to the end: {names}; only what ran before the end was checked. {its} last output lines "
+                   f"are printed on stderr: fix the script or pass its arguments after --, then verify again.")
     if not out and not findings:
         out.append("Nothing found: no finding, and the run showed no mistake.")
     elif not out:

@@ -49,10 +49,21 @@ def created_in_scope(m: Module, v: Value) -> bool:
 
 
 def all_from(m: Module, expr: Optional[cst.BaseExpression], site: CallSite, origin: cst.CSTNode) -> bool:
+    return origin is not None and single_origin(m, expr, site) is origin
+
+
+def single_origin(m: Module, expr: Optional[cst.BaseExpression], site: CallSite) -> Optional[cst.CSTNode]:
+    """The node every possible value of ``expr`` was created at, when there is one."""
     if expr is None:
-        return False
+        return None
     vals = m.infer_at(expr, site)
-    return bool(vals) and all(v.origin is origin for v in vals)
+    if not vals:
+        return None
+    o = vals[0].origin
+    for v in vals:
+        if v.origin is not o:
+            return None
+    return o
 
 
 def strategy_text(m: Module, site: CallSite) -> str:
@@ -152,10 +163,8 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
     ``strategy.run``."""
     origin = v.origin
     methods = SCOPED_METHODS.get(v.kind, ())
-    for cs in m.calls:
+    for cs in calls_using(m).get(id(origin), ()):
         f = cs.node.func
-        if not isinstance(f, cst.Attribute):
-            continue
         meth = f.attr.value
         if meth in methods and all_from(m, f.value, cs, origin):
             known, _ = m.scope_items(cs)
@@ -210,6 +219,52 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
         if refs:
             yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
                                     f"`strategy.run` ({{line}})", "strategy", m.code(refs[0].node))
+
+
+_USE_METHODS = frozenset(meth for ms in SCOPED_METHODS.values() for meth in ms) | {"compile"}
+_BUILDERS = ("Sequential", "Model", "Functional")
+
+
+def calls_using(m: Module) -> dict[int, list[CallSite]]:
+    """id(origin) -> the ``x.meth(...)`` call sites (in source order) where :func:`uses_with_strategy`
+    may find a use of the object created at ``origin``: the receiver of a scoped method, an
+    argument of ``compile``, an item built into ``Sequential(...)``, each holding that object
+    only.  Built once per module, so that asking for every object costs one pass over the calls,
+    not one pass per object (10,000 models were quadratic)."""
+    memo = m.rule_memo.setdefault("calls_using", {})
+    got = memo.get(0)
+    if got is not None:
+        return got
+    table: dict[int, list[CallSite]] = {}
+    for cs in m.calls:
+        f = cs.node.func
+        if not isinstance(f, cst.Attribute):
+            continue
+        meth = f.attr.value
+        exprs: list[cst.BaseExpression] = []
+        extra: list[cst.CSTNode] = []
+        if meth in _USE_METHODS:
+            exprs.append(f.value)
+        if meth == "compile":
+            e = keyword(cs.node, "optimizer") or arg(cs.node, 0)
+            if e is not None:
+                exprs.append(e)
+            for kw in ("metrics", "weighted_metrics"):
+                lst = keyword(cs.node, kw)
+                items = [el.value for el in lst.elements] if isinstance(lst, (cst.List, cst.Tuple)) else [lst]
+                for e in items:
+                    if e is not None:
+                        exprs.append(e)
+                        extra.extend(x.origin for x in returned_items(m, e, cs) if x.origin is not None)
+        elif meth in _BUILDERS:
+            exprs.extend(_arg_items(cs.node))
+        seen: set[int] = set()
+        for o in [single_origin(m, e, cs) for e in exprs] + extra:
+            if o is not None and id(o) not in seen:
+                seen.add(id(o))
+                table.setdefault(id(o), []).append(cs)
+    memo[0] = table
+    return table
 
 
 def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite) -> Optional[Value]:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._scope import all_from, values_of_kind
+from tfpar_lint.rules._scope import all_from, calls_using, values_of_kind
 from tfpar_lint.semantic import Module, Value
 
 OBJECT_KINDS = (api.MODEL, api.OPTIMIZER, api.VARIABLE, api.METRIC)
@@ -92,8 +92,9 @@ class MixedStrategies(Rule):
                 if made_in is None:
                     continue
                 if kind == api.MODEL:
-                    for cs, recv, meth in m.method_calls(("compile", "fit")):
-                        if not all_from(m, recv, cs, v.origin):
+                    for cs in calls_using(m).get(id(v.origin), ()):
+                        recv, meth = cs.node.func.value, cs.node.func.attr.value
+                        if meth not in ("compile", "fit") or not all_from(m, recv, cs, v.origin):
                             continue
                         k, _ = m.scope_items(cs)
                         used = one_identity(m, k) if k else None

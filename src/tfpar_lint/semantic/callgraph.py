@@ -27,6 +27,9 @@ class CallGraph:
         self._attr_args: dict[str, list[cst.Attribute]] = {}
         self._indirect: Optional[dict[int, list[IndirectCall]]] = None
         self._nested: Optional[dict[int, list[FunctionInfo]]] = None
+        self._refs_by_origin: dict[int, dict[int, list[NameRef]]] = {}
+        # name -> (id(function) -> [(index, ref)], refs not yet filed): see _refs_to_function
+        self._name_refs_state: dict[str, tuple[dict[int, list], list]] = {}
 
     def resolve_function(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int) -> list[FunctionInfo]:
         """Local functions an expression may denote (through tf.function, partial, lambdas)."""
@@ -133,13 +136,45 @@ class CallGraph:
                 for a in cs.node.args:
                     if isinstance(a.value, cst.Attribute):
                         self._attr_args.setdefault(a.value.attr.value, []).append(a.value)
-        out: list[cst.CSTNode] = []
-        for r in self._refs_by_name.get(name, ()):
-            if id(r.node) not in direct and any(v.info is fn for v in self.m.infer(r.node, r.scope, r.order)):
-                out.append(r.node)
+        out = [r.node for r in self._refs_to_function(name, fn, direct)]
         if fn.cls is not None:
             out.extend(self._attr_args.get(name, ()))
         return out
+
+    def _refs_to_function(self, name: str, fn: FunctionInfo, direct: set[int]) -> list[NameRef]:
+        """The references named ``name`` (not in ``direct``) that may denote ``fn``, in source order.
+
+        Many functions may share a name (a nested ``step_fn`` in each of 2,000 builders): asking
+        each of them about every reference of the name was quadratic.  A reference's inferred
+        values are final once memoised, so it is filed under the functions it denotes the first
+        time it is inferred; one whose inference was cut short (a question already open, see
+        ``Inference._guarded``) is not memoised and is inferred again at the next question, and
+        one in ``direct`` is not inferred until a question about another function needs it, as
+        before."""
+        state = self._name_refs_state.get(name)
+        if state is None:
+            refs = self._refs_by_name.get(name, [])
+            state = self._name_refs_state[name] = ({}, list(enumerate(refs)))
+        filed, pending = state
+        memo = self.m.values._infer_memo
+        fresh: list[tuple[int, NameRef]] = []
+        still: list[tuple[int, NameRef]] = []
+        for k, r in pending:
+            if id(r.node) in direct:
+                still.append((k, r))
+                continue
+            vals = self.m.infer(r.node, r.scope, r.order)
+            if id(r.node) in memo:
+                for fid in {id(v.info) for v in vals if isinstance(v.info, FunctionInfo)}:
+                    filed.setdefault(fid, []).append((k, r))
+            else:
+                still.append((k, r))
+                if any(v.info is fn for v in vals):
+                    fresh.append((k, r))
+        state[1][:] = still
+        hits = [kr for kr in filed.get(id(fn), ()) if id(kr[1].node) not in direct] + fresh
+        hits.sort(key=lambda kr: kr[0])
+        return [r for _, r in hits]
 
     def is_passed_around(self, fn: FunctionInfo) -> bool:
         """True when ``fn`` is referenced other than by a direct call (a callback)."""
@@ -259,12 +294,19 @@ class CallGraph:
     def refs_to(self, value_origin: cst.CSTNode, within: FunctionInfo) -> list[NameRef]:
         """References inside ``within`` (names, and ``self.attr``-style attributes) whose every
         possible value was created at ``value_origin``."""
-        out = []
-        for r in itertools.chain(self.function_refs(within), self.function_attr_refs(within)):
-            vals = self.m.infer(r.node, r.scope, r.order)
-            if vals and all(v.origin is value_origin for v in vals):
-                out.append(r)
-        return out
+        table = self._refs_by_origin.get(id(within))
+        if table is None:
+            # every reference of ``within`` sorted by its one origin, once per function: asked for
+            # each object of a module, the answer costs a look-up, not a pass over the function
+            table = self._refs_by_origin[id(within)] = {}
+            for r in itertools.chain(self.function_refs(within), self.function_attr_refs(within)):
+                vals = self.m.infer(r.node, r.scope, r.order)
+                if not vals:
+                    continue
+                o = vals[0].origin
+                if o is not None and all(v.origin is o for v in vals):
+                    table.setdefault(id(o), []).append(r)
+        return list(table.get(id(value_origin), ()))
 
     def reaching_exprs(self, name: cst.Name, scope: Scope, order: int,
                        _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:

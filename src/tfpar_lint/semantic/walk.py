@@ -63,6 +63,68 @@ def _field_order(cls: type, node: cst.CSTNode) -> tuple[str, ...]:
     return order
 
 
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children (every node held by one of its fields), in libcst's visiting order."""
+    out: list[cst.CSTNode] = []
+    cls = type(node)
+    for f in _FIELD_ORDER.get(cls) or _field_order(cls, node):
+        v = getattr(node, f)
+        if isinstance(v, cst.CSTNode):
+            out.append(v)
+        elif type(v) is tuple or type(v) is list:
+            out.extend(c for c in v if isinstance(c, cst.CSTNode))
+    return out
+
+
+# Nodes that are only tokens (whitespace, punctuation, operators): no analysis or fix asks for
+# their parent, and they are more than half of a tree's nodes.
+TOKEN_CLASSES: tuple[type, ...] = (
+    cst.BaseParenthesizableWhitespace, cst.Newline, cst.TrailingWhitespace, cst.EmptyLine, cst.Comment,
+    cst.Dot, cst.Comma, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.LeftParen, cst.RightParen,
+    cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace,
+    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseAugOp, cst.BaseUnaryOp,
+)
+_SYNTAX_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> fields that may hold a non-token node
+_SKIP: dict[type, bool] = {}  # class -> not a node, or a token node (isinstance on libcst's ABCs is slow)
+
+
+def _skip(cls: type) -> bool:
+    got = _SKIP.get(cls)
+    if got is None:
+        got = _SKIP[cls] = not issubclass(cls, cst.CSTNode) or issubclass(cls, TOKEN_CLASSES)
+    return got
+
+
+def syntax_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """:func:`child_nodes` without the token nodes (:data:`TOKEN_CLASSES`)."""
+    cls = type(node)
+    fields = _SYNTAX_FIELDS.get(cls)
+    if fields is None:
+        types = _field_classes(cls)
+        fields = _SYNTAX_FIELDS[cls] = tuple(
+            f for f in _field_order(cls, node)
+            if any(not issubclass(t, TOKEN_CLASSES) for t in types.get(f, (cst.CSTNode,))))
+    out: list[cst.CSTNode] = []
+    skip = _SKIP
+    for f in fields:
+        v = getattr(node, f)
+        tv = type(v)
+        if tv is tuple or tv is list:
+            for c in v:
+                t = skip.get(type(c))
+                if t is None:
+                    t = _skip(type(c))
+                if not t:
+                    out.append(c)
+        else:
+            t = skip.get(tv)
+            if t is None:
+                t = _skip(tv)
+            if not t:
+                out.append(v)
+    return out
+
+
 def _node_classes_in(tp: Any, acc: set) -> set:
     import typing
 

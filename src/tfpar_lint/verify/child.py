@@ -176,6 +176,7 @@ def _setup(spec: dict, result: dict) -> Recorder:
     for n in notes:
         R.note(n)
     R.text = marked_text
+    R.source_text = text  # what a traceback shows, as under `python script.py`
     from tfpar_lint.verify import runtime
 
     runtime.REC = R
@@ -259,16 +260,63 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
         else:
             result["outcome"] = "error"
             result["error"] = _describe_error(e, R, script)
+            _print_uncaught(e, R, spec)
     except BaseException as e:
         if STOP_SENTINEL in str(e) and R.stop_reason:
             result["outcome"] = "stopped"
         else:
             result["outcome"] = "error"
             result["error"] = _describe_error(e, R, script)
+            _print_uncaught(e, R, spec)
     finally:
         result["script_seconds"] = round(time.time() - t0, 3)
         if old_main is not None:
             sys.modules["__main__"] = old_main
+
+
+def _print_uncaught(e: BaseException, R: Recorder, spec: dict) -> None:
+    """Write to the script's stderr what Python writes when a script ends with ``e``: the
+    traceback (the script's lines as written, without the verifier's frames), or the message
+    of ``SystemExit("...")``.  Never raises."""
+    try:
+        if isinstance(e, SystemExit):
+            if e.code is not None and not isinstance(e.code, int):
+                print(e.code, file=sys.stderr)
+        else:
+            print("".join(_traceback_lines(e, R, spec)), end="", file=sys.stderr)
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - the report must not depend on it
+        pass
+
+
+def _traceback_lines(e: BaseException, R: Recorder, spec: dict) -> list[str]:
+    import traceback
+
+    lines = R.source_text.splitlines(keepends=True)
+    marked = R.text.splitlines(keepends=True)
+    names = {R.script, spec.get("script")}
+    ours = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the verifier's frames (its exec, the probes)
+    saved = {n: linecache.cache.get(n) for n in names}
+    for n in names:  # the traceback shows the script's lines as written, not the marked copy
+        linecache.cache[n] = (len(R.source_text), None, lines, n)
+    try:
+        top = te = traceback.TracebackException(type(e), e, e.__traceback__)
+        seen: set = set()
+        while te is not None and id(te) not in seen:
+            seen.add(id(te))
+            te.stack[:] = [f for f in te.stack if not os.path.abspath(f.filename).startswith(ours)]
+            for f in te.stack:
+                n = f.lineno or 0
+                if f.filename in names and 0 < n <= min(len(lines), len(marked)) and lines[n - 1] != marked[n - 1]:
+                    f.colno = f.end_colno = None  # its columns are those of the marked line: no carets
+            te = te.__cause__ or (None if te.__suppress_context__ else te.__context__)
+        return list(top.format())
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                linecache.cache.pop(n, None)
+            else:
+                linecache.cache[n] = v
 
 
 def _protect_linecache(files: dict) -> None:

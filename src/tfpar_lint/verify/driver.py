@@ -528,7 +528,9 @@ class _Proc:
         self.worker = worker
         self.killed = False
         self.kill_reason = ""
+        self.sigkilled = False  # still alive KILL_GRACE after SIGTERM: the verifier sent SIGKILL
         self.relays = list(relays)
+        self.start: Optional[int] = None  # its start time (procs.start_time): a pid names one process
 
 
 def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, tf_config=None,
@@ -606,7 +608,19 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         raise
 
 
+_HAVE_PROC = os.path.isdir("/proc/self")
+
+
+def _same(proc: _Proc) -> bool:
+    """``proc``'s pid still names the process that was started (not a number reused since it was
+    reaped); True where /proc cannot tell."""
+    if not _HAVE_PROC:
+        return True
+    return proc.start is not None and procs.start_time(proc.p.pid) == proc.start
+
+
 def _register(ctx: dict, proc: _Proc) -> _Proc:
+    proc.start = procs.start_time(proc.p.pid)
     with ctx["live_lock"]:
         ctx["live"].add(proc)
     if ctx["cancel"].is_set():  # interrupted while it was starting
@@ -625,11 +639,15 @@ def _kill_group(proc: _Proc, reason: str, grace: float = KILL_GRACE) -> None:
     """SIGTERM to the run's process group (the child dumps its stacks and writes its result),
     SIGKILL after ``grace``, then SIGKILL to every process below it (a ``setsid`` child has left
     the group; in namespaces mode the PID namespace takes them all when the script dies)."""
-    if proc.p.poll() is not None:
-        return
+    if proc.p.poll() is not None or not _same(proc):
+        return  # it has ended (a forked child's exit status is on its way from the fork server)
     proc.killed = True
     proc.kill_reason = reason
-    tree = procs.descendants([proc.p.pid])
+    # Every number is checked against the process it named when it was read: a process that ends
+    # during the grace is reaped, and its pid (or process group id) may be another program's
+    # process or thread a moment later (pid_max 32768, TensorFlow's many threads).  Killing that
+    # by mistake is how a run can die of SIGKILL before its own time-out.
+    tree = procs.identities(procs.descendants([proc.p.pid]))
     try:
         os.killpg(proc.p.pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
@@ -639,12 +657,14 @@ def _kill_group(proc: _Proc, reason: str, grace: float = KILL_GRACE) -> None:
             proc.p.wait(grace)
         except subprocess.TimeoutExpired:
             pass
-    tree |= procs.descendants([proc.p.pid])
-    try:
-        os.killpg(proc.p.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    procs.kill(tree)
+    if _same(proc):
+        proc.sigkilled = proc.p.poll() is None
+        tree.update(procs.identities(procs.descendants([proc.p.pid])))
+        try:
+            os.killpg(proc.p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    procs.kill(tree, expect=tree)
     try:
         proc.p.wait(5)
     except subprocess.TimeoutExpired:  # pragma: no cover
@@ -742,6 +762,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
     next_mem = 0.0
     hung = False
     peer_deadline = None
+    oom_before = procs_mod.oom_kills()
     while True:
         alive = [p for p in procs if p.p.poll() is None]
         if not alive:
@@ -768,6 +789,8 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
         if now >= next_mem:
             next_mem = now + 0.5
             for p in alive:
+                if not _same(p):  # ended a moment ago (its exit is on its way): not another process's memory
+                    continue
                 rss = procs_mod.tree_rss([p.p.pid])
                 files = procs_mod.scratch_bytes(p.p.pid, ctx["root"])  # what it wrote lives in RAM (tmpfs)
                 if rss + files > limit:
@@ -782,8 +805,10 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
         except subprocess.TimeoutExpired:
             pass
     seconds = time.time() - t0
+    notes.extend(_death_notes(procs, timeout, limit, oom_before, seconds))
     # Whatever the script left behind (a Popen child, a setsid child, a fork ignoring SIGTERM) dies now.
-    swept = procs_mod.sweep(ctx["marker"] + "/" + os.path.relpath(base, ctx["root"]), [p.p.pid for p in procs])
+    swept = procs_mod.sweep(ctx["marker"] + "/" + os.path.relpath(base, ctx["root"]), [p.p.pid for p in procs],
+                            {p.p.pid: p.start for p in procs if p.start is not None})
     for p in procs:
         for r in p.relays:
             r.finish(5.0)
@@ -853,6 +878,34 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                     devs.append(d2)
     data.devices = devs
     return data
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
+def _death_notes(procs: list, timeout: float, limit: int, oom_before: Optional[int], seconds: float) -> list[str]:
+    """Say which limit ended each process that did not end by itself: the verifier's time-out or
+    memory limit (SIGTERM, and SIGKILL when it was still alive ``KILL_GRACE`` s later), or a
+    signal the verifier did not send (the kernel's OOM killer, another program)."""
+    out = []
+    for p in procs:
+        who = f"worker {p.worker}" if p.worker is not None else "the script"
+        rc = p.p.returncode
+        if p.killed:
+            how = f"SIGTERM, then SIGKILL {KILL_GRACE:g} s later" if p.sigkilled else "SIGTERM"
+            out.append(f"{who} was stopped by the verifier: {p.kill_reason} ({how})")
+        elif rc is not None and rc < 0 and -rc in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            oom_after = procs_mod.oom_kills()
+            why = (f"the kernel's OOM killer killed {oom_after - oom_before} process(es) on this machine meanwhile "
+                   f"(/proc/vmstat oom_kill): most likely that" if oom_before is not None and oom_after is not None
+                   and oom_after > oom_before else "no OOM kill was counted on this machine meanwhile: another program")
+            out.append(f"{who} was killed by {_signal_name(-rc)} after {seconds:.1f} s, not by the verifier (its "
+                       f"limits: time-out {timeout:g} s, memory {limit >> 20} MB, output cap): {why}")
+    return out
 
 
 def _outputs(p: _Proc, cap: int) -> dict:

@@ -29,6 +29,35 @@ def _stat(pid: int) -> Optional[tuple[int, int]]:
         return None
 
 
+def start_time(pid: int) -> Optional[int]:
+    """When ``pid`` started (clock ticks since boot, /proc/PID/stat field 22), None if it is gone.
+
+    A process id is reused once its process is reaped, and thread ids come from the same
+    numbers (``kill(tid)`` signals the thread's whole process); with ``pid_max`` at 32768 and
+    TensorFlow starting dozens of threads per process, a number taken from /proc a few seconds
+    earlier may name another program by now.  (pid, start time) names one process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    rest = data[data.rfind(b")") + 2:].split()
+    try:
+        return int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def identities(pids: Iterable[int]) -> dict[int, int]:
+    """pid -> start time of the live ones among ``pids`` (see :func:`start_time`)."""
+    out = {}
+    for p in pids:
+        t = start_time(p)
+        if t is not None:
+            out[p] = t
+    return out
+
+
 def table() -> dict[int, tuple[int, int]]:
     """pid -> (ppid, rss pages) for every visible process."""
     out = {}
@@ -132,15 +161,31 @@ def with_marker(value: str) -> set[int]:
     return out
 
 
-def kill(pids: Iterable[int], sig: int = signal.SIGKILL) -> None:
+def kill(pids: Iterable[int], sig: int = signal.SIGKILL, expect: Optional[dict[int, int]] = None) -> None:
+    """Send ``sig`` to ``pids``; with ``expect`` (pid -> start time, from :func:`identities`),
+    only to those that are still the process that was seen (not a reused number)."""
     me = os.getpid()
     for p in pids:
         if p in (me, 0, 1):
+            continue
+        if expect is not None and (p not in expect or start_time(p) != expect[p]):
             continue
         try:
             os.kill(p, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def oom_kills() -> Optional[int]:
+    """The kernel's count of processes its OOM killer has killed since boot (/proc/vmstat), or None."""
+    try:
+        with open("/proc/vmstat", "rb") as f:
+            for line in f:
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def reap(pids: Iterable[int]) -> None:
@@ -152,13 +197,18 @@ def reap(pids: Iterable[int]) -> None:
             pass
 
 
-def sweep(marker: str, roots: Iterable[int] = ()) -> int:
-    """SIGKILL every process of a run: below ``roots`` or carrying its marker. Returns how many."""
+def sweep(marker: str, roots: Iterable[int] = (), root_starts: Optional[dict[int, int]] = None) -> int:
+    """SIGKILL every process of a run: below ``roots`` or carrying its marker. Returns how many.
+    With ``root_starts`` (pid -> start time), a root that is no longer that process (it ended and
+    its number was reused) is left out, and so is what lies below it."""
+    if root_starts is not None:
+        roots = [r for r in roots if r in root_starts and start_time(r) == root_starts[r]]
     found = descendants(roots) | with_marker(marker)
     found.discard(os.getpid())
-    kill(found)
+    seen = identities(found)
+    kill(found, expect=seen)
     reap(found)
-    return len(found)
+    return len(seen)
 
 
 class OutputRelay:

@@ -85,6 +85,7 @@ class Recorder:
         self.caught: list[dict[str, Any]] = []
         self.keras_steps = 0
         self.text = ""
+        self.source_text = ""  # the script as written (the child runs `text`, its marked copy)
         self.run_sites: dict[str, dict[str, int]] = {}  # "line" -> {"eager": n, "traced": n}
         self.fn_errors: list[dict[str, Any]] = []  # exceptions that left an outer tf.function call
         self.preempt_after = 0  # fault injection: leave (as if preempted) after this many steps
@@ -372,7 +373,9 @@ def describe_error(e: BaseException, R, script: str) -> dict:
         if os.path.realpath(fn) == real:
             script_lines.append(int(ln))
     location = ""
-    last = [ln for f, ln, _ in frames if os.path.realpath(f) == real]
+    # where the exception itself left the script (as Python's last traceback shows), else its causes'
+    last = [fs.lineno for fs in traceback.extract_tb(e.__traceback__) if os.path.realpath(fs.filename) == real] \
+        or [ln for f, ln, _ in frames if os.path.realpath(f) == real]
     if last:
         location = f"{os.path.basename(script)}:{last[-1]}"
     elif script_lines:

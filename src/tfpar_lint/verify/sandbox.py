@@ -26,7 +26,8 @@ writes outside the run's scratch folder from Python, ``os`` and ``shutil``
 (open with write or truncate flags, rename/replace on either side, remove,
 mkdir, symlink, link, chmod, chown, utime, truncate), starting other
 programs is refused, and TensorFlow's file layer (gfile, checkpoints,
-SavedModel, summaries, ``tf.io.write_file``) is refused the same way.
+SavedModel, summaries, ``tf.io.write_file``) and HDF5 files opened by name
+for writing through ``h5py`` (Keras ``.h5`` weights) are refused the same way.
 
 No TensorFlow import at module level (the driver probes from the CLI process).
 """
@@ -513,7 +514,7 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
 
     def refuse(what, path):
         raise PermissionError(errno.EACCES, f"tfpar-lint --verify: {what} outside the run's scratch folder refused "
-                                            f"(no sandbox on this machine)", os.fsdecode(path) if not
+                                            f"(no sandbox: the Python-level guard runs)", os.fsdecode(path) if not
                               isinstance(path, int) else str(path))
 
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -547,7 +548,7 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
                 refuse(event, args[1])
         elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"):
             raise PermissionError(errno.EACCES, f"tfpar-lint --verify: starting another program ({event}) is "
-                                                f"refused without a sandbox on this machine")
+                                                f"refused without a sandbox (the Python-level guard runs)")
 
     sys.addaudithook(hook)
     orig_open = os.open
@@ -561,6 +562,7 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
     os.open = guarded_open
     if tf_too:
         _guard_tensorflow(ok, refuse)
+        _guard_h5py(ok, refuse)
 
 
 # audit event -> position of its dir_fd argument (None: it has none)
@@ -571,6 +573,26 @@ _DIR_FD_AT = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.c
 
 def _arg(args, i):
     return args[i] if i is not None and len(args) > i else None
+
+
+def _guard_h5py(ok, refuse) -> None:
+    """HDF5 files (Keras ``save_weights("w.weights.h5")``, legacy ``.h5`` models) are written by the
+    HDF5 C library, which audit hooks do not see: check ``h5py.File`` opened by name for writing.
+    File objects (Keras's ``.keras`` archives) and in-memory files are left alone."""
+    try:
+        import h5py
+    except Exception:  # noqa: BLE001 - no h5py: nothing to guard
+        return
+    orig = h5py.File.__init__
+
+    def init(self, name, mode="r", *a, **k):
+        driver = k.get("driver", a[0] if a else None)
+        in_memory = driver == "core" and not k.get("backing_store", True)
+        if isinstance(name, (str, bytes, os.PathLike)) and mode not in (None, "r") and not in_memory and not ok(name):
+            refuse(f"h5py.File(mode={mode!r})", name)
+        return orig(self, name, mode, *a, **k)
+
+    h5py.File.__init__ = init
 
 
 def _guard_tensorflow(ok, refuse) -> None:
