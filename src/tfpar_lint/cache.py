@@ -67,6 +67,7 @@ def code_fingerprint() -> str:
 def config_key(enabled: Optional[Collection[str]], options: Any, apply_noqa: bool) -> str:
     """Hash of everything besides the file's content that decides its result."""
     opts = asdict(options) if options is not None else {}
+    opts.pop("summary_dir", None)  # where summaries are kept does not change a result
     payload = json.dumps({
         "code": code_fingerprint(),
         "enabled": None if enabled is None else sorted(enabled),

@@ -46,6 +46,9 @@ class AnalysisOptions:
     tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
     project: bool = True  # follow names into the project's other files (whole-project analysis)
     src: tuple[str, ...] = ()  # folders the project's modules live in (default: the root and root/src)
+    # where the per-module summaries are kept (the result cache's folder; None: in memory only).
+    # Not part of the result cache's key: a summary is the same wherever it is kept.
+    summary_dir: Optional[str] = None
 
 
 @dataclass
@@ -66,6 +69,7 @@ _PROJECTS: dict[tuple, Any] = {}
 def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
     """The project ``path`` belongs to (whole-project analysis), or None (stdin, notebooks
     run alone, ``--no-project``)."""
+    from tfpar_lint.semantic import summary
     from tfpar_lint.semantic.project import Project, project_root
 
     if not options.project or not path or path == "<stdin>" or not os.path.isfile(path):
@@ -93,7 +97,8 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
             mod.opaque = opaque  # the note, should this module be linted itself
             return mod
 
-        project = _PROJECTS[key] = Project(roots, build, root=root)
+        store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
+        project = _PROJECTS[key] = Project(roots, build, root=root, summaries=store)
     return project
 
 
@@ -1007,6 +1012,10 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
         from tfpar_lint.cache import Cache
 
         cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size)
+        if options.project and options.summary_dir is None:  # the modules' summaries live there too
+            from dataclasses import replace
+
+            options = replace(options, summary_dir=cache.root)
         todo = []
         for i, p in enumerate(paths):
             hit = cache.get(p)

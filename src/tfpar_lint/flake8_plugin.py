@@ -30,9 +30,17 @@ the engine's one parse (:func:`tfpar_lint.deep.parse_module`) keeps the inputs
 that crash libcst (expressions nested thousands deep) away from it.  The
 notes of that guard (expressions analysed as unknown values) are not shown by
 flake8, which has no place for them.
+
+Whole-project analysis works as in the CLI: the project's other modules are
+read from disk, and their per-module summaries (which spare parsing most of
+those that cannot matter to the file, see :mod:`tfpar_lint.semantic.summary`)
+are read from and written to the ``cache-dir`` of the settings found from the
+current folder (``.tfpar_lint_cache`` in the project root by default), where
+the CLI and the other flake8 processes find them.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar, Iterator, Optional, Sequence
 
 from tfpar_lint import __version__
@@ -104,18 +112,25 @@ class Plugin:
             from tfpar_lint import config
             from tfpar_lint.engine import AnalysisOptions
 
+            try:  # the project's own settings, as the CLI reads them
+                settings = config.load_settings(None)
+            except config.ConfigError:
+                settings = None  # flake8 is not the place to report it
             if cls.tf_version is not None:
                 tf_version = config.parse_tf_version(cls.tf_version, "--tfp-tf-version")
             else:
-                try:  # the project's own setting, as the CLI reads it
-                    tf_version = config.load_settings(None).tf_version
-                except config.ConfigError:
-                    tf_version = config.DEFAULT_TF_VERSION  # flake8 is not the place to report it
+                tf_version = settings.tf_version if settings is not None else config.DEFAULT_TF_VERSION
+            # the per-module summaries of the modules a file imports or is imported by: shared
+            # with the CLI and every flake8 process through the cache folder (cache-dir)
+            summary_dir = None
+            if settings is not None:
+                summary_dir = os.path.join(settings.root, settings.cache_dir)
             cls._options = AnalysisOptions(
                 strategy_factories=cls.strategy_factories,
                 dataset_distributors=cls.dataset_distributors,
                 extra_markers=cls.markers,
                 tf_version=tf_version,
+                summary_dir=summary_dir,
             )
         return cls._options
 

@@ -25,14 +25,17 @@ import os
 import re
 import stat
 import sys
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import libcst as cst
 
+from tfpar_lint.semantic import summary as summary_mod
 from tfpar_lint.semantic.nodes import dotted_name
+from tfpar_lint.semantic.summary import may_reach
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
+    from tfpar_lint.semantic.summary import SummaryStore
 
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 # Packages whose behaviour lives in tfpar_lint.tfapi: never looked for in the project.
@@ -62,10 +65,11 @@ def project_root(path: str) -> Optional[str]:
 
 class Project:
     def __init__(self, roots: list[str], build: Callable[[str, str], Optional["Module"]],
-                 root: Optional[str] = None) -> None:
+                 root: Optional[str] = None, summaries: Optional["SummaryStore"] = None) -> None:
         """``roots``: folders module names resolve against, in order; ``root``: the project root
         (scanned recursively for importers; other folders only at their top level);
-        ``build(path, source)`` makes a module's semantic model (the engine's parse)."""
+        ``build(path, source)`` makes a module's semantic model (the engine's parse);
+        ``summaries``: the per-module summaries (:mod:`.summary`) that spare parses, or None."""
         self.roots = [os.path.abspath(r) for r in dict.fromkeys(roots)]
         self.root = os.path.abspath(root) if root else None
         self._resolved: dict[tuple[str, str], Optional[str]] = {}
@@ -76,6 +80,14 @@ class Project:
         self._texts: Optional[dict[str, str]] = None
         self._index: Optional[dict[str, list[str]]] = None
         self._importers: dict[str, list["Module"]] = {}
+        self.summaries = summaries
+        self._summary_of: dict[str, Optional[dict]] = {}
+        # module path -> project files whose summaries its answers read (result-cache dependencies)
+        self._summary_deps: dict[str, set[str]] = {}
+        self._words: dict[str, Optional[frozenset[str]]] = {}  # project file -> the words of its text
+        self._unknown_memo: dict[tuple[str, str], bool] = {}
+        self._unknown_paths: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.spared: dict[str, int] = {"importers": 0, "names": 0}  # parses the summaries answered instead
 
     # -------------------------------------------------------------- modules
     def add(self, path: str, module: "Module") -> None:
@@ -86,7 +98,10 @@ class Project:
         """Drop a linted module that no other module has read (its tree can be freed)."""
         path = os.path.abspath(module.path)
         if self.modules.get(path) is module and not any(
-                path in (m.project_deps if m is not None else ()) for m in self.modules.values()):
+                path in (m.project_deps if m is not None else ()) for m in self.modules.values()) \
+                and not any(path in spared for spared in self._summary_deps.values()):
+            # (an importer a summary spared is kept as well: it is the one a later question about
+            # its module, once linted, would otherwise parse again)
             del self.modules[path]
             self._importers.pop(path, None)
 
@@ -119,8 +134,18 @@ class Project:
         """The project module the longest prefix of ``dotted`` names, and the rest of the name:
         ``models.build`` -> (models.py's Module, ["build"]).  Relative names (``.models.build``)
         resolve against ``importer``'s package.  None when no prefix is a project module."""
+        for path, rest in self._candidates(importer, dotted):
+            mod = self.module(path)
+            if mod is not None:
+                importer.project_deps.add(mod.path)
+                return mod, rest
+        return None
+
+    def _candidates(self, importer: "Module", dotted: str) -> Iterator[tuple[str, list[str]]]:
+        """The files ``dotted`` may name, best first, with the rest of the name (the first one
+        whose module parses is the answer)."""
         if not dotted:
-            return None
+            return
         level = len(dotted) - len(dotted.lstrip("."))
         parts = [p for p in dotted.lstrip(".").split(".") if p]
         if level:
@@ -134,17 +159,60 @@ class Project:
             for base in bases:
                 path = self._file_for_cached(base, parts[:n])
                 if path is not None and os.path.abspath(path) != os.path.abspath(importer.path):
-                    mod = self.module(path)
-                    if mod is not None:
-                        importer.project_deps.add(mod.path)
-                        return mod, parts[n:]
+                    yield path, parts[n:]
         if level and not parts:  # from . import x: the package itself
             path = self._file_for(bases[0], [])
-            mod = self.module(path) if path else None
-            if mod is not None:
-                importer.project_deps.add(mod.path)
-            return (mod, []) if mod is not None else None
-        return None
+            if path:
+                yield path, []
+
+    def summary(self, path: str, text: Optional[str] = None) -> Optional[dict]:
+        """The summary of the project file at ``path`` (read from the cache folder or computed),
+        or None (no summaries, unreadable, or Python cannot parse it)."""
+        if self.summaries is None:
+            return None
+        path = os.path.abspath(path)
+        if path not in self._summary_of:
+            if text is None:
+                text = self._text(path)
+            self._summary_of[path] = self.summaries.get(text) if text is not None else None
+        return self._summary_of[path]
+
+    def unknown_without_parse(self, importer: "Module", dotted: str) -> bool:
+        """True when the project name ``dotted`` certainly holds the unknown value and its module
+        need not be parsed to say so: its summary shows an inert module-level name
+        (``config.BATCH``, and so ``config.BATCH.attr``) or a name the module does not bind
+        (``config.__file__``).  False: ask :meth:`resolve`."""
+        if self.summaries is None or not dotted:
+            return False
+        key = (os.path.abspath(importer.path), dotted)
+        got = self._unknown_memo.get(key)
+        if got is None:
+            got = self._unknown_memo[key] = self._unknown_without_parse(importer, dotted)
+        if got:
+            self._summary_deps.setdefault(key[0], set()).update(self._unknown_paths.get(key, ()))
+        return got
+
+    def _unknown_without_parse(self, importer: "Module", dotted: str) -> bool:
+        head = dotted.split(".", 1)[0]
+        if head in THIRD_PARTY or head in _STDLIB:
+            return False
+        for path, rest in self._candidates(importer, dotted):
+            path = os.path.abspath(path)
+            if path in self.modules or self.read >= MAX_MODULES or not rest:
+                return False  # parsed already (or failed to), past the cap, or the module itself
+            if path not in self._summary_of:
+                text = self._text(path)
+                if text is None or re.search(rf"^(?:async[ \t]+def|def|class)[ \t]+{re.escape(rest[0])}\b", text, re.M):
+                    return False  # a function or class: the summary would not help
+            summary = self.summary(path)
+            if summary is None:
+                return False
+            if rest[0] in summary["inert"] or (rest[0] not in summary["bound"] and not summary["star_import"]):
+                self._unknown_paths[(os.path.abspath(importer.path), dotted)] = (path,)
+                self.spared["names"] += 1
+                return True
+            return False
+        return False
 
     def _file_for_cached(self, base: str, parts: list[str]) -> Optional[str]:
         key = (base, ".".join(parts))
@@ -170,7 +238,22 @@ class Project:
             return self._importers[path]
         self._importers[path] = []  # cycles: no importers while looking
         out = []
-        for other_path, _text in self.importer_texts(path):
+        spared: list[str] = []
+        names: Optional[frozenset[str]] = None
+        for other_path, text in self.importer_texts(path):
+            if self.summaries is not None and other_path not in self.modules:
+                # not parsed yet: parse it only if it may call or run one of module's functions
+                if names is None:
+                    names = frozenset([f.name for f in module.functions] + [c.name for c in module.classes])
+                if other_path not in self._words:
+                    self._words[other_path] = summary_mod.words_of(text)
+                if not summary_mod.may_reach_text(text, self._words[other_path], names):
+                    spared.append(other_path)
+                    continue
+                summary = self.summary(other_path, text)
+                if summary is not None and not may_reach(summary, names):
+                    spared.append(other_path)
+                    continue
             other = self.modules.get(other_path) if other_path in self.modules else self.module(other_path)
             if other is not None and any(self._imports(other, q, module) for b in other.module_imports()
                                          for q in _imported_names(b)):
@@ -182,14 +265,18 @@ class Project:
                     self._imports(other, q, module) for b in other.module_imports() for q in _imported_names(b)):
                 out.append(other)
         self._importers[path] = out
+        self.spared["importers"] += len(spared)
         module.project_deps.update(m.path for m in out)
+        # what they do decided that they do nothing here: a dependency of the answers (for the
+        # result cache), though no model of them was read
+        self._summary_deps.setdefault(path, set()).update(spared)
         return out
 
     def dependencies(self, module: "Module") -> set[str]:
         """Every project file ``module``'s answers may have read (imports, importers,
         transitively), not counting ``module`` itself."""
         out: set[str] = set()
-        work = list(module.project_deps)
+        work = list(module.project_deps) + list(self._summary_deps.get(os.path.abspath(module.path), ()))
         while work:
             p = os.path.abspath(work.pop())
             if p in out:
@@ -198,6 +285,7 @@ class Project:
             other = self.modules.get(p)
             if other is not None:
                 work.extend(other.project_deps)
+            work.extend(self._summary_deps.get(p, ()))
         out.discard(os.path.abspath(module.path))
         return out
 

@@ -479,6 +479,8 @@ class Inference:
         project = self.m.project
         if project is None or not raw:
             return None
+        if project.unknown_without_parse(self.m, raw):  # its summary answers (BATCH = 64): no parse
+            return [UNKNOWN]
         got = project.resolve(self.m, raw)
         if got is None:
             return None
