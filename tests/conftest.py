@@ -14,6 +14,11 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SARIF_SCHEMA = REPO_ROOT.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
 
+# Where the test machine has no user/network namespaces, --verify refuses to start a local cluster
+# (its gRPC servers would listen on every interface) unless this is set; the cluster tests opt in
+# (a CI runner), and tests/test_verify_contain.py checks the refusal with it unset.
+os.environ.setdefault("TFPAR_VERIFY_EXPOSED_CLUSTER", "1")
+
 # TFP101: the model is built outside the scope (line 3, col 9) and compiled under it.
 TFP101_SRC = """\
 import tensorflow as tf

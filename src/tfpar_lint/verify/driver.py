@@ -690,7 +690,7 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
         return data
     except Exception as e:  # the driver itself failed (spawn, disk): report, never crash the CLI
         msg = ("not run: the verifier was interrupted" if isinstance(e, _NotStarted)
-               else f"the verifier could not run the script: {e}")
+               else str(e) if isinstance(e, _Refused) else f"the verifier could not run the script: {e}")
         err = {"type": "Interrupted" if isinstance(e, _NotStarted) else type(e).__name__, "message": msg,
                "frames": [], "script_lines": [], "location": ""}
         data = RunData(path=job.script, workers=[{"outcome": "failed", "error": err, "notes": []}],
@@ -704,6 +704,14 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
 
 class _NotStarted(Exception):
     """The verifier was interrupted before this run started."""
+
+
+class _Refused(Exception):
+    """The run would be unsafe here and was not started (its message says why and what to set)."""
+
+
+# opt-in to a local cluster whose gRPC servers listen on every interface (no network namespace)
+EXPOSED_CLUSTER_ENV = "TFPAR_VERIFY_EXPOSED_CLUSTER"
 
 
 def _step_bound_race(data: RunData) -> bool:
@@ -732,6 +740,11 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
                                                    ctx["cwd"])
                 except OSError as e:
                     notes.append(f"no private namespaces for the cluster ({e}): each worker has its own sandbox")
+            if holder is None and os.environ.get(EXPOSED_CLUSTER_ENV) != "1":
+                raise _Refused(
+                    "not run: a multi-worker script runs as a local cluster, and without a private network "
+                    "namespace (none on this machine) TensorFlow's unauthenticated gRPC servers would listen "
+                    f"on every interface; set {EXPOSED_CLUSTER_ENV}=1 to run it anyway on a trusted network")
             ports = _free_ports(NUM_WORKERS)
             cluster = {"worker": [f"localhost:{p}" for p in ports]}
             for w in range(NUM_WORKERS):
