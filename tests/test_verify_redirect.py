@@ -29,8 +29,9 @@ print("READ write_file", tf.io.read_file("existing.txt").numpy().decode(), open(
 
 @tf.function
 def write_then_read():  # traced: the paths are mapped when the graph is built
-    tf.io.write_file("traced.txt", "in a graph")
-    return tf.io.read_file("traced.txt")
+    wrote = tf.io.write_file("traced.txt", "in a graph")
+    with tf.control_dependencies([wrote]):  # ReadFile is not stateful: without this TF may run it first
+        return tf.io.read_file("traced.txt")
 
 
 print("READ tf.function", write_then_read().numpy().decode(), open("traced.txt").read())

@@ -696,6 +696,9 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
         data = RunData(path=job.script, workers=[{"outcome": "failed", "error": err, "notes": []}],
                        outcome="failed", seconds=time.time() - t0)
         data.exit_codes, data.killed, data.driver_notes = [None], [False], []  # type: ignore[attr-defined]
+        if isinstance(e, _Refused):  # which sandbox would have run it (the reason is the error)
+            kind = "sandbox" if ctx.get("sandbox") == "namespaces" else "no sandbox"
+            data.driver_notes.append(f"{kind}: {ctx.get('sandbox_detail', '')}")  # type: ignore[attr-defined]
         data.interrupted = isinstance(e, _NotStarted)  # type: ignore[attr-defined]
         return data
     finally:
