@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import stat
@@ -410,6 +411,29 @@ class _PositionsDone(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=None)
+def _counting_state() -> type:
+    """libcst's position-providing code generation state, counting lines and columns without its
+    regex on tokens that hold no newline, and keeping no generated text (ImportError with a libcst
+    whose internals are not these)."""
+    from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
+
+    class _Counting(PositionProvidingCodegenState):
+        def add_token(self, value: str) -> None:
+            if "\n" in value or "\r" in value:
+                segments = NEWLINE_RE.split(value)
+                self.line += len(segments) - 1
+                self.column = len(segments[-1])
+            else:
+                self.column += len(value)
+
+        def add_indent_tokens(self) -> None:
+            for token in self.indent_tokens:
+                self.add_token(token)
+
+    return _Counting
+
+
 def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optional[str] = None) -> Any:
     """libcst ``PositionProvider`` ranges of ``nodes`` (a mapping with ``.get``).
 
@@ -427,28 +451,18 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
         if got is not None:
             return got
     try:
-        from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
-
+        counting = _counting_state()
         wanted = {id(n) for n in nodes}
 
-        class _State(PositionProvidingCodegenState):
+        class _State(counting):
             done = False
 
             def add_token(self, value: str) -> None:
                 self.tokens.append(value)
-                if "\n" in value or "\r" in value:
-                    segments = NEWLINE_RE.split(value)
-                    self.line += len(segments) - 1
-                    self.column = len(segments[-1])
-                else:
-                    self.column += len(value)
-
-            def add_indent_tokens(self) -> None:
-                for token in self.indent_tokens:
-                    self.add_token(token)
+                counting.add_token(self, value)
 
             def after_codegen(self, node: cst.CSTNode) -> None:
-                PositionProvidingCodegenState.after_codegen(self, node)
+                counting.after_codegen(self, node)
                 if id(node) in wanted:
                     wanted.discard(id(node))
                     if not wanted:  # every wanted range is final: stop generating code
@@ -481,7 +495,7 @@ def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source:
     indentation.  The line and column each generated statement's first token gets must be those
     ``ast`` gives, else the shortcut is dropped."""
     try:
-        from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
+        _State = _counting_state()
     except ImportError:  # pragma: no cover - another libcst
         return None
     from tfpar_lint.semantic.walk import syntax_children
@@ -520,19 +534,6 @@ def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source:
         tree_ast = compile(source, "<positions>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-
-    class _State(PositionProvidingCodegenState):
-        def add_token(self, value: str) -> None:
-            if "\n" in value or "\r" in value:
-                segments = NEWLINE_RE.split(value)
-                self.line += len(segments) - 1
-                self.column = len(segments[-1])
-            else:
-                self.column += len(value)
-
-        def add_indent_tokens(self) -> None:
-            for token in self.indent_tokens:
-                self.add_token(token)
 
     provider = PositionProvider()
     # (statements, their ast statements, indentation, how deep) still to place

@@ -15,14 +15,21 @@ MARKER = "TFPAR_VERIFY_RUN"  # environment variable carried by every process of 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def _stat(pid: int) -> Optional[tuple[int, int]]:
-    """(ppid, rss pages) of a live process."""
+def _stat_fields(pid: int) -> Optional[list[bytes]]:
+    """The fields of /proc/PID/stat after the command name (field 3 on), None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
-    rest = data[data.rfind(b")") + 2:].split()
+    return data[data.rfind(b")") + 2:].split()
+
+
+def _stat(pid: int) -> Optional[tuple[int, int]]:
+    """(ppid, rss pages) of a live process."""
+    rest = _stat_fields(pid)
+    if rest is None:
+        return None
     try:
         return int(rest[1]), int(rest[21])
     except (IndexError, ValueError):
@@ -36,12 +43,9 @@ def start_time(pid: int) -> Optional[int]:
     numbers (``kill(tid)`` signals the thread's whole process); with ``pid_max`` at 32768 and
     TensorFlow starting dozens of threads per process, a number taken from /proc a few seconds
     earlier may name another program by now.  (pid, start time) names one process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
+    rest = _stat_fields(pid)
+    if rest is None:
         return None
-    rest = data[data.rfind(b")") + 2:].split()
     try:
         return int(rest[19])
     except (IndexError, ValueError):

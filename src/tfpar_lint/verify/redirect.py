@@ -641,14 +641,17 @@ def install_tensorflow(ov: Overlay, own: Callable[[], bool]) -> None:
         if orig is not None:
             setattr(pfi, name, make(orig))
 
-    def read1(orig):
-        def f(path, *a, **kw):
-            k = key(path)
-            return orig(path if k is None else out(path, ov.read_path(k)), *a, **kw)
-        return f
+    def first_arg(path_of):
+        """Wrappers that map the entry point's first argument, a path, to ``path_of(key)``."""
+        def make(orig):
+            def f(path, *a, **kw):
+                k = key(path)
+                return orig(path if k is None else out(path, path_of(k)), *a, **kw)
+            return f
+        return make
 
     for n in ("FileExists", "IsDirectory", "Stat", "ReadFileToString", "BufferedInputStream", "HasAtomicMove"):
-        wrap(n, read1)
+        wrap(n, first_arg(ov.read_path))
 
     def children(orig):
         def f(path, *a, **kw):
@@ -694,13 +697,7 @@ def install_tensorflow(ov: Overlay, own: Callable[[], bool]) -> None:
 
     wrap("WritableFile", writable)
 
-    def write_string(orig):
-        def f(path, *a, **kw):
-            k = key(path)
-            return orig(path if k is None else out(path, ov.write_path(k)), *a, **kw)
-        return f
-
-    wrap("WriteStringToFile", write_string)
+    wrap("WriteStringToFile", first_arg(ov.write_path))
 
     def create_dir(orig):
         def f(path, *a, **kw):
@@ -762,10 +759,8 @@ def install_tensorflow(ov: Overlay, own: Callable[[], bool]) -> None:
                 d = dst if dk is None else out(dst, ov.write_path(dk))
                 return orig(s, d, overwrite, *a, **kw)
 
-            def ren(a_, b_):
-                orig(a_, b_, True)
             ov.move(os.fsdecode(s) if sk is None else os.fsdecode(src), os.fsdecode(dst), sk, dk,
-                    lambda a_, b_: ren(a_, b_))
+                    lambda a_, b_: orig(a_, b_, True))
         return f
 
     wrap("CopyFile", lambda o_: two(o_, False))
