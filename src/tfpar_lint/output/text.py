@@ -131,6 +131,8 @@ def script_header(run, verdicts: list[str]) -> str:
     counts = [f"{verdicts.count(v)} {v}" for v in ORDER if verdicts.count(v)]
     found = ", ".join(counts) if counts else "nothing found"
     sandbox = f"; sandbox: {run.sandbox}" if getattr(run, "sandbox", "") else ""
+    if getattr(run, "sandbox_refused", None):
+        sandbox += f" (refused: {', '.join(run.sandbox_refused)})"
     return f"{display_path(run.path)}: {_ending(run)}; {_devices(run)}; {run.seconds:.1f} s{sandbox}; {found}"
 
 

@@ -95,15 +95,22 @@ def _contain(spec: dict, result: dict) -> None:
     except (ValueError, OSError):
         pass
     rundir = os.path.dirname(os.path.abspath(spec["result"]))
+    # Only the relay outside the sandbox keeps this descriptor (see sandbox.enter); the sandboxed
+    # process hands its result over a pipe.
     _STATE["result_dirfd"] = os.open(rundir, os.O_RDONLY | os.O_DIRECTORY)
-    if spec.get("sync_dir"):  # a local cluster's shared folder, reached through this fd inside the sandbox
-        _STATE["sync_dirfd"] = os.open(spec["sync_dir"], os.O_RDONLY | os.O_DIRECTORY)
     mode = spec.get("sandbox") or "python"
     cwd = spec.get("cwd") or os.getcwd()
     if mode == "namespaces":
         try:
             t0 = time.time()
-            c = sandbox.enter(spec["scratch"], cwd, spec.get("cluster_pid"))
+            c = sandbox.enter(spec["scratch"], cwd, spec.get("cluster_pid"),
+                              result=(_STATE["result_dirfd"], os.path.basename(spec["result"])),
+                              sync=spec.get("sync_dir") if not spec.get("cluster_pid") else None,
+                              keep=(_STATE["stacks"].fileno(),))
+            _STATE.pop("result_dirfd", None)  # closed in here: only the relay holds it
+            if spec.get("sync_dir"):  # the cluster's shared folder, as the sandbox shows it
+                spec["sync_dir"] = sandbox.SYNC_DIR
+                os.makedirs(sandbox.SYNC_DIR, exist_ok=True)
             result["sandbox_seconds"] = round(time.time() - t0, 4)
             result["sandbox"] = "namespaces"
             result["sandbox_detail"] = c.detail
@@ -111,6 +118,7 @@ def _contain(spec: dict, result: dict) -> None:
         except BaseException as e:  # noqa: BLE001 - fall back, and say so
             mode = "python"
             result["sandbox_error"] = f"{type(e).__name__}: {e}"
+    sandbox.watch(refuse=mode != "namespaces")
     if mode != "namespaces":
         result["sandbox"] = "python"
         _STATE["python_guard"] = [rundir, spec.get("tmpdir") or rundir] + (
@@ -172,7 +180,6 @@ def _setup(spec: dict, result: dict) -> Recorder:
     R.worker_index = worker
     R.num_workers = int(spec.get("num_workers", 1) or 1)
     R.sync_dir = spec.get("sync_dir") or None  # local cluster: where the workers agree on when to stop
-    R.sync_fd = _STATE.get("sync_dirfd")
     for n in notes:
         R.note(n)
     R.text = marked_text
@@ -364,9 +371,15 @@ def _finish(R, result: dict, spec: dict, t_start: float) -> None:
             result["fn_errors"] = R.fn_errors
             result["run_sites"] = R.run_sites
         result["seconds"] = round(time.time() - t_start, 3)
+        from tfpar_lint.verify import sandbox
         from tfpar_lint.verify.sandbox import own_writes
 
+        refused = sandbox.attempts()
+        if refused:
+            result["sandbox_refused"] = refused
         data = json.dumps(result, default=_json_default).encode()
+        if sandbox.send_result(data):  # inside the sandbox: the relay outside writes the file
+            return
         dfd = _STATE.get("result_dirfd")
         name = os.path.basename(spec["result"])
         if dfd is None:  # pragma: no cover - before _contain

@@ -538,7 +538,8 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     os.makedirs(rundir, exist_ok=True)
     start_dir = os.path.join(rundir, "cwd")  # where the interpreter starts; the script runs in ctx["cwd"]
     tmpdir = tmpdir or os.path.join(rundir, "tmp")  # a cluster's workers share one, as on one machine
-    for d in (start_dir, tmpdir):
+    sync = os.path.join(os.path.dirname(rundir), "sync") if worker is not None else None
+    for d in (start_dir, tmpdir) + ((sync,) if sync else ()):
         os.makedirs(d, exist_ok=True)
     marker = f"{ctx['marker']}/{os.path.relpath(rundir, ctx['root'])}"
     spec = {
@@ -567,7 +568,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "np_seed": seed if job.one_replica else None,
         "preempt_after_steps": PREEMPT_STEPS if (job.preempt and worker == 1) else 0,
         # the workers of a local cluster agree there on the step at which they all stop
-        "sync_dir": os.path.dirname(rundir) if worker is not None else None,
+        "sync_dir": sync,
     }
     spec_path = os.path.join(rundir, "spec.json")
     with open(spec_path, "w") as f:
@@ -739,8 +740,9 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
         if job.multiworker:
             if ctx["sandbox"] == "namespaces":
                 try:
+                    os.makedirs(os.path.join(base, "sync"), exist_ok=True)
                     holder = sandbox.ClusterHolder(_child_env(ctx["req"], None), os.path.join(base, "fs"),
-                                                   ctx["cwd"])
+                                                   ctx["cwd"], sync=os.path.join(base, "sync"))
                 except OSError as e:
                     notes.append(f"no private namespaces for the cluster ({e}): each worker has its own sandbox")
             if holder is None and os.environ.get(EXPOSED_CLUSTER_ENV) != "1":
@@ -880,6 +882,10 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                             f"scratch folder are redirected to a copy in it)")
         elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
             sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
+    refused = _refused(results)
+    if refused:
+        sb_notes.append(f"sandbox: the script tried to change mounts or namespaces ({', '.join(refused)}) and was "
+                        f"refused")
     data.sandbox_notes = sb_notes  # type: ignore[attr-defined]
     strategies = data.strategies()
     data.replicas = max((s.get("replicas", 0) for s in strategies), default=0)
@@ -1047,6 +1053,7 @@ def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_r
         startup_seconds=max(((r or {}).get("startup_seconds", 0) or 0) for r in data.workers) if data.workers else 0,
         workdir=getattr(data, "rundir", "") if keep_root else "",
         sandbox=_sandbox_name(data, ctx),
+        sandbox_refused=_refused(data.workers),
         stdout=_joined(data, "stdout"),
         stderr=_joined(data, "stderr"),
     )
@@ -1133,6 +1140,16 @@ def _runtime_findings(job: _Job, data: RunData, display: str) -> list[Finding]:
         g.verification = Verification(status=RUNTIME, evidence=s.evidence, replicas=data.replicas,
                                       devices=list(data.devices), seconds=round(data.seconds, 2))
         out.append(g)
+    return out
+
+
+def _refused(results) -> list[str]:
+    """The mount and namespace calls the script tried, every worker's, in order."""
+    out: list[str] = []
+    for r in results:
+        for what in (r or {}).get("sandbox_refused", []) or []:
+            if what not in out:
+                out.append(str(what))
     return out
 
 

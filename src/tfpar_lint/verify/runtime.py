@@ -92,7 +92,6 @@ class Recorder:
         self.on_preempt: Optional[Callable[[], None]] = None
         # Local cluster: a folder every worker shares, where they agree on when to stop.
         self.sync_dir: Optional[str] = None
-        self.sync_fd: Optional[int] = None  # that folder opened before the sandbox (its mounts hide the path)
         self.num_workers = 1
         self.sync_wait = SYNC_WAIT
 
@@ -295,22 +294,11 @@ class Recorder:
             self._sync_write(f"left.w{self.worker_index}", "1")
 
     def _sync_write(self, name: str, text: str) -> bool:
-        """Write ``name`` in the cluster's shared folder, atomically: through the folder's fd
-        (inside the sandbox), else by path (the Python-level guard allows that folder)."""
-        tmp = f".{name}.tmp"
-        if self.sync_fd is not None:
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=self.sync_fd)
-                try:
-                    os.write(fd, text.encode())
-                finally:
-                    os.close(fd)
-                os.replace(tmp, name, src_dir_fd=self.sync_fd, dst_dir_fd=self.sync_fd)
-                return True
-            except OSError:
-                pass
+        """Write ``name`` in the cluster's shared folder, atomically (inside the sandbox the folder
+        is bound at ``sandbox.SYNC_DIR``; without one, the Python-level guard allows it)."""
         if not self.sync_dir:
             return False
+        tmp = f".{name}.tmp"
         try:
             with open(os.path.join(self.sync_dir, tmp), "w") as f:
                 f.write(text)
@@ -321,14 +309,8 @@ class Recorder:
 
     def _sync_read(self, name: str) -> Optional[str]:
         try:
-            if self.sync_fd is not None:
-                fd = os.open(name, os.O_RDONLY, dir_fd=self.sync_fd)
-                try:
-                    return os.read(fd, 64).decode(errors="replace")
-                finally:
-                    os.close(fd)
             with open(os.path.join(self.sync_dir or "", name)) as f:
-                return f.read()
+                return f.read(64)
         except OSError:
             return None
 

@@ -77,6 +77,7 @@ PSEUDO_FS = {"proc", "sysfs", "devtmpfs", "devpts", "mqueue", "cgroup", "cgroup2
 TMPFS_SIZE = os.environ.get("TFPAR_VERIFY_SCRATCH_SIZE", "50%")  # of RAM: writes beyond it get ENOSPC
 
 _libc = None
+_STATE: dict = {}
 
 
 def _lib():
@@ -178,7 +179,8 @@ class Contained:
         self.detail = detail
 
 
-def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None) -> Contained:
+def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Optional[tuple[int, str]] = None,
+          sync: Optional[str] = None, keep: tuple = ()) -> Contained:
     """Called by the child before the script: split into a relay (this process,
     outside the namespaces; never returns) and the contained process (returns).
 
@@ -186,7 +188,17 @@ def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None) -> Containe
     the namespace); ``cwd`` is where the script runs.  A worker of a local
     cluster joins the cluster's namespaces instead (``cluster_pid``, see
     :class:`ClusterHolder`): the workers share one file view (what one writes,
-    the other reads, as on one machine) and one loopback-only network."""
+    the other reads, as on one machine) and one loopback-only network.
+
+    ``result`` is ``(dirfd, name)``: the run folder, opened before the sandbox.
+    Only the relay keeps that descriptor (a directory descriptor from outside
+    would let the script walk up to the real tree with ``..``); the contained
+    process sends its result through a pipe (:func:`send_result`) and the relay
+    writes the file.  ``sync`` is a real folder bound, writable, at
+    :data:`SYNC_DIR` inside (a local cluster's workers agree there on when to
+    stop).  Before returning, the contained process locks the sandbox
+    (:func:`lock`), closing every inherited descriptor of a real file or folder but ``keep`` (the
+    verifier's own files of the run)."""
     uid, gid = os.getuid(), os.getgid()
     flags = CLONE_NEWNS | CLONE_NEWPID
     lib = _lib()
@@ -204,18 +216,45 @@ def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None) -> Containe
         _write_maps(uid, gid)
     sys.stdout.flush()
     sys.stderr.flush()
+    rfd, wfd = os.pipe()
     pid = os.fork()
     if pid:
-        _relay(pid)  # never returns
+        os.close(wfd)
+        _relay(pid, rfd, result)  # never returns
+    os.close(rfd)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if result is not None:
+        os.close(result[0])
+    _STATE["result_fd"] = wfd
     if cluster_pid:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         proc = _fresh_proc()
         os.chdir(cwd)
-        return Contained("namespaces", f"the cluster's user/mount/network namespaces, own PID namespace, {proc}; "
-                                       f"writes go to the cluster's private overlay")
-    detail = _build_root(scratch, cwd)
-    return Contained("namespaces", detail)
+        detail = (f"the cluster's user/mount/network namespaces, own PID namespace, {proc}; "
+                  f"writes go to the cluster's private overlay")
+    else:
+        detail = _build_root(scratch, cwd, sync=sync)
+    return Contained("namespaces", detail + "; " + lock(keep=(wfd,) + tuple(keep)))
+
+
+# Where a local cluster's workers find their shared folder inside the sandbox (see ``sync`` of :func:`enter`).
+SYNC_DIR = "/dev/shm/.tfpar-verify-sync"
+
+
+def send_result(data: bytes) -> bool:
+    """Inside the sandbox: hand the run's result to the relay, which writes it outside.  False
+    when this process is not in the sandbox (the caller writes the file itself)."""
+    fd = _STATE.pop("result_fd", None)
+    if fd is None:
+        return False
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    finally:
+        os.close(fd)
+    return True
 
 
 def _fresh_proc() -> str:
@@ -235,20 +274,45 @@ def _write_maps(uid: int, gid: int) -> None:
         f.write(f"{gid} {gid} 1")
 
 
-def _relay(pid: int) -> None:
-    """Outside the PID namespace: wait for its init (the script) and leave with
-    its status.  The driver's SIGTERM reaches the script directly (same process
+RESULT_MAX = 256 << 20  # bytes of result the relay takes from the contained process
+
+
+def _relay(pid: int, rfd: int, result: Optional[tuple[int, str]]) -> None:
+    """Outside the PID namespace: wait for its init (the script), write the
+    result it sent through ``rfd`` into the run folder, and leave with its
+    status.  The driver's SIGTERM reaches the script directly (same process
     group); this process ignores it so that the script can write its result."""
     code = 70
     try:
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, signal.SIG_IGN)
-        while True:
-            try:
-                _, status = os.waitpid(pid, 0)
-                break
-            except InterruptedError:
-                continue
+        data = bytearray()
+        status = None
+        open_ = True
+        import select
+
+        while status is None or open_:
+            if open_:
+                # Every writer is gone once the PID namespace's init has been reaped (the kernel
+                # ends the namespace's other processes first), so the read ends then.
+                ready, _, _ = select.select([rfd], [], [], 0.2 if status is None else 5.0)
+                if ready:
+                    chunk = os.read(rfd, 1 << 16)
+                    if chunk and len(data) < RESULT_MAX:
+                        data += chunk
+                    elif not chunk:
+                        open_ = False
+                elif status is not None:
+                    open_ = False
+            if status is None:
+                try:
+                    done, st = os.waitpid(pid, os.WNOHANG if open_ else 0)
+                except InterruptedError:
+                    continue
+                if done:
+                    status = st
+        if data and result is not None:
+            _write_result(result[0], result[1], bytes(data))
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             signal.signal(sig, signal.SIG_DFL)
@@ -259,7 +323,25 @@ def _relay(pid: int) -> None:
     os._exit(code if code >= 0 else 70)
 
 
-def _build_root(scratch: str, cwd: str, proc: bool = True) -> str:
+def _write_result(dfd: int, name: str, data: bytes) -> None:
+    """Write ``name`` in the folder ``dfd`` atomically.  Never through a link: the script
+    could have put one there (a cluster's workers can write their shared folder)."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    try:
+        os.unlink(tmp, dir_fd=dfd)
+    except OSError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+
+
+def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] = None) -> str:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     original = _mounts()
     os.makedirs(scratch, exist_ok=True)
@@ -328,6 +410,9 @@ def _build_root(scratch: str, cwd: str, proc: bool = True) -> str:
         _mount("tfpar-shm", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
     except OSError:
         pass
+    if sync:  # the cluster's shared folder: a bind mount, so ``..`` from it stays inside the sandbox
+        os.makedirs(root + SYNC_DIR, exist_ok=True)
+        _mount(sync, root + SYNC_DIR, None, MS_BIND)
     os.chdir(root)
     nr = _PIVOT_ROOT.get(platform.machine())
     if nr is None:
@@ -340,6 +425,182 @@ def _build_root(scratch: str, cwd: str, proc: bool = True) -> str:
     return (f"user/mount/PID namespaces, {procfs}; writes go to a private overlay on "
             f"{len(overlaid)} folder{'s' if len(overlaid) != 1 else ''}"
             + (f"; read-only: {', '.join(readonly[:5])}" if readonly else ""))
+
+
+# -------------------------------------------------------------------- lock
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS_LOCKED... with their locks: uid 0 gets no
+# capability back through execve or setuid.
+_SECUREBITS = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200
+# System calls that change mounts or namespaces.  Inside the sandbox a seccomp filter makes them fail
+# with EPERM; an audit hook notes each attempt the script makes through ctypes or another program
+# (:func:`watch`), so the report can say that the script tried and was refused.
+MOUNT_CALLS = ("mount", "umount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+               "move_mount", "open_tree", "mount_setattr", "setns", "unshare")
+REFUSED_CALLS = MOUNT_CALLS + ("ptrace", "kexec_load", "init_module", "finit_module", "delete_module")
+_MOUNT_PROGRAMS = {"mount", "umount", "unshare", "nsenter", "pivot_root", "chroot", "bwrap", "newuidmap",
+                   "newgidmap", "fusermount", "fusermount3"}
+_CLONE_NS = (CLONE_NEWNS, 0x02000000, 0x04000000, 0x08000000, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET)
+
+
+def lock(keep: tuple = ()) -> str:
+    """Make the sandbox unchangeable from the script, in the contained process, once its mounts are
+    built: the script holds CAP_SYS_ADMIN in the user namespace that built them and could otherwise
+    unmount an overlay and remount the read-only bind below it writable.
+
+    * descriptors of folders and files opened before the sandbox are closed (``..`` from a folder
+      descriptor, or ``/proc/self/fd/N`` reopened, reaches the real tree), except ``keep``;
+    * a nested user namespace with a copy of the mount namespace: the kernel locks every mount
+      and its read-only flag against a less privileged namespace;
+    * every capability dropped (bounding set, ambient set, securebits so that uid 0 gets none
+      back), ``no_new_privs`` set;
+    * a seccomp filter (libseccomp through ``pyseccomp``) refuses the mount and namespace calls,
+      ``clone`` with namespace flags, and ``ptrace``.
+
+    Returns what it did, for the run's notes.  Raises OSError when the namespace lock fails (the
+    caller falls back rather than run an unlocked sandbox)."""
+    _close_inherited(keep)
+    uid, gid = os.getuid(), os.getgid()
+    lib = _lib()
+    _check(lib.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare (lock)")
+    _write_maps(uid, gid)
+    _drop_caps()
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    how = ["mounts locked (nested user namespace)", "no capabilities", "no_new_privs"]
+    how.append(_seccomp())
+    return ", ".join(how)
+
+
+def _close_inherited(keep: tuple) -> None:
+    import stat
+
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fds.append(int(name))
+        except ValueError:
+            continue
+    for fd in fds:
+        if fd <= 2 or fd in keep:
+            continue
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _drop_caps() -> None:
+    lib = _lib()
+    lib.prctl(PR_SET_SECUREBITS, ctypes.c_ulong(_SECUREBITS), 0, 0, 0)  # needs CAP_SETPCAP: before the drop
+    for cap in range(64):
+        if lib.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the kernel's last capability
+    lib.prctl(PR_CAP_AMBIENT, ctypes.c_ulong(PR_CAP_AMBIENT_CLEAR_ALL), 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: none (two 32-bit words each)
+    _check(lib.capset(header, data), "capset")
+
+
+def _seccomp() -> str:
+    """Load the filter; say which, or why none (the namespace lock alone already holds the mounts)."""
+    try:
+        import pyseccomp as sc
+    except (ImportError, OSError) as e:  # no binding, or no libseccomp on this machine
+        return f"no seccomp filter ({type(e).__name__}: {e})"
+    try:
+        f = sc.SyscallFilter(sc.ALLOW)
+        for name in REFUSED_CALLS:
+            try:
+                f.add_rule(sc.ERRNO(errno.EPERM), name)
+            except (OSError, ValueError, RuntimeError):
+                continue  # a call this architecture lacks
+        for flag in _CLONE_NS:
+            f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+        # clone3 passes its flags in memory, out of a filter's reach: "not implemented" makes the C
+        # library fall back to clone, whose flags the rules above see.
+        f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        f.load()
+    except (OSError, ValueError, RuntimeError) as e:
+        return f"no seccomp filter ({type(e).__name__}: {e})"
+    return "seccomp filter on mount/namespace calls"
+
+
+_ATTEMPTS: list = []  # what the script tried and was refused (see :func:`watch`)
+_CTYPES_SYSCALL: dict = {}  # syscall number -> name, for the calls in MOUNT_CALLS
+
+
+def watch(refuse: bool) -> None:
+    """Note every attempt to change mounts or namespaces that the script makes through ctypes or
+    another program (an audit hook; ``attempts()`` reads them).  With ``refuse`` (no sandbox: the
+    Python-level guard), the attempt itself fails with PermissionError."""
+    names = set(MOUNT_CALLS)
+    try:
+        import pyseccomp as sc
+
+        arch = sc.system_arch()
+        for n in MOUNT_CALLS:
+            try:
+                _CTYPES_SYSCALL[int(sc.resolve_syscall(arch, n))] = n
+            except (OSError, ValueError, RuntimeError, TypeError):
+                continue
+    except (ImportError, OSError):
+        pass
+    syscall_addr: list = []
+
+    def seen(what: str) -> None:
+        if what not in _ATTEMPTS:
+            _ATTEMPTS.append(what)
+        if refuse:
+            raise PermissionError(errno.EPERM, f"tfpar-lint --verify: {what} changes mounts or namespaces and "
+                                               f"is refused")
+
+    def hook(event, args):
+        if getattr(_OWN, "on", False):
+            return
+        if event == "ctypes.dlsym" and len(args) > 1 and isinstance(args[1], str):
+            if args[1] in names:
+                seen(args[1])
+            elif args[1] == "syscall" and not syscall_addr:
+                syscall_addr.append(True)
+        elif event == "ctypes.call_function" and syscall_addr and len(args) > 1 and args[1]:
+            first = args[1][0]
+            nr = getattr(first, "value", first)
+            if isinstance(nr, int) and nr in _CTYPES_SYSCALL and _is_syscall(args[0]):
+                seen(f"syscall({_CTYPES_SYSCALL[nr]})")
+        elif event in ("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn") and args:
+            prog = os.path.basename(os.fsdecode(args[0])) if isinstance(args[0], (str, bytes, os.PathLike)) else ""
+            if prog in _MOUNT_PROGRAMS:
+                seen(f"the {prog} program")
+        elif event == "os.system" and args:
+            cmd = os.fsdecode(args[0]) if isinstance(args[0], (str, bytes)) else ""
+            first = os.path.basename(cmd.split()[0]) if cmd.split() else ""
+            if first in _MOUNT_PROGRAMS:
+                seen(f"the {first} program")
+
+    sys.addaudithook(hook)
+
+
+def _is_syscall(addr) -> bool:
+    """Whether ``addr`` is the C library's ``syscall`` (the script calls it through ctypes)."""
+    if "syscall" not in _STATE:
+        try:
+            _STATE["syscall"] = ctypes.cast(_lib().syscall, ctypes.c_void_p).value
+        except (AttributeError, OSError):
+            _STATE["syscall"] = None
+    return addr is not None and addr == _STATE["syscall"]
+
+
+def attempts() -> list:
+    return list(_ATTEMPTS)
 
 
 # ----------------------------------------------------------------- network
@@ -370,7 +631,7 @@ def cluster_holder_main() -> int:
         _check(_lib().unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS), "unshare")
         _write_maps(uid, gid)
         _loopback_up()
-        detail = _build_root(sys.argv[2], sys.argv[3], proc=False)
+        detail = _build_root(sys.argv[2], sys.argv[3], proc=False, sync=sys.argv[4] if len(sys.argv) > 4 else None)
     except OSError as e:
         print(json.dumps({"error": str(e)}), flush=True)
         return 1
@@ -382,9 +643,10 @@ def cluster_holder_main() -> int:
 class ClusterHolder:
     """Driver side: the namespaces of one local cluster."""
 
-    def __init__(self, env: dict, scratch: str, cwd: str):
+    def __init__(self, env: dict, scratch: str, cwd: str, sync: Optional[str] = None):
         os.makedirs(scratch, exist_ok=True)
-        self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--cluster", scratch, cwd],
+        self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--cluster", scratch, cwd]
+                                  + ([sync] if sync else []),
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   env=env, start_new_session=True, cwd=scratch)
         line = self.p.stdout.readline() if self.p.stdout else b""
@@ -571,9 +833,6 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
         redirect.install_tensorflow(ov, own)
     _STATE["overlay"] = ov
     sys.addaudithook(hook)  # last: what a wrapper above passes on is already mapped
-
-
-_STATE: dict = {}
 
 
 # audit event -> position of its dir_fd argument (None: it has none)
