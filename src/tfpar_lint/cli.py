@@ -187,7 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "(whole-project analysis is on by default; also project = false)")
     cfg.add_argument("--tf-version", metavar="X.Y", default=None,
                      help="the TensorFlow version the code targets, like ruff's --target-version "
-                          "(default: tf-version in [tool.tfpar-lint], else 2.16: tf.keras is Keras 3)")
+                          "(default: tf-version in [tool.tfpar-lint], else inferred per file from the project's "
+                          "requirements, pyproject.toml, setup.py, Pipfile, environment.yml or Dockerfile and the "
+                          "code's APIs; --show-settings prints what was found)")
     cfg.add_argument("-j", "--jobs", type=_positive_int("--jobs"), default=None,
                      help="worker processes (default and maximum: the number of CPUs; files are always "
                           "parsed in supervised workers, also with -j1)")
@@ -505,7 +507,7 @@ def _main(argv: list[str]) -> int:
         list_rules(fmt, sys.stdout)
         return 0
     if args.show_settings:
-        sys.stdout.write(settings.describe() + "\n")
+        sys.stdout.write(settings.describe(paths) + "\n")
         return 0
 
     # the settings' fix / unsafe-fixes / show-fixes, unless the command line says otherwise (ruff)

@@ -44,7 +44,9 @@ class AnalysisOptions:
     strategy_factories: tuple[str, ...] = ()
     dataset_distributors: tuple[str, ...] = ()
     extra_markers: tuple[str, ...] = ()
-    tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
+    # the TensorFlow the code targets (the tf-version setting), or None: inferred for each file
+    # from the project's files and the code's APIs (tfpar_lint.versions)
+    tf_version: Optional[str] = None
     project: bool = True  # follow names into the project's other files (whole-project analysis)
     src: tuple[str, ...] = ()  # folders the project's modules live in (default: the root and root/src)
     # where the per-module summaries are kept (the result cache's folder; None: in memory only).

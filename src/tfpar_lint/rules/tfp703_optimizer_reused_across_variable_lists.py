@@ -5,6 +5,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic import CallSite, Module, Scope, Value, arg, keyword
 
@@ -108,7 +109,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
                                for v in vals):
                 return None
             v = vals[0]
-            if ".legacy." in v.qname or m.keras_flavor(v) not in ("keras", "tf_keras"):
+            if not versions.builds_at_first_use(m, v):  # Keras 3, and Keras 2 from TF 2.11 on
                 return None
             return v
 
