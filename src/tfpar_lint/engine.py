@@ -117,6 +117,20 @@ def _dep_digests(project: Any, module: Module) -> dict[str, str]:
     return out
 
 
+def _version_digests(module: Module) -> dict[str, str]:
+    import hashlib
+
+    from tfpar_lint import versions
+
+    out = {}
+    for p in versions.dependency_paths(module):
+        try:
+            out[p] = hashlib.sha256(read_regular(p)).hexdigest()
+        except OSError:
+            out[p] = ""
+    return out
+
+
 def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
     codes = default_codes() if enabled is None else frozenset(enabled)
     return [r for r in all_rules() if r.CODE in codes]
@@ -306,6 +320,8 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     try:
         return _analyse(module, tree, rules, with_fixes, path)
     finally:
+        if deps is not None:
+            deps.update(_version_digests(module))  # the requirements file its version was read from
         if project is not None:
             if deps is not None:
                 deps.update(_dep_digests(project, module))

@@ -33,7 +33,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,6 +62,9 @@ class Target:
     legacy_keras: bool = False  # TF_USE_LEGACY_KERAS=1 stated by the project (not by the module)
     known: bool = True  # False: nothing found, UNKNOWN's assumption
     also: tuple[str, ...] = ()  # other statements read (for --show-settings)
+    # the upper bound comes from the code's APIs (an era, not what pip installs): a question about a
+    # version inside the range (``at_least``) is answered only when the whole range agrees
+    high_from_code: bool = False
 
     @property
     def runs(self) -> Version:
@@ -69,6 +72,12 @@ class Target:
         if self.high is not None:
             return self.high
         return max(self.low or KERAS3_TF, _LATEST)
+
+    def at_least(self, v: Version) -> bool:
+        """Does the code run on TensorFlow ``v`` or later?"""
+        if self.high_from_code:
+            return self.low is not None and self.low >= v
+        return self.runs >= v
 
     def tf_keras_is_keras3(self) -> bool:
         return self.runs >= KERAS3_TF and not self.legacy_keras
@@ -165,13 +174,12 @@ def _ver(text: str) -> Optional[tuple[int, ...]]:
 def spec_range(spec: str, style: str = "pep440") -> Optional[tuple[Optional[Version], Optional[Version], bool]]:
     """``">=2.4,<2.16"`` -> ((2, 4), (2, 15), False).  ``style``: "pep440", "poetry" (``^2.4``,
     ``~2.4``, a bare version is exact) or "conda" (``=2.4`` matches 2.4.*).  None: no bound stated
-    (``*``, empty, a URL); the third item says whether it names one version (a pin)."""
+    (``*``, empty, a URL); the third item says whether it names one minor version (a pin)."""
     spec = spec.strip().strip('"\'')
     if not spec or spec == "*" or "://" in spec or spec.startswith("@"):
         return None
     low: Optional[Version] = None
     high: Optional[Version] = None
-    pinned = False
     any_clause = False
     for clause in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", spec):
         clause = clause.strip()
@@ -195,7 +203,6 @@ def spec_range(spec: str, style: str = "pep440") -> Optional[tuple[Optional[Vers
                 lo_, hi_ = (v[0], 0), (v[0], 999)
             else:
                 lo_, hi_ = mm, mm
-                pinned = pinned or not wild or len(v) >= 2
         elif op == "~=":
             lo_, hi_ = mm, (mm if len(v) >= 3 else (v[0], 999))
         elif op == "~":  # poetry: ~2.4 / ~2.4.1 -> 2.4.*; ~2 -> 2.*
@@ -225,7 +232,7 @@ def spec_range(spec: str, style: str = "pep440") -> Optional[tuple[Optional[Vers
             high = hi_
     if not any_clause:
         return None
-    return low, high, pinned and low == high
+    return low, high, low is not None and low == high
 
 
 def parse_requirement(line: str, style: str = "pep440") -> Optional[tuple[str, str]]:
@@ -653,8 +660,10 @@ def combine(specs: list[tuple[int, str, Spec]], folder: str) -> Target:
     keras_major: Optional[int] = None
     for p, f, s in keras:
         if s.high is not None and s.high[0] <= 2:
-            keras_major = 2
-            bound = (None, (2, 15))
+            keras_major = 2  # keras 2.X (X >= 6) ships with TensorFlow 2.X; older ones with <= 2.5
+            lo = s.low if s.low is not None and s.low[0] == 2 and s.low[1] >= 6 else None
+            hi = s.high if s.high[0] == 2 and 6 <= s.high[1] <= 15 else ((2, 5) if s.high[1] < 6 else (2, 15))
+            bound = (lo, hi)
         elif s.low is not None and s.low[0] >= 3:
             keras_major = 3
             bound = (KERAS3_TF, None)
@@ -722,9 +731,9 @@ def api_range(raw_qname: str) -> Optional[tuple[Optional[Version], Optional[Vers
             if rest.startswith("src.") or rest.startswith("api."):
                 return None
             if any(rest.startswith(p if p.endswith(".") else p + ".") for p in _KERAS2_ONLY):
-                return (None, (2, 15), 0) if keras_tf else (None, None, 2)
+                return (None, (2, 15), 0) if keras_tf else (None, (2, 15), 2)
             if any(rest.startswith(p if p.endswith(".") else p + ".") for p in _KERAS3_ONLY):
-                return (KERAS3_TF, None, 0) if keras_tf else (None, None, 3)
+                return (KERAS3_TF, None, 0) if keras_tf else (KERAS3_TF, None, 3)
     return None
 
 
@@ -771,7 +780,7 @@ def code_range(m: "Module") -> Optional[tuple[Optional[Version], Optional[Versio
     for elo, ehi, ek, name in evid:
         got = _intersect((lo, hi), (elo, ehi))
         if got is None:
-            continue  # the code uses names of both sides (a compatibility branch): not evidence
+            return None  # the code uses names of both sides (a compatibility branch): no evidence
         lo, hi = got
         if ek:
             keras = ek
@@ -797,7 +806,7 @@ def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Option
         raw = v.raw_qname or ""
         if raw.startswith("tf_keras") or not raw.startswith(("tensorflow", "keras")):
             return None
-        return (None, None, 2, what) if raw.startswith("keras") else (None, (2, 15), 0, what)
+        return (None, (2, 15), 2, what) if raw.startswith("keras") else (None, (2, 15), 0, what)
 
     src = m.source
     if re.search(r"_generator\s*\(", src):
@@ -871,11 +880,12 @@ def _resolve(m: "Module") -> Target:
                 got = _intersect((t.low, t.high), (lo, hi))
                 if got is not None and got != (t.low, t.high):
                     t = replace(t, low=got[0], high=got[1], source=f"{t.source} and the code's APIs ({names})",
-                                keras=t.keras if keras is None else keras)
+                                keras=t.keras if keras is None else keras,
+                                high_from_code=got[1] is not None and got[1] != t.high)
             else:
                 base = proj if proj is not None else UNKNOWN
                 t = replace(base, low=lo, high=hi, known=True, source=f"the code's APIs ({names})",
-                            keras=keras if keras is not None else base.keras)
+                            keras=keras if keras is not None else base.keras, high_from_code=hi is not None)
         if t is None:
             t = proj if proj is not None else UNKNOWN
             if not t.known:
@@ -921,6 +931,20 @@ def flavor(m: "Module", spelling: str) -> str:
     return "keras" if t.keras_major() >= 3 else "tf_keras"
 
 
+def note(m: "Module", v: "Value", sep: str = "") -> str:
+    """`` (with TensorFlow 2.16+ (Keras 3, from requirements.txt))`` for a Keras object whose
+    Keras depends on the targeted version (``tf.keras``, ``import keras``); "" for ``tf_keras``."""
+    raw = v.raw_qname or ""
+    if not raw and v.info is not None:
+        raw = "keras"  # a local subclass: its base's spelling was judged by keras_flavor
+    if raw.startswith("tf_keras"):
+        return ""
+    keras = 3 if m.keras_flavor(v) == "keras" else 2
+    if sep:
+        return f"{sep}with {target_of(m).describe(keras)}"
+    return f" (with {target_of(m).describe(keras)})"
+
+
 def builds_at_first_use(m: "Module", v: "Value") -> bool:
     """Does the Keras optimizer ``v`` capture the strategy when made and build its state at the
     first step (Keras 3, and Keras 2's optimizers from TensorFlow 2.11 on; not the legacy ones)?"""
@@ -934,7 +958,7 @@ def builds_at_first_use(m: "Module", v: "Value") -> bool:
     raw = v.raw_qname or ""
     if raw.startswith("tf_keras"):
         return True  # tf_keras exists from 2.14 on
-    return target_of(m).runs >= NEW_OPTIMIZERS_TF
+    return target_of(m).at_least(NEW_OPTIMIZERS_TF)
 
 
 def dependency_paths(m: "Module") -> list[str]:

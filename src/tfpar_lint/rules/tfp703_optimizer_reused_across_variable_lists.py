@@ -161,7 +161,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
                     cs.node,
                     f"the optimizer `{m.code(opt.origin)}` {how} other variables (line {{line}}) and is used here "
                     f"for a different model's variables: Keras optimizers build their state for the first variable "
-                    f"list, so this raises {err}; use one optimizer per model",
+                    f"list, so this raises {err}; use one optimizer per model{versions.note(m, opt)}",
                     {"optimizer": m.code(opt.origin)},
                     related=first_cs.node,
                 )
