@@ -20,6 +20,8 @@ class CreatedOutsideScopeRule(Rule):
             if not created_outside_scope(m, v) or not self.applies(v):
                 continue
             for use in uses_with_strategy(m, v):
+                if use.site is not None and v.site is not None and m.exclusive(v.site, use.site):
+                    continue  # made in one arm of `if t:`, used in the other arm of a later `if t:`
                 yield Report(
                     v.origin,
                     f"{self.WHAT} `{use.subject or m.code(v.origin)}` is created outside the strategy's scope, but "
