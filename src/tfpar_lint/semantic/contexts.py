@@ -121,6 +121,22 @@ class Contexts:
                         return known
         return []
 
+    def caught(self, site: CallSite, errors: Iterable[str]) -> bool:
+        """Is ``site`` in the body of a ``try`` (of its own function) with a handler naming one of
+        the built-in exceptions ``errors`` (``except RuntimeError:``, ``except (ValueError,
+        RuntimeError) as e:``)?  The error is caught on purpose there (a demonstration, a probe of
+        what the runtime supports); a bare or ``Exception`` handler is not counted."""
+        wanted = frozenset(errors)
+        for t in site.trys:
+            for h in t.handlers:
+                types = h.type.elements if isinstance(h.type, cst.Tuple) else ([h.type] if h.type else [])
+                for e in types:
+                    e = e.value if isinstance(e, cst.Element) else e
+                    if isinstance(e, cst.Name) and e.value in wanted and not self.m.lookup(e.value, site.scope,
+                                                                                          site.order):
+                        return True
+        return False
+
     def exclusive(self, a: CallSite, b: CallSite) -> bool:
         """Can ``a`` and ``b`` never both run?  They sit in opposite arms of two ``if`` statements of
         one function whose tests are the same pure expression (names, attributes, constant
