@@ -376,6 +376,107 @@ def enabled() -> bool:
     return os.environ.get("TFPAR_LINT_DEEP", "").strip().lower() not in ("off", "0", "no", "false")
 
 
+_TABBED_INDENT = re.compile(r"^[ \f]*\t", re.M)  # a line whose indentation holds a tab
+
+
+class Normalised:
+    """A source whose indentation was rewritten for libcst: ``text`` is what was parsed; columns on
+    the lines in ``indents`` (line -> (original indent length, new indent length)) are mapped
+    back with :meth:`column`."""
+
+    def __init__(self, text: str, indents: dict[int, tuple[int, int]]) -> None:
+        self.text = text
+        self.indents = indents
+
+    def column(self, line: int, col: int) -> int:
+        """The 1-based column ``col`` of ``line`` in the parsed text, in the original text."""
+        got = self.indents.get(line)
+        if got is None:
+            return col
+        old, new = got
+        if col - 1 >= new:
+            return col - new + old
+        return min(col, old + 1) if old else 1
+
+
+def normalise_indentation(source: str) -> Optional[Normalised]:
+    """``source`` with the indentation of every line that starts a token written with spaces only,
+    tabs expanded to multiples of 8 (the tab size CPython compares indentation with, having checked
+    that tab size 1 gives the same blocks).  libcst refuses some mixes CPython accepts (an inner
+    block indented ``8 spaces + tab`` under a tab); the rewritten text has the same blocks.  Lines
+    inside strings are left alone.  None when the text cannot be tokenized or nothing changes."""
+    import io
+    import tokenize
+
+    starts: set[int] = set()
+    covered: set[int] = set()  # lines inside a token (a multi-line string)
+    skip = (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in skip:
+                continue
+            starts.add(tok.start[0])
+            if tok.end[0] > tok.start[0]:
+                covered.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+    starts -= covered
+    lines = source.splitlines(keepends=True)
+    indents: dict[int, tuple[int, int]] = {}
+    for n in starts:
+        text = lines[n - 1] if n - 1 < len(lines) else ""
+        body = text.lstrip(" \t\f")
+        lead = text[:len(text) - len(body)]
+        if "\t" not in lead:
+            continue
+        new = lead.expandtabs(8)
+        lines[n - 1] = new + body
+        indents[n] = (len(lead), len(new))
+    if not indents:
+        return None
+    return Normalised("".join(lines), indents)
+
+
+def parse(source: str) -> tuple[cst.Module, int, Optional[Normalised]]:
+    """:func:`parse_module`, and the rewritten source when libcst needed its indentation normalised
+    (mixed tabs and spaces that CPython accepts): then the tree is that text's."""
+    exc: Optional[cst.ParserSyntaxError] = None
+    try:
+        tree, opaque = parse_module(source)
+        if opaque or not _mixed_indentation(source) or tree.code == source:
+            return tree, opaque, None
+        # libcst took the mix but rewrote it (a line indented `8 spaces + tab` in a block indented
+        # `tab + 8 spaces`): its columns would not be the file's
+    except cst.ParserSyntaxError as e:
+        if "\t" not in source or not _TABBED_INDENT.search(source):
+            raise
+        exc = e
+    python_tree(source)  # PythonRejects: CPython refuses the mix too (TabError)
+    fixed = normalise_indentation(source)
+    if fixed is None:
+        if exc is not None:
+            raise exc
+        return tree, opaque, None
+    try:
+        tree, opaque = parse_module(fixed.text)
+    except cst.ParserSyntaxError:
+        if exc is not None:
+            raise exc from None
+        raise
+    return tree, opaque, fixed
+
+
+def _mixed_indentation(source: str) -> bool:
+    """Some line's indentation mixes tabs and spaces, or some lines indent with tabs and others
+    with spaces."""
+    if "\t" not in source or not _TABBED_INDENT.search(source):
+        return False
+    return bool(_MIXED_LINE.search(source)) or bool(re.search(r"^ ", source, re.M))
+
+
+_MIXED_LINE = re.compile(r"^(?: +\t|\t+ )", re.M)
+
+
 def parse_module(source: str) -> tuple[cst.Module, int]:
     """libcst's tree of ``source`` and the number of expressions made opaque (see the module doc).
 

@@ -94,10 +94,12 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
     project = _PROJECTS.get(key)
     if project is None:
         def build(fpath: str, src: str) -> Module:
-            tree, opaque = deep.parse_module(src)
-            mod = Module(tree, src, fpath, options.strategy_factories,
+            tree, opaque, fixed = deep.parse(src)
+            mod = Module(tree, fixed.text if fixed is not None else src, fpath, options.strategy_factories,
                          options.dataset_distributors, tf_version=options.tf_version, project=project)
             mod.opaque = opaque  # the note, should this module be linted itself
+            mod.normalised = fixed  # its indentation, rewritten for libcst (columns map back)
+            mod.original_source = src
             return mod
 
         store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
@@ -308,17 +310,26 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     ``notes`` the notes for the user (expressions analysed as unknown values)."""
     project = project_for(path, options)
     known = project.modules.get(os.path.abspath(path)) if project is not None else None
-    if known is not None and known.source == source:
+    if known is not None and getattr(known, "original_source", known.source) == source:
         module, tree = known, known.tree  # already built as another file's import: the same object
         opaque = getattr(known, "opaque", 0)
+        fixed = getattr(known, "normalised", None)
     else:
-        tree, opaque = deep.parse_module(source)
-        module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
-                        tf_version=options.tf_version, project=project)
+        tree, opaque, fixed = deep.parse(source)
+        module = Module(tree, fixed.text if fixed is not None else source, path, options.strategy_factories,
+                        options.dataset_distributors, tf_version=options.tf_version, project=project)
+        module.normalised, module.original_source = fixed, source
     if opaque and notes is not None:
         notes.append(deep.note(opaque))
     try:
-        return _analyse(module, tree, rules, with_fixes, path)
+        # mixed tabs and spaces that libcst refused: the tree is of the normalised text; columns are
+        # mapped back to the file's, and no fix is offered (its edits would be the other text's)
+        findings = _analyse(module, tree, rules, with_fixes and fixed is None, path)
+        if fixed is not None:
+            for f in findings:
+                f.col = fixed.column(f.line, f.col)
+                f.end_col = fixed.column(f.end_line, f.end_col)
+        return findings
     finally:
         if deps is not None:
             deps.update(_version_digests(module))  # the requirements file its version was read from

@@ -425,7 +425,8 @@ def _setup_cfg(path: str) -> Iterator[Spec]:
         return
     block = re.search(r"^\s*install_requires\s*=\s*\n?((?:[ \t]*.*\n?)*?)(?=^\S|\Z)", text, re.M)
     sections = [block.group(1)] if block else []
-    extras = re.search(r"^\[options\.extras_require\]\s*\n((?:(?!^\[).*\n?)*)", text, re.M)
+    # (\x5b and \x5d are the square brackets: written so, the regex keeps deep.py's bracket count even)
+    extras = re.search(r"^\x5boptions\.extras_require\x5d\s*\n((?:(?!^\x5b).*\n?)*)", text, re.M)
     if extras:
         sections.append(extras.group(1))
     for sect in sections:
