@@ -197,8 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip files larger than SIZE with E902 (bytes, or 512K, 10M, 1G; 0: no limit; "
                           "default: max-file-size from the settings, 10M)")
     cfg.add_argument("--file-timeout", type=_seconds("--file-timeout"), default=None, metavar="SECONDS",
-                     help="give up one file's analysis after SECONDS with E903 and go on (0: no limit; "
-                          "default: file-timeout from the settings, 60)")
+                     help="give up one file's analysis after SECONDS of CPU time with E903 and go on (a "
+                          "busy machine does not make files hit it; 0: no limit; default: file-timeout from "
+                          "the settings, 60)")
     cfg.add_argument("--no-cache", action="store_true",
                      help="neither read nor write the result cache")
     cfg.add_argument("--cache-dir", metavar="DIR", default=None,
@@ -929,7 +930,10 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,
               exit_zero: bool, not_run: int = 0) -> int:
     """0 clean, 1 findings, 2 errors.  Under --verify: 1 only when a finding is CONFIRMED
-    or was found at runtime (RUNTIME); 2 when a script could not be run at all."""
+    or was found at runtime (RUNTIME); 2 when a script could not be run at all.  With
+    ``exit_zero``, a file given up at a per-file limit (it is reported) does not make it 2."""
+    if exit_zero:
+        errors = [e for e in errors if not e.at_limit]
     if errors or (verified and not_run):
         return 2
     findings = list(findings)

@@ -20,8 +20,8 @@ Keys
     ``max-file-size`` (files larger are
     skipped with E902: bytes, or a string with a unit K, M or G (powers of
     1024), e.g. ``"10M"``; 0 = no limit; default 10M), ``file-timeout``
-    (seconds one file's analysis may take before it is given up with E903;
-    0 = no limit; default 60), ``fix``, ``unsafe-fixes``, ``show-fixes``
+    (seconds of CPU time one file's analysis may take before it is given up
+    with E903; 0 = no limit; default 60), ``fix``, ``unsafe-fixes``, ``show-fixes``
     (booleans, as in ruff; ``--fix``/``--no-fix`` and the like override them).
 
 Selectors
