@@ -100,6 +100,7 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
             mod.opaque = opaque  # the note, should this module be linted itself
             mod.normalised = fixed  # its indentation, rewritten for libcst (columns map back)
             mod.original_source = src
+            mod.pieces = deep.take_pieces(tree)  # parsed in pieces: where they start (positions)
             return mod
 
         store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
@@ -319,6 +320,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         module = Module(tree, fixed.text if fixed is not None else source, path, options.strategy_factories,
                         options.dataset_distributors, tf_version=options.tf_version, project=project)
         module.normalised, module.original_source = fixed, source
+        module.pieces = deep.take_pieces(tree)
     if opaque and notes is not None:
         notes.append(deep.note(opaque))
     try:
@@ -358,7 +360,7 @@ def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with
     wanted = [rep.node for _, rep in reports] + [rep.related for _, rep in reports if rep.related is not None]
     for fx in fixes.values():
         wanted.extend(fx.nodes())
-    positions = node_positions(tree, wanted, source)
+    positions = node_positions(tree, wanted, source, getattr(module, "pieces", None))
     table = None
     findings = []
     seen = set()
@@ -422,7 +424,7 @@ def _place_in_project(module: Module, node: cst.CSTNode) -> str:
         if other is None or other is module:
             continue
         try:
-            pos = node_positions(other.tree, [node]).get(node)
+            pos = node_positions(other.tree, [node], other.source, getattr(other, "pieces", None)).get(node)
         except Exception:  # not in that tree  # pragma: no cover
             pos = None
         if pos is not None:
@@ -463,7 +465,8 @@ def _counting_state() -> type:
     return _Counting
 
 
-def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optional[str] = None) -> Any:
+def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optional[str] = None,
+                   pieces: Optional[Sequence[tuple[int, int]]] = None) -> Any:
     """libcst ``PositionProvider`` ranges of ``nodes`` (a mapping with ``.get``).
 
     Same numbers as ``MetadataWrapper(tree).resolve(PositionProvider)``, about
@@ -475,7 +478,14 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
     of a long module no longer costs the code generation of the whole module.
     Falls back to the public API if libcst's internals are not what we expect.
     """
-    if source is not None and len(tree.body) > 1:
+    if pieces:
+        # a module parsed in pieces: only the pieces that hold wanted nodes are generated, each
+        # from the line it starts on (no ast of the whole module: it would cost twice the memory
+        # of libcst's tree)
+        got = _piece_positions(tree, nodes, pieces)
+        if got is not None:
+            return got
+    elif source is not None and len(tree.body) > 1:
         got = _statement_positions(tree, nodes, source)
         if got is not None:
             return got
@@ -485,10 +495,6 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
 
         class _State(counting):
             done = False
-
-            def add_token(self, value: str) -> None:
-                self.tokens.append(value)
-                counting.add_token(self, value)
 
             def after_codegen(self, node: cst.CSTNode) -> None:
                 counting.after_codegen(self, node)
@@ -511,6 +517,56 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
     except (ImportError, AttributeError, TypeError):  # pragma: no cover - another libcst
         pass
     return MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+def _piece_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode],
+                     pieces: Sequence[tuple[int, int]]) -> Optional[dict]:
+    """:func:`node_positions` of a tree parsed in pieces (``pieces``: :func:`deep.take_pieces`): the
+    top-level statements from the start of each piece that holds wanted nodes to the last one
+    holding them are generated, from the line the piece starts on; None when a node is not found."""
+    import bisect
+
+    from tfpar_lint.semantic.walk import syntax_children
+
+    try:
+        _State = _counting_state()
+    except ImportError:  # pragma: no cover - another libcst
+        return None
+    wanted = {id(n) for n in nodes}
+    left = set(wanted)
+    last_in_piece: dict[int, int] = {}  # piece -> the last statement index holding a wanted node
+    firsts = [p[0] for p in pieces]
+    for k, stmt in enumerate(tree.body):
+        if not left:
+            break
+        stack: list[cst.CSTNode] = [stmt]
+        hit = False
+        while stack:
+            x = stack.pop()
+            if id(x) in left:
+                left.discard(id(x))
+                hit = True
+            stack.extend(syntax_children(x))
+        if hit:
+            p = bisect.bisect_right(firsts, k) - 1
+            if p < 0:
+                return None
+            last_in_piece[p] = k
+    if left:
+        return None
+    provider = PositionProvider()
+    try:
+        for p, last in sorted(last_in_piece.items()):
+            first, line = pieces[p]
+            state = _State(default_indent=tree.default_indent, default_newline=tree.default_newline,
+                           provider=provider)
+            state.line, state.column = line, 0
+            for stmt in tree.body[first:last + 1]:
+                stmt._codegen(state)
+    except (AttributeError, TypeError):  # pragma: no cover - libcst's internals changed
+        return None
+    computed = provider._computed
+    return computed if all(n in computed for n in nodes) else None
 
 
 def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: str) -> Optional[dict]:
