@@ -139,10 +139,11 @@ TF_DISTS = frozenset({
     "tensorflow-metal-plugin",
 })
 NIGHTLY_DISTS = frozenset({"tf-nightly", "tf-nightly-gpu", "tf-nightly-cpu"})
-KERAS_DISTS = frozenset({"keras"})
+KERAS_DISTS = frozenset({"keras", "keras-nightly"})
 TF_KERAS_DISTS = frozenset({"tf-keras", "tf-keras-nightly"})
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$", re.S)
-_CLAUSE = re.compile(r"(===|==|~=|!=|<=|>=|<|>|\^|~|=)?\s*v?(\d+(?:\.(?:\d+|\*))*)")
+_CLAUSE = re.compile(r"(===|==|~=|!=|<=|>=|<|>|\^|~|=)?\s*v?(\d+(?:\.(?:\d+|\*))*)"
+                     r"(?:[._-]?(?:a|b|c|rc|alpha|beta|pre|preview|dev|post)\d*)*(?:\+[\w.]+)?")
 
 
 def norm(name: str) -> str:
@@ -238,6 +239,7 @@ def spec_range(spec: str, style: str = "pep440") -> Optional[tuple[Optional[Vers
 def parse_requirement(line: str, style: str = "pep440") -> Optional[tuple[str, str]]:
     """``"tensorflow-gpu[and-cuda]>=2.4 ; python_version<'3.9'"`` -> ("tensorflow-gpu", ">=2.4")."""
     line = line.split(";", 1)[0].split(" #", 1)[0].strip()
+    line = re.split(r"\s+--?[A-Za-z]", line, maxsplit=1)[0]  # pip options after it: --hash=sha256:...
     if not line or line.startswith(("#", "-")):
         return None
     wheel = re.search(r"/([A-Za-z0-9_.]+)-(\d+(?:\.\d+)+)-[^/]*\.whl", line)
@@ -256,8 +258,11 @@ def parse_requirement(line: str, style: str = "pep440") -> Optional[tuple[str, s
 
 def statement(dist: str, spec: str, text: str, style: str = "pep440") -> Optional[Spec]:
     dist = norm(dist)
-    if dist in NIGHTLY_DISTS:
-        return Spec("tensorflow", (_LATEST[0], _LATEST[1] + 1), None, text, False)
+    if dist in NIGHTLY_DISTS:  # a nightly: its version when pinned (2.21.0.dev2026...), else the newest
+        r = spec_range(spec, style)
+        if r is None or (r[0] is None and r[1] is None):
+            return Spec("tensorflow", _LATEST, None, text, False)
+        return Spec("tensorflow", r[0], r[1], text, r[2])
     if dist not in TF_DISTS and dist not in KERAS_DISTS and dist not in TF_KERAS_DISTS:
         return None
     r = spec_range(spec, style)
@@ -304,7 +309,7 @@ def _requirements(path: str, seen: set[str], depth: int = 0) -> Iterator[Spec]:
             continue
         req = parse_requirement(line)
         if req is not None:
-            st = statement(req[0], req[1], line)
+            st = statement(req[0], req[1], f"{req[0]}{req[1]}")
             if st is not None:
                 yield st
 
@@ -532,7 +537,7 @@ def _folder_files(folder: str) -> list[tuple[int, str, str]]:
         if low in ("poetry.lock", "pipfile.lock"):
             out.append((0, p, low))
         elif low.endswith(".txt") and "requirement" in low or low in ("constraints.txt",):
-            out.append((1, p, "requirements"))
+            out.append((0 if "lock" in low else 1, p, "requirements"))  # a lock file says what installs
         elif low == "requirements" and os.path.isdir(p):
             try:
                 out += [(1, os.path.join(p, x), "requirements") for x in sorted(os.listdir(p)) if x.endswith(".txt")]
