@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import per_replica_size
+from tfpar_lint.semantic.loss import per_replica_size
 from tfpar_lint.semantic import arg, replicated
 
 # Parameter-server training does not shard by design (each worker is one replica and reads the

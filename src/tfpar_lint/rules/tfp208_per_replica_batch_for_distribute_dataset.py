@@ -7,7 +7,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.rules._data import batches_after_rebatch, chain, method_of
-from tfpar_lint.rules._loss import per_replica_size
+from tfpar_lint.semantic.loss import per_replica_size
 from tfpar_lint.semantic import arg
 
 

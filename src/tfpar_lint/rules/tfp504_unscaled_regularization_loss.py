@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import (L2_LOSS, gradient_targets, loss_terms, mentions_replicas, replica_fn_strategies,
+from tfpar_lint.semantic.loss import (L2_LOSS, gradient_targets, loss_terms, mentions_replicas, replica_fn_strategies,
                                     replica_fns, replicated)
 from tfpar_lint.semantic import arg
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import replicated
+from tfpar_lint.semantic.loss import replicated
 from tfpar_lint.semantic import Scope, call_method
 
 CONVERTERS = ("float", "int", "bool", "complex")

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._lifecycle import mwms_ctor_nodes
+from tfpar_lint.semantic.lifecycle import mwms_ctor_nodes
 from tfpar_lint.semantic import CallSite, Module, keyword
 
 # Keyword arguments that make a Keras layer (and so a Sequential model) build at once.

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._lifecycle import constant_path, mentions_task, mwms_state, save_calls
+from tfpar_lint.semantic.lifecycle import constant_path, mentions_task, mwms_state, save_calls
 
 
 class SharedSavePath(Rule):

@@ -10,6 +10,8 @@ call sites with their ``with``/``if``/``try`` context, stores and name reference
 * :mod:`.contexts` - strategy scopes, replica functions, thread targets, ``tf.function``;
 * :mod:`.flow` - which right-hand sides feed an expression through local names;
 * :mod:`.environment` - environment variables the module writes;
+* :mod:`.loss` - what a loss is made of and how it is scaled (TFP5xx);
+* :mod:`.lifecycle` - multi-worker facts: chief tests, saves and their paths (TFP6xx);
 * :mod:`tfpar_lint.tfapi` - what TensorFlow and Keras APIs create and do.
 
 :class:`Module` ties them together; rules query it and never walk the tree themselves.

@@ -1,0 +1,543 @@
+"""Multi-worker lifecycle analysis (the TFP6xx rules ask it): which strategy is a
+MultiWorkerMirroredStrategy, chief tests, save calls and the paths they write to.
+
+Names are resolved only through :class:`tfpar_lint.semantic.Module`; what is here reads
+the syntax of ``if`` tests and of path expressions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional, Union
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic.loss import unpacked_items
+from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg
+
+# ------------------------------------------------------------------ strategies
+
+
+def is_mwms(v: Value) -> bool:
+    return v.kind == api.STRATEGY and v.qname in api.MULTI_WORKER_STRATEGIES
+
+
+def mwms_ctor_nodes(m: Module) -> set[int]:
+    """ids of the ``MultiWorkerMirroredStrategy(...)`` calls of the module."""
+    return {id(cs.node) for cs, _ in m.calls_to(api.MULTI_WORKER_STRATEGIES)}
+
+
+def created_under_mwms(m: Module, v: Value) -> bool:
+    """``v`` was created under the ``scope()`` of a MultiWorkerMirroredStrategy."""
+    if v.site is None:
+        return False
+    known, _ = m.scope_strategies(v.site)
+    return any(is_mwms(s) for s in known)
+
+
+def mwms_state(m: Module, v: Value, _depth: int = 0) -> bool:
+    """``v`` (a model, checkpoint or checkpoint manager) holds variables of a
+    MultiWorkerMirroredStrategy: created under its scope, or (checkpoint / manager)
+    tracking such an object."""
+    if _depth > 3:
+        return False
+    if created_under_mwms(m, v):
+        return True
+    call = v.origin
+    if not isinstance(call, cst.Call) or v.site is None:
+        return False
+    if v.kind == api.CHECKPOINT:
+        exprs = [a.value for a in call.args if a.keyword is not None]
+    elif v.kind == api.CHECKPOINT_MANAGER:
+        exprs = [e for e in (arg(call, 0, "checkpoint"),) if e is not None]
+    else:
+        return False
+    for e in exprs:
+        vals = m.infer_at(e, v.site)
+        if vals and all(x.kind in (api.MODEL, api.OPTIMIZER, api.CHECKPOINT, api.VARIABLE, api.METRIC)
+                        for x in vals) and any(mwms_state(m, x, _depth + 1) for x in vals):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------ chief tests
+
+# A task test is told by where its value comes from, never by a variable's name: the task type /
+# index of a cluster resolver (``strategy.cluster_resolver``, ``TFConfigClusterResolver()``), the
+# ``task`` entry of ``json.loads(os.environ["TF_CONFIG"])``, or ``strategy.extended.should_checkpoint``
+# / ``should_save_summary``; followed through names, tuple unpacking, local helpers' returns,
+# parameters (every local caller's argument) and ``self`` attributes.
+
+_CHIEF_TYPES = frozenset({"chief", "master"})
+_RESOLVER_PREFIX = "tensorflow.distribute.cluster_resolver."
+_ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
+_CHIEF_FLAGS = frozenset({"should_checkpoint", "should_save_summary"})
+# (what the receiver is, the key read) -> what the result is
+_STEPS = {("config", "task"): "task", ("task", "type"): "type", ("task", "index"): "index"}
+_MAX_DEPTH = 14
+Exprs = list[tuple[cst.BaseExpression, Scope, int]]
+
+
+def _literal(expr: cst.BaseExpression):
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return None
+    return ...  # not a literal
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _key(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    v = _literal(expr) if expr is not None else ...
+    return v if isinstance(v, str) else None
+
+
+def _unpacked(m: Module, b) -> Optional[Exprs]:
+    """``a, b = <value>`` (one level): the item bound to ``b.path`` - of a tuple literal, or of
+    every tuple a local function returns."""
+    items = unpacked_items(m, b)
+    return None if items is None else [(e, s, o) for e, s, o, _via in items]
+
+
+def _name_exprs(m: Module, name: cst.Name, scope: Scope, order: int) -> Optional[Exprs]:
+    """What may reach ``name`` here: assigned values, unpacked items, a parameter's arguments."""
+    bs = m.lookup(name.value, scope, order)
+    if not bs:
+        return None
+    out: Exprs = []
+    for b in bs:
+        if b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path:
+            out.append((b.value, b.scope, b.order))
+        elif b.kind in ("assign", "annassign") and b.path:
+            items = _unpacked(m, b)
+            if items is None:
+                return None
+            out.extend(items)
+        elif b.kind == "param":
+            args = m.values.param_args(b)
+            if args is None:
+                return None
+            out.extend((e, sc, od) for e, sc, od, _site in args)
+        else:
+            return None
+    return out
+
+
+def _followed(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[Exprs]:
+    """One step back along the value of ``expr``: a name's reaching values, a ``self`` attribute's
+    assignments, a helper call's returns (a helper of this module or of another project module);
+    None when ``expr`` is none of these or unknown."""
+    if isinstance(expr, cst.Name):
+        return _name_exprs(m, expr, scope, order)
+    if isinstance(expr, cst.Attribute):
+        bs = m.self_attr_bindings(expr, scope)
+        if not bs or any(b.value is None or b.path for b in bs):
+            return None
+        return [(b.value, b.scope, b.order) for b in bs]
+    if isinstance(expr, cst.Call):
+        # a helper of this module or of another project module (``dist.is_chief(strategy)``,
+        # ``from .dist import is_chief``: resolved through the project's imports); an API call
+        # resolves to no function
+        fns = m.resolve_function(expr.func, scope, order)
+        if not fns or not all(f.returns for f in fns):
+            return None
+        return [(e, f.scope, od) for f in fns for e, od in f.returns]
+    return None
+
+
+def _agree(results: list) -> object:
+    """The one answer all the values give, or None."""
+    if results and all(r is not None and r == results[0] for r in results):
+        return results[0]
+    return None
+
+
+def _is_builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -> bool:
+    f = call.func
+    return isinstance(f, cst.Name) and f.value in names and not m.lookup(f.value, scope, order)
+
+
+def _memoised(name: str):
+    """Memoise ``f(m, expr, scope, order, _depth)`` per module on (expr, order); a value asked for
+    again while it is being worked out (a cycle through parameters) is None."""
+    def wrap(f):
+        def g(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0):
+            memo = m.rule_memo.setdefault(name, {})
+            key = (id(expr), order)
+            if key in memo:
+                return memo[key]
+            memo[key] = None
+            memo[key] = got = f(m, expr, scope, order, _depth)
+            return got
+        g.__name__, g.__doc__ = f.__name__, f.__doc__
+        return g
+    return wrap
+
+
+@_memoised("task_source")
+def task_source(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> Optional[str]:
+    """Where the value of ``expr`` comes from, as far as the task is concerned: "type" / "index"
+    (the task type / index), "chief" (true on the chief only), "resolver", "config" (the parsed
+    TF_CONFIG), "task" (its task entry), "env" (the TF_CONFIG string); None otherwise."""
+    if _depth > _MAX_DEPTH:
+        return None
+    rec = lambda e, sc=scope, od=order: task_source(m, e, sc, od, _depth + 1)  # noqa: E731
+    if isinstance(expr, cst.Attribute):
+        attr = expr.attr.value
+        if attr in ("task_type", "task_id"):
+            return ("type" if attr == "task_type" else "index") if rec(expr.value) == "resolver" else None
+        if attr == "cluster_resolver":
+            vals = m.infer(expr.value, scope, order)
+            return "resolver" if all(v.kind == api.STRATEGY for v in vals) else None
+        if attr in _CHIEF_FLAGS and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "extended":
+            vals = m.infer(expr.value.value, scope, order)
+            return "chief" if all(v.kind == api.STRATEGY for v in vals) else None
+    if isinstance(expr, cst.Subscript):
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return None
+        key = _key(expr.slice[0].slice.value)
+        if key is None:
+            return None
+        q, _ = m.qualified_name(expr.value, scope, order)
+        if q == "os.environ":
+            return "env" if key == "TF_CONFIG" else None
+        return _STEPS.get((rec(expr.value), key))
+    if isinstance(expr, cst.Call):
+        q, _ = m.qualified_name(expr.func, scope, order)
+        if q.startswith(_RESOLVER_PREFIX) and q.endswith("ClusterResolver"):
+            return "resolver"
+        if q in _ENV_GETTERS:
+            return "env" if _key(arg(expr, 0, "key")) == "TF_CONFIG" else None
+        if q == "json.loads":
+            a = arg(expr, 0, "s")
+            return "config" if a is not None and rec(a) == "env" else None
+        if _is_builtin(m, expr, scope, order, "int", "str") and len(expr.args) == 1:
+            return rec(expr.args[0].value)
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" and expr.args:
+            key = _key(expr.args[0].value)
+            return _STEPS.get((rec(expr.func.value), key)) if key is not None else None
+    nxt = _followed(m, expr, scope, order)
+    if nxt is None:
+        return None
+    return _agree([rec(e, sc, od) for e, sc, od in nxt if not _is_none(e)])
+
+
+NEUTRAL = "neutral"  # e.g. `task_type is None`: true only in a single-process run
+
+
+@_memoised("chief_test")
+def chief_test(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
+               _depth: int = 0) -> Union[bool, str, None]:
+    """What a condition says about the task, from where its value comes from: True when it holds
+    only on the chief, False when it holds only on non-chief tasks, ``NEUTRAL`` for ``task_type is
+    None`` and ``task_type == 'worker'`` (parts of the usual chief test), None when it is not a
+    task test (or its value cannot be followed)."""
+    if _depth > _MAX_DEPTH:
+        return None
+    rec = lambda e, sc=scope, od=order: chief_test(m, e, sc, od, _depth + 1)  # noqa: E731
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = rec(expr.expression)
+        if inner is True:
+            return False
+        if inner is False:
+            return True
+        if task_source(m, expr.expression, scope, order) == "index":
+            return True  # `not task_id`: task 0
+        return None
+    if isinstance(expr, cst.BooleanOperation):
+        parts = [rec(p) for p in _flatten(expr, type(expr.operator))]
+        if isinstance(expr.operator, cst.And):
+            if True in parts and False not in parts:
+                return True
+            if False in parts and True not in parts:
+                return False
+            return NEUTRAL if parts and all(p == NEUTRAL for p in parts) else None
+        if all(p in (True, NEUTRAL) for p in parts) and True in parts:
+            return True
+        if all(p is False for p in parts):
+            return False
+        return None
+    if isinstance(expr, cst.Comparison):
+        if len(expr.comparisons) != 1:
+            return None
+        return _comparison(m, expr, scope, order)
+    if task_source(m, expr, scope, order) == "chief":
+        return True
+    if isinstance(expr, cst.Call) and _is_builtin(m, expr, scope, order, "bool") and len(expr.args) == 1:
+        return rec(expr.args[0].value)
+    nxt = _followed(m, expr, scope, order)
+    if nxt is None:
+        return None
+    return _agree([rec(e, sc, od) for e, sc, od in nxt])
+
+
+def _const(m: Module, expr: cst.BaseExpression, scope: Scope, order: int):
+    """The literal ``expr`` is (directly, or a name every value of which is that literal)."""
+    v = _literal(expr)
+    if v is not ... or not isinstance(expr, cst.Name):
+        return v
+    consts = m.constant_exprs(expr, scope, order)
+    vals = {_literal(c) for c in consts or ()}
+    return vals.pop() if len(vals) == 1 else ...
+
+
+def _comparison(m: Module, expr: cst.Comparison, scope: Scope, order: int) -> Union[bool, str, None]:
+    left, comp = expr.left, expr.comparisons[0]
+    right, op = comp.comparator, comp.operator
+    if isinstance(op, (cst.In, cst.NotIn)):
+        if not isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+            return None
+        return _membership_test(task_source(m, left, scope, order), right, isinstance(op, cst.In))
+    if _const(m, left, scope, order) is not ... and _const(m, right, scope, order) is ...:
+        left, right = right, left
+    value = _const(m, right, scope, order)
+    if value is ...:
+        return None
+    src = task_source(m, left, scope, order)
+    eq = isinstance(op, (cst.Equal, cst.Is))
+    ne = isinstance(op, (cst.NotEqual, cst.IsNot))
+    if src == "index" and isinstance(value, int) and not isinstance(value, bool):
+        if eq:
+            return True if value == 0 else False
+        if ne and value == 0:
+            return False
+        if isinstance(op, cst.GreaterThan) and value >= 0:
+            return False
+        if isinstance(op, cst.GreaterThanEqual) and value >= 1:
+            return False
+        return None
+    if src == "type":
+        if value is None:
+            return NEUTRAL if eq else None
+        if isinstance(value, str):
+            if value in _CHIEF_TYPES:
+                return True if eq else (False if ne else None)
+            if value == "worker":
+                return NEUTRAL if eq else None
+    return None
+
+
+def _membership_test(src: Optional[str], options: cst.BaseExpression, positive: bool) -> Union[bool, None]:
+    """``task_id in (None, 0)`` / ``task_type not in ("chief", "master")``: the literal options
+    say which tasks pass (``None`` only matches a single-process run, as in the ``==`` tests)."""
+    values = [_literal(el.value) for el in options.elements]
+    if not values or any(v is ... for v in values):
+        return None
+    rest = [v for v in values if v is not None]
+    if not rest:
+        return None
+    if src == "index" and all(isinstance(v, int) for v in rest):
+        if all(v == 0 for v in rest):
+            return positive  # only task 0 (the chief) passes `in`, only the others pass `not in`
+        if all(v > 0 for v in rest):
+            return not positive
+        return None
+    if src == "type" and all(isinstance(v, str) for v in rest):
+        if all(v in _CHIEF_TYPES for v in rest):
+            return positive
+        return None
+    return None
+
+
+def _flatten(expr: cst.BaseExpression, op_type: type) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, op_type):
+        return _flatten(expr.left, op_type) + _flatten(expr.right, op_type)
+    return [expr]
+
+
+@dataclass
+class Guard:
+    node: cst.CSTNode  # the `if` statement
+    chief_only: bool  # True: only the chief runs the guarded code; False: only non-chief tasks
+
+
+_EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "os.abort"})
+
+
+def _exits(m: Module, block: cst.BaseSuite, scope: Scope, order: int) -> bool:
+    """The block ends by leaving the function / loop / program (``return``, ``raise``, ...,
+    ``sys.exit()``, ``os._exit()``, ``os.abort()``, the ``exit()`` / ``quit()`` builtins)."""
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    if not body:
+        return False
+    last = body[-1]
+    stmts = last.body if isinstance(last, cst.SimpleStatementLine) else [last]
+    if isinstance(block, cst.SimpleStatementSuite):
+        stmts = block.body
+    for s in stmts:
+        if isinstance(s, (cst.Return, cst.Continue, cst.Break, cst.Raise)):
+            return True
+        if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+            q, _ = m.qualified_name(s.value.func, scope, order)
+            if q in _EXIT_FUNCTIONS or _is_builtin(m, s.value, scope, order, "exit", "quit"):
+                return True
+    return False
+
+
+def _block_of(root: cst.CSTNode, stmt: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
+    """The statement list (module / indented block) that holds ``stmt``, searched under ``root``."""
+    found: list = []
+
+    class V(cst.CSTVisitor):
+        def visit_Module(self, node: cst.Module) -> Optional[bool]:
+            if any(s is stmt for s in node.body):
+                found.append(list(node.body))
+                return False
+            return None
+
+        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> Optional[bool]:
+            if any(s is stmt for s in node.body):
+                found.append(list(node.body))
+                return False
+            return None
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+            return None if node is root else False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> Optional[bool]:
+            return False
+
+    root.visit(V())
+    return found[0] if found else None
+
+
+def _statement_of(m: Module, site: Union[CallSite, StoreSite]) -> Optional[cst.CSTNode]:
+    if isinstance(site, StoreSite):
+        return None
+    return site.stmt
+
+
+def lexical_guard(m: Module, site: Union[CallSite, StoreSite]) -> Optional[Guard]:
+    """The innermost task test around ``site`` in its own function: an enclosing ``if``, or an
+    earlier ``if <test>: return`` in the same block."""
+    for if_node, in_body in reversed(site.ifs):
+        t = chief_test(m, if_node.test, site.scope, site.order)
+        if t is True or t is False:
+            return Guard(if_node, t if in_body else not t)
+    stmt = _statement_of(m, site)
+    if stmt is None:
+        return None
+    root = site.func.node if site.func is not None and isinstance(site.func.node, cst.FunctionDef) else m.tree
+    block = _block_of(root, stmt)
+    if not block:
+        return None
+    for s in block:
+        if s is stmt:
+            break
+        if isinstance(s, cst.If) and _exits(m, s.body, site.scope, site.order):
+            t = chief_test(m, s.test, site.scope, site.order)
+            if t is True or t is False:
+                return Guard(s, not t)  # the code after runs on the other tasks
+    return None
+
+
+def task_guard(m: Module, site: Union[CallSite, StoreSite], _depth: int = 0) -> Optional[Guard]:
+    """A task test the code at ``site`` runs under: lexically, or because every local caller
+    of its function does."""
+    g = lexical_guard(m, site)
+    if g is not None or site.func is None or _depth > 4:
+        return g
+    fn = site.func
+    if m.is_passed_around(fn):
+        return None
+    callers = m.callers(fn)
+    if not callers:
+        return None
+    guards = [task_guard(m, cs, _depth + 1) for cs in callers]
+    if all(g is not None for g in guards) and len({g.chief_only for g in guards}) == 1:
+        return guards[0]
+    return None
+
+
+def mentions_task(m: Module, site: Union[CallSite, StoreSite]) -> bool:
+    """Some ``if`` around ``site`` tests the task at all (chief, worker index, task type)."""
+    if any(chief_test(m, i.test, site.scope, site.order) is not None for i, _ in site.ifs):
+        return True
+    return task_guard(m, site) is not None
+
+
+# ------------------------------------------------------------------ saving
+
+MODEL_SAVE_METHODS = ("save", "save_weights", "export")
+CHECKPOINT_SAVE_METHODS = ("save", "write")
+MANAGER_SAVE_METHODS = ("save",)
+SAVE_FUNCTIONS = frozenset({"tensorflow.saved_model.save", "keras.models.save_model", "keras.saving.save_model"})
+# plain trackables ``tf.saved_model.save`` exports (a ``tf.Module`` holding the variables)
+SAVED_MODEL_OBJECTS = frozenset({"tensorflow.Module"})
+
+
+@dataclass
+class SaveCall:
+    site: CallSite
+    obj: Value  # the model / checkpoint / manager being saved
+    what: str  # "model.save", "checkpoint.write", ...
+    path: Optional[cst.BaseExpression]  # the path written (None: not given / cannot be told)
+    path_site: Optional[CallSite]  # where ``path`` is evaluated
+
+
+def save_calls(m: Module) -> Iterator[SaveCall]:
+    """TensorFlow / Keras saves whose object is certain (one value)."""
+    methods = set(MODEL_SAVE_METHODS) | set(CHECKPOINT_SAVE_METHODS) | set(MANAGER_SAVE_METHODS)
+    for cs, recv, meth in m.method_calls(methods):
+        vals = m.infer_at(recv, cs)
+        if not vals or any(v.origin is not vals[0].origin or v.origin is None for v in vals):
+            continue
+        v = vals[0]
+        if v.kind == api.MODEL and meth in MODEL_SAVE_METHODS:
+            yield SaveCall(cs, v, f"{m.code(recv)}.{meth}", arg(cs.node, 0, "filepath"), cs)
+        elif v.kind == api.CHECKPOINT and meth in CHECKPOINT_SAVE_METHODS:
+            yield SaveCall(cs, v, f"{m.code(recv)}.{meth}", arg(cs.node, 0, "file_prefix"), cs)
+        elif v.kind == api.CHECKPOINT_MANAGER and meth in MANAGER_SAVE_METHODS and isinstance(v.origin, cst.Call):
+            yield SaveCall(cs, v, f"{m.code(recv)}.{meth}", arg(v.origin, 1, "directory"), v.site)
+    for cs, q in m.calls_to(SAVE_FUNCTIONS):
+        obj = arg(cs.node, 0, "obj") if q == "tensorflow.saved_model.save" else arg(cs.node, 0, "model")
+        vals = m.infer_at(obj, cs)
+        if not vals or any(v.origin is not vals[0].origin or v.origin is None for v in vals):
+            continue
+        if vals[0].kind not in (api.MODEL, api.CHECKPOINT) and not (
+                q == "tensorflow.saved_model.save" and vals[0].qname in SAVED_MODEL_OBJECTS):
+            continue
+        path = arg(cs.node, 1, "export_dir" if q == "tensorflow.saved_model.save" else "filepath")
+        yield SaveCall(cs, vals[0], m.code(cs.node.func), path, cs)
+
+
+_PATH_FUNCTIONS = frozenset({"os.path.join", "os.path.expanduser", "os.path.abspath", "os.path.normpath",
+                             "os.path.dirname", "tempfile.gettempdir", "pathlib.Path", "os.getcwd",
+                             "os.path.realpath"})
+
+
+def constant_path(m: Module, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
+                  _depth: int = 0) -> bool:
+    """``expr`` is the same string on every worker: literals, module constants, f-strings,
+    ``+`` and ``os.path.join`` of those.  Anything read at run time (flags, task id, a helper's
+    result) makes it unknown (False)."""
+    if expr is None or _depth > 12:
+        return False
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.FormattedString):
+        return all(constant_path(m, p.expression, scope, order, _depth + 1)
+                   for p in expr.parts if isinstance(p, cst.FormattedStringExpression))
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Divide)):
+        return constant_path(m, expr.left, scope, order, _depth + 1) and \
+            constant_path(m, expr.right, scope, order, _depth + 1)
+    if isinstance(expr, cst.Call):
+        q, _ = m.qualified_name(expr.func, scope, order)
+        if q in _PATH_FUNCTIONS:
+            return all(not a.star and constant_path(m, a.value, scope, order, _depth + 1) for a in expr.args)
+        return False
+    if isinstance(expr, cst.Name):
+        reaching = m.reaching_exprs(expr, scope, order)
+        if not reaching:
+            return False
+        return all(constant_path(m, e, s, o, _depth + 1) for e, s, o in reaching)
+    return False
+
+
+def path_text(m: Module, expr: Optional[cst.BaseExpression]) -> str:
+    return m.code(expr) if expr is not None else "its directory"
