@@ -201,8 +201,39 @@ def test_tfp601_through_functions_and_conditions():
     """, "TFP601")
 
 
+def test_tfp601_tf_config_removed_first_still_reported():
+    # the order is the one that fails on a cluster; the message says this run is a single worker
+    src = """
+    import os
+    import tensorflow as tf
+    ds = tf.data.Dataset.range(3)
+    os.environ.pop("TF_CONFIG", None)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # <-
+    """
+    check(src, "TFP601")
+    msgs = [f.message for f in lint_source(textwrap.dedent(src), "t.py", enabled=["TFP601"]).findings]
+    assert len(msgs) == 1 and "TF_CONFIG is removed first" in msgs[0]
+
+
+@pytest.mark.parametrize("call,fires", [
+    ("model.fit(ds, epochs=3, steps_per_epoch=70)", True),  # a Keras model by its use
+    ("model.evaluate(ds, steps=5, validation_data=ds)", True),
+    ("model.fit(x, y)", False),  # scikit-learn style: not told
+    ("keras_model.fit(x, y)", True),  # a Keras model the module built
+])
+def test_tfp601_training_a_model_initialises(call, fires):
+    check(f"""
+    import tensorflow as tf
+    from somewhere import model, ds, x, y
+    keras_model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    {call}
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(){'  # <-' if fires else ''}
+    """, "TFP601")
+
+
 def test_tfp601_silences():
-    # several strategies shown one after another (guide notebooks), TF_CONFIG removed first
+    # several strategies shown one after another (guide notebooks); a second
+    # MultiWorkerMirroredStrategy after the first (the first one configured the collectives)
     check("""
     import os
     import tensorflow as tf

@@ -13,7 +13,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.loss import unpacked_items
-from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg
+from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg, call_method, keyword
 
 # ------------------------------------------------------------------ strategies
 
@@ -58,6 +58,68 @@ def mwms_state(m: Module, v: Value, _depth: int = 0) -> bool:
                         for x in vals) and any(mwms_state(m, x, _depth + 1) for x in vals):
             return True
     return False
+
+
+# ------------------------------------------------------------------ runtime initialisation
+
+# Keyword arguments that make a Keras layer (and so a Sequential model) build at once.
+_SHAPE_KEYWORDS = ("input_shape", "input_dim", "batch_input_shape", "batch_shape")
+_INPUT_LAYERS = frozenset({"keras.Input", "keras.layers.Input", "keras.layers.InputLayer", "keras.InputLayer"})
+# Keras model methods that run the model (and so TensorFlow ops)
+_KERAS_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"})
+# keywords only Keras' fit/evaluate/predict take (scikit-learn style ``fit(X, y)`` takes none of them)
+_KERAS_RUN_KEYWORDS = frozenset({"epochs", "steps_per_epoch", "validation_steps", "initial_epoch",
+                                 "validation_freq", "validation_data"})
+
+
+def _builds_model(m: Module, cs: CallSite, q: str) -> bool:
+    """A Keras model factory call that creates variables right away."""
+    if q in ("keras.Model", "keras.models.Model"):
+        return bool(cs.node.args)  # functional model: built from its inputs
+    if q in ("keras.Sequential", "keras.models.Sequential"):
+        layers = cs.node.args[0].value if cs.node.args else keyword(cs.node, "layers")
+        if not isinstance(layers, (cst.List, cst.Tuple)) or not layers.elements:
+            return False
+        first = layers.elements[0].value
+        if not isinstance(first, cst.Call):
+            return False
+        fq, _ = m.qualified_name(first.func, cs.scope, cs.order)
+        return fq in _INPUT_LAYERS or any(keyword(first, k) is not None for k in _SHAPE_KEYWORDS)
+    return q in api.MODEL_FACTORIES or (q.startswith("keras.applications.") and q.rsplit(".", 1)[-1][:1].isupper())
+
+
+def _runs_keras_model(m: Module, cs: CallSite) -> bool:
+    """``model.fit(...)`` / ``evaluate`` / ``predict`` / ``train_on_batch``...: the receiver is a Keras
+    model, or an object the module cannot resolve called with keywords only Keras' training methods
+    take (``epochs=``, ``steps_per_epoch=``: a model by its use)."""
+    cm = call_method(cs.node)
+    if cm is None or cm[1] not in _KERAS_RUNS:
+        return False
+    vals = m.infer_at(cm[0], cs)
+    if vals and all(v.kind == api.MODEL for v in vals):
+        return True
+    return all(v.kind in (api.UNKNOWN, api.API) for v in vals) and any(
+        a.keyword is not None and a.keyword.value in _KERAS_RUN_KEYWORDS for a in cs.node.args)
+
+
+def initialiser(m: Module, cs: CallSite) -> Optional[str]:
+    """Source text of ``cs`` when the call initialises the TensorFlow runtime: a tensor op, variable,
+    dataset, optimizer, metric, built model (``tfapi.initializes_runtime``), or a Keras model trained
+    or run (``model.fit(...)``).  Other strategies are not counted (see below)."""
+    if _runs_keras_model(m, cs):
+        return m.code(cs.node)
+    q, _ = m.qualified_name(cs.node.func, cs.scope, cs.order)
+    if not q:
+        return None
+    if api.kind_of_constructor(q) == api.STRATEGY:
+        # several strategies in one program: guide notebooks create them one after another as
+        # alternatives (measured: two false positives in the real-code development set)
+        return None
+    if api.initializes_runtime(q):
+        return m.code(cs.node)
+    if api.kind_of_constructor(q) == api.MODEL and _builds_model(m, cs, q):
+        return m.code(cs.node)
+    return None
 
 
 # ------------------------------------------------------------------ chief tests
