@@ -38,6 +38,40 @@ def test_lookup_takes_the_binding_before_the_point_and_skips_class_bodies():
     assert [m.tree.code_for_node(x.value) for x in before] == ["1"]
 
 
+def _reaching_values(src: str) -> list[str]:
+    """The right-hand sides ``x`` may hold at ``use(x)``."""
+    m = module(src)
+    cs = call_site(m, "use(")
+    return sorted(m.tree.code_for_node(b.value) for b in m.lookup("x", cs.scope, cs.order))
+
+
+@pytest.mark.parametrize("src,values", [
+    # both branches of an if/else (and of an elif chain) reach the use after it
+    ("if c:\n    x = a()\nelse:\n    x = b()\nuse(x)\n", ["a()", "b()"]),
+    ("if c:\n    x = a()\nelif d:\n    x = b()\nelse:\n    x = e()\nuse(x)\n", ["a()", "b()", "e()"]),
+    # a branch without else: the binding before the if reaches too; nothing older does
+    ("x = z()\nx = a()\nif c:\n    x = b()\nuse(x)\n", ["a()", "b()"]),
+    # a use inside the branch sees that branch's binding only
+    ("x = a()\nif c:\n    x = b()\n    use(x)\n", ["b()"]),
+    # the other branch of an if the use is in does not reach it
+    ("if c:\n    x = a()\nelse:\n    x = b()\n    use(x)\n", ["b()"]),
+    # nested: the outer if has no else, so the binding before it reaches too
+    ("x = z()\nif c:\n    if d:\n        x = a()\n    else:\n        x = b()\nuse(x)\n", ["a()", "b()", "z()"]),
+])
+def test_bindings_on_two_paths_both_reach_the_use(src, values):
+    assert _reaching_values(src) == values
+
+
+def test_strategy_chosen_on_two_branches_has_both_values():
+    m = module("import tensorflow as tf\n"
+               "if n > 1:\n    s = tf.distribute.MirroredStrategy()\n"
+               "else:\n    s = tf.distribute.OneDeviceStrategy('/cpu:0')\n"
+               "with s.scope():\n    pass\n")
+    cs = call_site(m, "s.scope(")
+    assert sorted(v.qname for v in m.infer_at(cs.node.func.value, cs)) == [
+        "tensorflow.distribute.MirroredStrategy", "tensorflow.distribute.OneDeviceStrategy"]
+
+
 @pytest.mark.parametrize("imp,expr", [
     ("import tensorflow as tf", "tf.distribute.MirroredStrategy"),
     ("from tensorflow import distribute as d", "d.MirroredStrategy"),

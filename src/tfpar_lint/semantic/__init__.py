@@ -117,6 +117,8 @@ class Module:
         self.fstring_exprs: list[tuple[cst.FormattedStringExpression, Scope, int]] = []
         # x[key] = value, del x[key]
         self.stores: list[StoreSite] = []
+        # order -> the enclosing if branches in its function, as (id(If), in body); absent: none
+        self.if_context: dict[int, tuple[tuple[int, bool], ...]] = {}
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)

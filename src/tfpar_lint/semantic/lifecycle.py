@@ -57,7 +57,22 @@ def mwms_state(m: Module, v: Value, _depth: int = 0) -> bool:
         if vals and all(x.kind in (api.MODEL, api.OPTIMIZER, api.CHECKPOINT, api.VARIABLE, api.METRIC)
                         for x in vals) and any(mwms_state(m, x, _depth + 1) for x in vals):
             return True
+        if vals and all(x.kind == api.UNKNOWN for x in vals) and _made_under_mwms(m, e, v.site):
+            return True  # a checkpoint tracks only trackables: what it tracks was made in the scope
     return False
+
+
+def _made_under_mwms(m: Module, expr: cst.BaseExpression, site: CallSite) -> bool:
+    """Every value ``expr`` may hold is made by a call under a MultiWorkerMirroredStrategy's
+    ``scope()`` (``with strategy.scope(): model = models.build()``, the maker unknown)."""
+    exprs = m.reaching_exprs(expr, site.scope, site.order)
+    if not exprs:
+        return False
+    for e, _s, _o in exprs:
+        cs = m.site_of_call.get(id(e)) if isinstance(e, cst.Call) else None
+        if cs is None or not any(is_mwms(x) for x in m.scope_strategies(cs)[0]):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------ runtime initialisation
@@ -135,7 +150,8 @@ _RESOLVER_PREFIX = "tensorflow.distribute.cluster_resolver."
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 _CHIEF_FLAGS = frozenset({"should_checkpoint", "should_save_summary"})
 # (what the receiver is, the key read) -> what the result is
-_STEPS = {("config", "task"): "task", ("task", "type"): "type", ("task", "index"): "index"}
+_STEPS = {("config", "task"): "task", ("task", "type"): "type", ("task", "index"): "index",
+          ("config", "cluster"): "spec"}
 _MAX_DEPTH = 14
 Exprs = list[tuple[cst.BaseExpression, Scope, int]]
 
@@ -148,6 +164,10 @@ def _literal(expr: cst.BaseExpression):
     if isinstance(expr, cst.Name) and expr.value == "None":
         return None
     return ...  # not a literal
+
+
+def _is_bool(expr: cst.BaseExpression, value: bool) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == ("True" if value else "False")
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
@@ -245,7 +265,8 @@ def _memoised(name: str):
 def task_source(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> Optional[str]:
     """Where the value of ``expr`` comes from, as far as the task is concerned: "type" / "index"
     (the task type / index), "chief" (true on the chief only), "resolver", "config" (the parsed
-    TF_CONFIG), "task" (its task entry), "env" (the TF_CONFIG string); None otherwise."""
+    TF_CONFIG), "task" (its task entry), "spec" (the cluster's tasks: ``resolver.cluster_spec()``,
+    ``config["cluster"]``), "env" (the TF_CONFIG string); None otherwise."""
     if _depth > _MAX_DEPTH:
         return None
     rec = lambda e, sc=scope, od=order: task_source(m, e, sc, od, _depth + 1)  # noqa: E731
@@ -259,6 +280,10 @@ def task_source(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _
         if attr in _CHIEF_FLAGS and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "extended":
             vals = m.infer(expr.value.value, scope, order)
             return "chief" if all(v.kind == api.STRATEGY for v in vals) else None
+    if isinstance(expr, cst.Dict):
+        # a TF_CONFIG written by the program: {"cluster": {...}, "task": {"type": ..., "index": ...}}
+        keys = {_key(el.key) for el in expr.elements if isinstance(el, cst.DictElement)}
+        return "config" if {"cluster", "task"} <= keys else None
     if isinstance(expr, cst.Subscript):
         if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
             return None
@@ -280,6 +305,12 @@ def task_source(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _
             return "config" if a is not None and rec(a) == "env" else None
         if _is_builtin(m, expr, scope, order, "int", "str") and len(expr.args) == 1:
             return rec(expr.args[0].value)
+        if isinstance(expr.func, cst.Attribute) and not expr.args:
+            meth = expr.func.attr.value  # resolver.cluster_spec(), spec.as_dict(): the cluster's tasks
+            if meth == "cluster_spec" and rec(expr.func.value) == "resolver":
+                return "spec"
+            if meth == "as_dict" and rec(expr.func.value) == "spec":
+                return "spec"
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" and expr.args:
             key = _key(expr.args[0].value)
             return _STEPS.get((rec(expr.func.value), key)) if key is not None else None
@@ -308,8 +339,19 @@ def chief_test(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
             return False
         if inner is False:
             return True
-        if task_source(m, expr.expression, scope, order) == "index":
+        src = task_source(m, expr.expression, scope, order)
+        if src == "index":
             return True  # `not task_id`: task 0
+        if src in ("env", "config"):
+            return NEUTRAL  # `not tf_config`: no TF_CONFIG, a single-process run
+        return None
+    if isinstance(expr, cst.IfExp):
+        # `True if <test> else False` (and the reverse)
+        t = rec(expr.test)
+        if _is_bool(expr.body, True) and _is_bool(expr.orelse, False):
+            return t
+        if _is_bool(expr.body, False) and _is_bool(expr.orelse, True):
+            return {True: False, False: True}.get(t) if t in (True, False) else None
         return None
     if isinstance(expr, cst.BooleanOperation):
         parts = [rec(p) for p in _flatten(expr, type(expr.operator))]
@@ -410,6 +452,166 @@ def _flatten(expr: cst.BaseExpression, op_type: type) -> list[cst.BaseExpression
     if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, op_type):
         return _flatten(expr.left, op_type) + _flatten(expr.right, op_type)
     return [expr]
+
+
+# ------------------------------------------------------------------ tests evaluated per task
+
+# A task of a cluster, as (task type, task index); (None, None) is a run without TF_CONFIG.
+Task = tuple[Optional[str], Optional[int]]
+CHIEF0: Task = ("chief", 0)
+CHIEF1: Task = ("chief", 1)  # no such task: tells a test that reads the type from one that reads the index
+WORKER0: Task = ("worker", 0)
+WORKER1: Task = ("worker", 1)
+
+
+def holds_on(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, task: Task,
+             _depth: int = 0) -> Optional[bool]:
+    """Whether the task test ``expr`` holds on ``task`` (a task of a cluster whose TF_CONFIG is
+    set; ``(None, None)``: no TF_CONFIG), from where its values come from (:func:`task_source`);
+    None when it is not a task test or cannot be told."""
+    if _depth > _MAX_DEPTH:
+        return None
+    rec = lambda e, sc=scope, od=order: holds_on(m, e, sc, od, task, _depth + 1)  # noqa: E731
+    ttype, tindex = task
+    if isinstance(expr, cst.BooleanOperation):
+        parts = [rec(p) for p in _flatten(expr, type(expr.operator))]
+        if isinstance(expr.operator, cst.And):
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        return True if True in parts else (False if all(p is False for p in parts) else None)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        src = task_source(m, expr.expression, scope, order)
+        if src in ("env", "config"):
+            return ttype is None  # `not tf_config`: no TF_CONFIG
+        if src == "index":
+            return None if tindex is None else tindex == 0
+        inner = rec(expr.expression)
+        return None if inner is None else not inner
+    if isinstance(expr, cst.IfExp):
+        t = rec(expr.test)
+        if t is None:
+            return None
+        branch = expr.body if t else expr.orelse
+        return True if _is_bool(branch, True) else (False if _is_bool(branch, False) else None)
+    if isinstance(expr, cst.Comparison):
+        if len(expr.comparisons) != 1:
+            return None
+        left, comp = expr.left, expr.comparisons[0]
+        right, op = comp.comparator, comp.operator
+        if isinstance(op, (cst.In, cst.NotIn)):
+            if _literal(left) in _CHIEF_TYPES and task_source(m, right, scope, order) == "spec":
+                # `"chief" in cluster_spec`: the clusters judged here have a chief task
+                return (ttype is not None) == isinstance(op, cst.In)
+            if not isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+                return None
+            values = [_literal(el.value) for el in right.elements]
+            actual = _task_value(task_source(m, left, scope, order), task)
+            if actual is ... or any(v is ... for v in values):
+                return None
+            return (actual in values) == isinstance(op, cst.In)
+        if _const(m, left, scope, order) is not ... and _const(m, right, scope, order) is ...:
+            left, right = right, left
+        value = _const(m, right, scope, order)
+        actual = _task_value(task_source(m, left, scope, order), task)
+        if value is ... or actual is ...:
+            return None
+        if isinstance(op, (cst.Equal, cst.Is)):
+            return actual == value
+        if isinstance(op, (cst.NotEqual, cst.IsNot)):
+            return actual != value
+        if isinstance(actual, int) and isinstance(value, int):
+            if isinstance(op, cst.GreaterThan):
+                return actual > value
+            if isinstance(op, cst.GreaterThanEqual):
+                return actual >= value
+            if isinstance(op, cst.LessThan):
+                return actual < value
+            if isinstance(op, cst.LessThanEqual):
+                return actual <= value
+        return None
+    src = task_source(m, expr, scope, order)
+    if src == "chief":  # strategy.extended.should_checkpoint
+        return ttype in (None, "chief")
+    if src == "index":  # `if task_id:`
+        return None if tindex is None else tindex != 0
+    if isinstance(expr, cst.Call) and _is_builtin(m, expr, scope, order, "bool") and len(expr.args) == 1:
+        return rec(expr.args[0].value)
+    nxt = _followed(m, expr, scope, order)
+    if nxt is None:
+        return None
+    return _agree([holds_on(m, e, sc, od, task, _depth + 1) for e, sc, od in nxt])
+
+
+def _task_value(src: Optional[str], task: Task):
+    if src == "type":
+        return task[0]
+    if src == "index":
+        return task[1]
+    return ...
+
+
+def worker_zero_as_chief(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[cst.CSTNode]:
+    """``expr`` is a task test that puts worker 0 with the chief: it tells the chief by its type
+    (any ``chief`` task passes) and also passes ``worker`` 0, so in a cluster that has a ``chief``
+    task two tasks take the chief's side (``task_type == "chief" or (task_type == "worker" and
+    task_id == 0)``; TensorFlow counts worker 0 as the chief only when there is no chief task).
+    Returns the part of the test that admits worker 0 (the ``or`` operand, in the helper the test
+    calls), or None."""
+    t = [holds_on(m, expr, scope, order, task) for task in (CHIEF0, CHIEF1, WORKER0, WORKER1)]
+    if any(x is None for x in t) or not (t[0] == t[1] == t[2] != t[3]):
+        return None
+    return _worker_zero_part(m, expr, scope, order, 0) or expr
+
+
+def _worker_zero_part(m: Module, node: cst.BaseExpression, sc: Scope, od: int, depth: int) -> Optional[cst.CSTNode]:
+    """The ``or`` operand that lets worker 0 in, found through negations, names and the helpers
+    called (the first one, when a helper is defined twice)."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return _worker_zero_part(m, node.expression, sc, od, depth + 1)
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+        for part in _flatten(node, cst.Or):
+            if holds_on(m, part, sc, od, WORKER0) is True and holds_on(m, part, sc, od, CHIEF0) is not True:
+                return part
+        return node
+    if not isinstance(node, (cst.Name, cst.Call, cst.Attribute)):
+        return None
+    for e, s, o in _followed(m, node, sc, od) or ():
+        got = _worker_zero_part(m, e, s, o, depth + 1)
+        if got is not None:
+            return got
+    return None
+
+
+def task_tests(m: Module, sc: "SaveCall") -> list[tuple[cst.BaseExpression, Scope, int]]:
+    """The task tests that decide where ``sc`` writes: the ``if`` tests it runs under (and its
+    callers'), and the tests inside the local helpers that compute its path
+    (``write_filepath(path, task_type, task_id)``)."""
+    out: list[tuple[cst.BaseExpression, Scope, int]] = []
+    seen: set[int] = set()
+
+    def add(test: cst.BaseExpression, scope: Scope, order: int) -> None:
+        if id(test) not in seen:
+            seen.add(id(test))
+            out.append((test, scope, order))
+
+    for if_node, _in_body in sc.site.ifs:
+        add(if_node.test, sc.site.scope, sc.site.order)
+    g = task_guard(m, sc.site)
+    if g is not None and isinstance(g.node, cst.If):
+        add(g.node.test, sc.site.scope, sc.site.order)
+    if sc.path is not None and sc.path_site is not None:
+        ps = sc.path_site
+        made = m.reaching_exprs(sc.path, ps.scope, ps.order) if isinstance(sc.path, cst.Name) \
+            else [(sc.path, ps.scope, ps.order)]
+        for e, s, o in made or ():
+            if not isinstance(e, cst.Call):
+                continue
+            for fn in m.resolve_function(e.func, s, o):
+                for cs in m.calls_within(fn):
+                    for if_node, _in_body in cs.ifs:
+                        add(if_node.test, cs.scope, cs.order)
+    return out
 
 
 @dataclass
@@ -566,6 +768,22 @@ def save_calls(m: Module) -> Iterator[SaveCall]:
             continue
         path = arg(cs.node, 1, "export_dir" if q == "tensorflow.saved_model.save" else "filepath")
         yield SaveCall(cs, vals[0], m.code(cs.node.func), path, cs)
+
+
+def others_save(m: Module, sc: SaveCall, saves: list[SaveCall]) -> bool:
+    """The same chief test that keeps ``sc`` to the chief sends the other tasks to another save
+    of the same object (``if chief: model.save(path) else: model.save(tmp)``): every task
+    saves, at the same point."""
+    guard = task_guard(m, sc.site)
+    if guard is None:
+        return False
+    for other in saves:
+        if other is sc or other.obj.origin is not sc.obj.origin:
+            continue
+        g = task_guard(m, other.site)
+        if g is not None and g.node is guard.node and not g.chief_only:
+            return True
+    return False
 
 
 _PATH_FUNCTIONS = frozenset({"os.path.join", "os.path.expanduser", "os.path.abspath", "os.path.normpath",
