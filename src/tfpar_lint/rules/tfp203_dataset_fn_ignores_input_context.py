@@ -43,8 +43,8 @@ class DatasetFnIgnoresInputContext(Rule):
             if any(v.qname in api.PARAMETER_SERVER_STRATEGIES for v in strat) or not replicated(strat):
                 continue  # parameter servers read whole datasets by design; one replica needs no split
             fns = m.resolve_function(arg(cs.node, 0, "dataset_fn"), cs.scope, cs.order)
-            if not fns:
-                continue
+            if not fns or any(v.kind != api.FUNCTION for v in m.infer_at(arg(cs.node, 0, "dataset_fn"), cs)):
+                continue  # some alternative is a callable we cannot see (`fn if callable(fn) else lambda _: fn`)
             multi = all(v.qname in MULTI for v in strat)
             misused = [fn for fn in fns if self._context_used_as_dataset(fn)]
             if misused and len(misused) == len(fns):

@@ -15,6 +15,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
 
 
+# Names that stand for a module when the code never binds them (``tf.distribute...`` in a snippet
+# whose ``import tensorflow as tf`` was left out, or came from ``from helpers import *``).
+FREE_ALIASES = {"tf": "tensorflow"}
+
+
 class Bindings:
     def __init__(self, m: "Module") -> None:
         self.m = m
@@ -133,6 +138,12 @@ class Bindings:
             if not q:
                 return "", ""
             raw = f"{raw_head}.{rest}" if rest else raw_head
+            return api.canonical(raw), raw
+        if not bs and head in FREE_ALIASES:
+            # `tf` bound nowhere: a snippet from a bug report, a notebook cell run after the import
+            # cell, a star import (`from utils import *`); TensorFlow's documented alias
+            q = FREE_ALIASES[head]
+            raw = f"{q}.{rest}" if rest else q
             return api.canonical(raw), raw
         if not bs or any(b.kind != "import" or not b.qname for b in bs):
             return "", ""

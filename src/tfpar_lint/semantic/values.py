@@ -104,7 +104,8 @@ class Inference:
                     for b in bs:
                         out.extend(self.binding_values(b))
                     return out
-                return [UNKNOWN]
+                inherited = self._class_member(fn.cls, attr)  # a method or attribute of a local base class
+                return inherited if inherited is not None else [UNKNOWN]
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
                 return inst
@@ -127,6 +128,11 @@ class Inference:
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
             return [UNKNOWN]
+        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+            # `strategy or tf.distribute.get_strategy()`: either operand
+            return self.infer(expr.left, scope, order) + self.infer(expr.right, scope, order)
+        if isinstance(expr, cst.IfExp):  # `a if cond else b`: either branch
+            return self.infer(expr.body, scope, order) + self.infer(expr.orelse, scope, order)
         if isinstance(expr, cst.Await):
             return [UNKNOWN]
         return [UNKNOWN]
