@@ -662,6 +662,87 @@ def test_tfp504_unknown_model_and_logging_are_silent():
     """, "TFP504")
 
 
+def test_tfp504_losses_of_the_model_whose_variables_are_trained():
+    # `self.model` cannot be followed (made by another module), but the gradient is taken of its
+    # variables: its `.losses` are the model's regularization
+    check("""
+    import tensorflow as tf
+    import nets
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+            self.opt = tf.keras.optimizers.SGD()
+        def step(self, x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.square(self.model(x) - y))
+                loss += sum(self.model.losses)  # <-
+                loss = loss * (1.0 / 64)
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+        def other(self, x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(self.model(x)) + sum(self.aux.losses)
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        trainer = Trainer(nets.build())
+    strategy.run(trainer.step, args=(1, 2))
+    strategy.run(trainer.other, args=(1, 2))
+    """, "TFP504")
+
+
+def test_tfp504_weight_decay_added_to_the_gradients():
+    check("""
+    import tensorflow as tf
+    def make(model, optimizer, strategy, wd):
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            grads = [g + wd * v for g, v in zip(grads, model.trainable_variables)]  # <-
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        def scaled(x):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            decay = wd / strategy.num_replicas_in_sync
+            grads = [g + decay * v for g, v in zip(grads, model.trainable_variables)]
+            grads = [g + 1e-3 for g in grads]  # not a weight decay
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        strategy.run(step, args=(1,))
+        strategy.run(scaled, args=(1,))
+    """, "TFP504")
+
+
+def test_tfp501_gradients_through_helpers_and_tf1_gradients():
+    # TF 1 graph code: tf.gradients in a helper returning a tuple, the loss from another helper,
+    # the gradients rescaled on the way, run with experimental_run
+    check("""
+    import tensorflow.compat.v1 as tf
+    strategy = tf.distribute.experimental.TPUStrategy(resolver)
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+        optimizer = tf.train.GradientDescentOptimizer(0.01)
+    def loss(model, x, y):
+        logits = model(x)
+        return logits, tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)  # <-
+    def grad(model, x, y):
+        logits, value = loss(model, x, y)
+        return logits, value, tf.gradients(value, model.trainable_variables)
+    def train_step(inputs):
+        x, y = inputs
+        logits, value, grads = grad(model, x, y)
+        grads, _ = tf.clip_by_global_norm(grads, 5.0)
+        return optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    def eval_step(inputs):
+        x, y = inputs
+        return loss(model, x, y)
+    out = strategy.experimental_run(train_step, iterator)
+    out2 = strategy.experimental_run(eval_step, iterator)
+    """, "TFP501")
+
+
 # =========================================================================== TFP505
 def test_tfp505_variants():
     check("""

@@ -18,7 +18,7 @@ class LossMeanInReplicaFn(Rule):
                 "global_batch_size=GLOBAL_BATCH_SIZE)`.")
     SEVERITY = "warning"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"),
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", "call_for_each_replica"),
                ("reduce_mean", "mean(", "/", "losses."))
 
     def check(self) -> Iterator[Report]:

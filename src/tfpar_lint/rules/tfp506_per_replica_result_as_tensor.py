@@ -25,7 +25,7 @@ class PerReplicaResultAsTensor(Rule):
                 "`strategy.experimental_local_results(result)`.")
     SEVERITY = "error"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"),
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", "call_for_each_replica"),
                ("numpy", "float(", "int(", "bool(", "complex(", ":", "+", "-", "*", "/"))
 
     def _per_replica(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:

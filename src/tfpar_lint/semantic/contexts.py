@@ -157,7 +157,7 @@ class Contexts:
         | api.DISTRIBUTE_VALUES_METHODS
     _STRATEGY_ONLY_ATTRS = frozenset({"num_replicas_in_sync"})
 
-    def _receiver_key(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int) -> Optional[tuple]:
+    def receiver_key(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int) -> Optional[tuple]:
         """What a receiver denotes, so that its other uses can be found: a name's bindings (a name
         bound nowhere: the name itself), ``self.<attr>`` of a class."""
         if isinstance(expr, cst.Name):
@@ -193,13 +193,13 @@ class Contexts:
                 use = "run"  # run(<local function>, args=...): strategy.run's signature
             if use is None:
                 continue
-            key = self._receiver_key(recv, cs.scope, cs.order)
+            key = self.receiver_key(recv, cs.scope, cs.order)
             if key is not None:
                 memo.setdefault(key, set()).add(use)
         for ref in self.m.attr_refs:
             node = ref.node
             if isinstance(node, cst.Attribute) and node.attr.value in self._STRATEGY_ONLY_ATTRS:
-                key = self._receiver_key(node.value, ref.scope, ref.order)
+                key = self.receiver_key(node.value, ref.scope, ref.order)
                 if key is not None:
                     memo.setdefault(key, set()).add(node.attr.value)
         self._uses_memo = memo
@@ -226,7 +226,7 @@ class Contexts:
         vals = self.m.infer_at(expr, site)
         if any(v.kind != api.UNKNOWN for v in vals):
             return []
-        key = self._receiver_key(expr, site.scope, site.order)
+        key = self.receiver_key(expr, site.scope, site.order)
         if key is None or not self._strategy_uses().get(key):
             return []
         return [Value(api.STRATEGY, "", origin=None, info="by-use")]

@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Scope, Value, arg, call_method, keyword
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Scope, Value, arg, call_method, keyword, names_read
 
 SUMS = frozenset({"tensorflow.add_n", "tensorflow.math.add_n", "tensorflow.reduce_sum",
                   "tensorflow.math.reduce_sum", "keras.ops.sum"})
@@ -409,72 +409,180 @@ def applies_in_replica(m: Module, fn: FunctionInfo) -> bool:
     return applied
 
 
-class _Collect(cst.CSTVisitor):
-    """Names read in an expression (not attribute names) and whether ``target`` occurs in it."""
-
-    def __init__(self, target: Optional[cst.CSTNode] = None) -> None:
-        super().__init__()
-        self.target = target
-        self.names: list[cst.Name] = []
-        self.found = False
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if node is self.target:
-            self.found = True
-        if isinstance(node, cst.Attribute):
-            node.value.visit(self)
-            return False
-        if isinstance(node, cst.Name):
-            self.names.append(node)
-        return True
+# ------------------------------------------------------------------ where applied gradients come from
+GRADIENT_FUNCTIONS = frozenset({"tensorflow.gradients", "tensorflow.compat.v1.gradients"})
+# optimizer methods that compute gradients of their first argument (Keras 2 / tf.compat.v1)
+GRADIENT_METHODS = frozenset({"compute_gradients", "get_gradients"})
 
 
-def _flows(m: Module, expr: cst.CSTNode, scope: Scope, order: int, target: cst.CSTNode, depth: int) -> bool:
-    """Does the value of ``target`` (a call node) reach ``expr`` through local assignments?"""
-    v = _Collect(target)
-    expr.visit(v)
-    if v.found:
-        return True
-    if depth > 4:
-        return False
-    for name in v.names:
-        for b in m.lookup(name.value, scope, order):
-            if b.scope.kind in ("function", "lambda", "comprehension") and b.value is not None \
-                    and b.kind in ("assign", "annassign", "walrus", "for", "comp"):
-                if _flows(m, b.value, b.scope, b.order, target, depth + 1):
-                    return True
-    return False
+@dataclass
+class Applied:
+    """What ``apply_gradients`` gets, traced back: the losses differentiated (``targets``: (gradient
+    call site, the loss expression)) and the terms added to the gradients on the way
+    (``added``: (expression, scope, order), e.g. ``g + wd * v``)."""
+
+    targets: list
+    added: list
 
 
-def _applied(m: Module, fn: FunctionInfo, grad_call: cst.Call) -> bool:
-    """The gradients computed by ``grad_call`` reach an ``apply_gradients`` call in ``fn``."""
-    for cs in m.calls_within(fn):
-        cm = call_method(cs.node)
-        if cm is not None and cm[1] == "apply_gradients" and _flows(m, cs.node, cs.scope, cs.order, grad_call, 0):
-            return True
-    return False
-
-
-def gradient_targets(m: Module, fn: FunctionInfo) -> Iterator[tuple[CallSite, cst.BaseExpression]]:
-    """``tape.gradient(loss, ...)`` / ``optimizer.minimize(loss, ...)`` inside ``fn`` (and nested
-    functions) when ``fn`` also applies the gradients (see :func:`applies_in_replica`)."""
+def applied_gradients(m: Module, fn: FunctionInfo) -> Optional[Applied]:
+    """Follow the gradients that ``fn`` (or a function nested in it) applies with
+    ``optimizer.apply_gradients(...)`` back to where they are computed: ``tape.gradient(loss, ...)``,
+    ``tf.gradients(loss, ...)`` (TF 1 graph code), ``optimizer.compute_gradients`` /
+    ``get_gradients``, through names, tuple unpacking of local helpers' returns (``logits, loss,
+    grads = grad(model, x, y)``), ``zip``/``list``, comprehensions over the gradients
+    (``[g + wd * v for g, v in zip(grads, variables)]``), arithmetic (``grads * 2``) and
+    TensorFlow's own transformations (``tf.clip_by_global_norm(grads, 5.0)``).  Also
+    ``optimizer.minimize(loss, ...)``.  None when ``fn`` does not apply gradients itself (see
+    :func:`applies_in_replica`)."""
     if not applies_in_replica(m, fn):
-        return
+        return None
+    out = Applied([], [])
+    seen: set = set()
     for cs in m.calls_within(fn):
         cm = call_method(cs.node)
         if cm is None:
             continue
         recv, meth = cm
-        if meth == "gradient":
-            target = arg(cs.node, 0, "target")
-            kinds = {v.kind for v in m.infer_at(recv, cs)}
-            if target is not None and kinds == {api.TAPE} and _applied(m, fn, cs.node):
-                yield cs, target
-        elif meth == "minimize":
+        if meth == "minimize":
             target = arg(cs.node, 0, "loss")
-            kinds = {v.kind for v in m.infer_at(recv, cs)}
-            if target is not None and kinds == {api.OPTIMIZER}:
-                yield cs, target
+            if target is not None and {v.kind for v in m.infer_at(recv, cs)} == {api.OPTIMIZER}:
+                out.targets.append((cs, target))
+        elif meth == "apply_gradients":
+            gv = arg(cs.node, 0, "grads_and_vars")
+            if gv is not None:
+                _trace_gradients(m, gv, cs.scope, cs.order, out, seen, 0)
+    return out
+
+
+def _pairs_first(e: cst.BaseExpression) -> cst.BaseExpression:
+    """``(g, v)`` -> ``g``: the gradient of a (gradient, variable) pair."""
+    if isinstance(e, (cst.Tuple, cst.List)) and len(e.elements) == 2 \
+            and not any(isinstance(el, cst.StarredElement) for el in e.elements):
+        return e.elements[0].value
+    return e
+
+
+def _trace_gradients(m: Module, e: Optional[cst.BaseExpression], scope: Scope, order: int, out: Applied,
+                     seen: set, depth: int) -> bool:
+    """Record the gradient computations ``e`` is made of (see :func:`applied_gradients`); True when
+    ``e`` holds gradients."""
+    if e is None or depth > 25 or (id(e), order) in seen or len(seen) > 400:
+        return False
+    seen.add((id(e), order))
+    rec = lambda x, sc=scope, od=order: _trace_gradients(m, x, sc, od, out, seen, depth + 1)  # noqa: E731
+    if isinstance(e, cst.Call):
+        if _builtin(m, e, scope, order, "zip", "list", "tuple") and e.args and not e.args[0].star:
+            return rec(_pairs_first(e.args[0].value))
+        site = (scope.module or m).site_of_call.get(id(e))  # the call may be in another project module
+        cm = call_method(e)
+        if cm is not None and cm[1] == "gradient" and site is not None:
+            if {v.kind for v in m.infer_at(cm[0], site)} <= {api.TAPE} and arg(e, 0, "target") is not None:
+                out.targets.append((site, arg(e, 0, "target")))
+                return True
+            return False
+        if cm is not None and cm[1] in GRADIENT_METHODS and arg(e, 0, "loss") is not None and site is not None:
+            out.targets.append((site, arg(e, 0, "loss")))
+            return True
+        q, _ = m.qualified_name(e.func, scope, order)
+        if q in GRADIENT_FUNCTIONS and arg(e, 0, "ys") is not None and site is not None:
+            out.targets.append((site, arg(e, 0, "ys")))
+            return True
+        if q.startswith("tensorflow.") and e.args and not e.args[0].star:
+            return rec(e.args[0].value)  # tf.clip_by_global_norm(grads, n), tf.identity(g), ...
+        fns = m.resolve_function(e.func, scope, order) if not q else []
+        if fns:
+            found = False
+            for f in fns:
+                for r, od in f.returns:
+                    found = _trace_gradients(m, r, f.scope, od, out, seen, depth + 1) or found
+            return found
+        # anything else that is handed the gradients passes them on
+        # (`replica_ctx.all_reduce("mean", grads)`, a project helper)
+        found = False
+        for a in e.args:
+            if not a.star:
+                found = rec(a.value) or found
+        return found
+    if isinstance(e, cst.Name):
+        found = False
+        for b in m.lookup(e.value, scope, order):
+            if b.path and b.kind in ("assign", "annassign"):
+                items = unpacked_items(m, b)
+                if items is not None:
+                    for x, sc, od, _via in items:
+                        found = rec(x, sc, od) or found
+                elif isinstance(b.value, cst.Call):  # grads, norm = tf.clip_by_global_norm(grads, 5.0)
+                    found = rec(b.value, b.scope, b.order) or found
+            elif b.kind in ("assign", "annassign", "walrus") and b.value is not None:
+                found = rec(b.value, b.scope, b.order) or found
+            elif b.kind in ("for", "comp") and b.value is not None and b.path[:1] in ((), (0,)):
+                it = b.value  # for g, v in zip(grads, variables): g is a gradient
+                if isinstance(it, cst.Call) and _builtin(m, it, b.scope, b.order, "zip") and it.args:
+                    it = it.args[0].value
+                found = rec(it, b.scope, b.order) or found
+            elif b.kind == "aug" and isinstance(b.node, cst.AugAssign):
+                found = rec(b.node.value, b.scope, b.order) or found
+        return found
+    if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
+        comp_orders = [b.order for bs in scope.bindings.values() for b in bs
+                       if b.kind == "comp" and b.node is e.for_in]
+        return rec(_pairs_first(e.elt), scope, max(comp_orders) if comp_orders else order)
+    if isinstance(e, cst.BinaryOperation):
+        left, right = rec(e.left), rec(e.right)
+        if isinstance(e.operator, (cst.Add, cst.Subtract)) and left != right:
+            out.added.append((e.right if left else e.left, scope, order))
+        return left or right
+    if isinstance(e, (cst.List, cst.Tuple)):
+        found = False
+        for el in e.elements:
+            found = rec(el.value) or found
+        return found
+    if isinstance(e, cst.Subscript):
+        return rec(e.value)
+    if isinstance(e, cst.Attribute):
+        found = False
+        for x, sc, od in _self_attr_exprs(m, e, scope):
+            found = rec(x, sc, od) or found
+        return found
+    return False
+
+
+def model_variable_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> list[cst.Name]:
+    """Names in ``expr`` that hold a variable of a model or layer: bound by a loop or comprehension
+    over ``<x>.trainable_variables`` (also ``weights``, ``variables``...) or over ``zip(grads,
+    <x>.trainable_variables)`` in the variable's place (``[g + wd * v for g, v in zip(...)]``)."""
+    out = []
+    for name in names_read(expr):
+        for b in m.lookup(name.value, scope, order):
+            if b.kind not in ("for", "comp") or b.value is None:
+                continue
+            it, path = b.value, b.path
+            if isinstance(it, cst.Call) and _builtin(m, it, b.scope, b.order, "zip") and len(path) == 1 \
+                    and 0 <= path[0] < len(it.args):
+                it, path = it.args[path[0]].value, ()
+            if not path and isinstance(it, cst.Attribute) and it.attr.value in api.VARIABLE_LIST_ATTRS:
+                out.append(name)
+                break
+    return out
+
+
+def differentiated_owner_keys(m: Module, cs: CallSite) -> set:
+    """For ``tape.gradient(loss, <x>.trainable_variables)``: the receiver key of ``<x>`` (the model
+    whose variables get the gradients), so that ``<x>.losses`` is known to be its regularization."""
+    src = arg(cs.node, 1, "sources")
+    if isinstance(src, cst.Attribute) and src.attr.value in api.VARIABLE_LIST_ATTRS:
+        key = m.receiver_key(src.value, cs.scope, cs.order)
+        return {key} if key is not None else set()
+    return set()
+
+
+def gradient_targets(m: Module, fn: FunctionInfo) -> Iterator[tuple[CallSite, cst.BaseExpression]]:
+    """The losses whose gradients ``fn`` applies (see :func:`applied_gradients`): (the gradient
+    call site, the loss expression)."""
+    got = applied_gradients(m, fn)
+    if got is not None:
+        yield from got.targets
 
 
 def replica_fns(m: Module) -> list[FunctionInfo]:
