@@ -421,6 +421,44 @@ def test_tfp208_value_story_not_the_name():
     """, "TFP208")
 
 
+def test_tfp208_keras_fit_and_the_argument_that_passes_the_size():
+    # `fit` splits each batch across the replicas too; the size is a parameter of a function that
+    # is handed to a launcher (its arguments cannot be seen) and the module multiplies that same
+    # parameter by the replicas: reported where the helper that batches receives it
+    check("""
+    import os
+    import tensorflow as tf
+    def train(batch_size=16):
+        if os.environ.get("TF_CONFIG"):
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        else:
+            strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+        global_batch_size = batch_size * strategy.num_replicas_in_sync
+        def make(batch_size, n):
+            return tf.data.Dataset.range(n).batch(batch_size)
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.Input((1,)), tf.keras.layers.Dense(1)])
+            model.compile(loss="mse")
+        train_ds = make(
+            batch_size=batch_size,  # <-
+            n=64)
+        model.fit(train_ds, epochs=1)
+        ok_ds = make(batch_size=global_batch_size, n=64)
+        model.fit(ok_ds, epochs=1)
+    launcher.submit(train)
+    """, "TFP208")
+    # one replica by construction: fit does not split
+    check("""
+    import tensorflow as tf
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    BATCH = 8
+    GLOBAL = BATCH * strategy.num_replicas_in_sync
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((1,)), tf.keras.layers.Dense(1)])
+    model.fit(tf.data.Dataset.range(64).batch(BATCH), epochs=1)
+    """, "TFP208")
+
+
 def test_tfp208_unknown_strategy_or_plain_size_is_silent():
     check("""
     import tensorflow as tf

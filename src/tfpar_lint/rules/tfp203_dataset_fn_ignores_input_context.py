@@ -97,6 +97,10 @@ class DatasetFnIgnoresInputContext(Rule):
         m = self.module
         for cs in m.calls_within(fn):
             f = cs.node.func
+            callees = m.resolve_function(f, cs.scope, cs.order)
+            if not callees and not (isinstance(f, cst.Attribute) and f.attr.value == "batch") and any(
+                    not a.star and per_replica_size(m, a.value, cs.scope, cs.order) for a in cs.node.args):
+                return True  # a per-replica size handed to code that builds the dataset (`as_dataset(n // r)`)
             if isinstance(f, cst.Attribute) and f.attr.value == "batch":
                 size = arg(cs.node, 0, "batch_size")
                 where = (size, cs.scope, cs.order)
@@ -107,7 +111,7 @@ class DatasetFnIgnoresInputContext(Rule):
                 if where[0] is not None and per_replica_size(m, *where):
                     return True
             if depth < 4:
-                for callee in m.resolve_function(f, cs.scope, cs.order):
+                for callee in callees:
                     if callee is not fn and self._batches_per_replica(callee, depth + 1, _passed(callee, cs)):
                         return True
         return False

@@ -300,10 +300,15 @@ def value_identity(m: Module, expr: cst.BaseExpression, scope: Scope, order: int
     if _depth > 6:
         return None
     origins = m.origin_exprs(_unwrap(m, expr, scope, order), scope, order)
+    if origins is None:
+        origins = _origins_to_parameters(m, _unwrap(m, expr, scope, order), scope, order)
     if not origins:
         return None
     keys: set = set()
     for e, sc, od in origins:
+        if sc is None:  # a parameter whose arguments cannot be seen: the parameter is the origin
+            keys.add(e)
+            continue
         inner = _unwrap(m, e, sc, od)
         if inner is not e:
             sub = value_identity(m, inner, sc, od, _depth + 1)
@@ -318,6 +323,36 @@ def value_identity(m: Module, expr: cst.BaseExpression, scope: Scope, order: int
         else:
             keys.add(id(e))
     return frozenset(keys)
+
+
+def _origins_to_parameters(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[list]:
+    """``Module.origin_exprs`` that stops at a parameter whose callers cannot be seen (a function
+    handed to unknown code, called from another program): that parameter is an origin, as
+    (("param", id(binding)), None, 0); its reads are one value."""
+    out: list = []
+    work = [(expr, scope, order, 0)]
+    while work:
+        e, s, o, depth = work.pop()
+        if depth > 12 or len(out) > 50:
+            return None
+        if isinstance(e, cst.Name) and e.value not in ("None", "True", "False"):
+            bs = m.lookup(e.value, s, o)
+            if not bs:
+                return None
+            for b in bs:
+                if b.kind == "param":
+                    args = m.values.param_args(b)
+                    if args is None:
+                        out.append((("param", id(b)), None, 0))
+                    else:
+                        work.extend((x, xs, xo, depth + 1) for x, xs, xo, _site in args)
+                elif b.kind in ("assign", "annassign", "walrus") and b.value is not None and not b.path:
+                    work.append((b.value, b.scope, b.order, depth + 1))
+                else:
+                    return None
+            continue
+        out.append((e, s, o))
+    return out
 
 
 def _replica_products(m: Module) -> list[tuple[frozenset, cst.BaseExpression, Optional[str]]]:
