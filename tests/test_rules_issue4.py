@@ -87,6 +87,33 @@ def test_tfp107_replica_fn_and_silences():
     """, "TFP107")
 
 
+def test_tfp107_state_pinned_outside_the_scope():
+    # variables and models made under tf.device outside the scope of the program's mirroring
+    # strategy: not mirrored (any device expression)
+    src = """
+    import tensorflow as tf
+    import keras
+    with tf.device("/gpu:0"):  # <-
+        queue = tf.Variable(tf.zeros([8]), trainable=False)
+    with tf.device("cpu"):
+        control = tf.Variable(1.0)  # bound again before anything reads it
+    control = 2
+    with tf.device("cpu"):
+        g = tf.random.Generator.from_seed(1)  # a generator pinned on purpose
+    with tf.device(hosts[0]):  # <-
+        model = keras.Sequential([keras.layers.Dense(1)])
+    with tf.device("cpu"):
+        table = tf.constant([1, 2])  # no state
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        opt = keras.optimizers.SGD()
+    """
+    check(src, "TFP107")
+    # no mirroring strategy in the program: tf.device is plain placement
+    check(src.replace("tf.distribute.MirroredStrategy()", "tf.distribute.OneDeviceStrategy('/gpu:0')")
+          .replace("  # <-", ""), "TFP107")
+
+
 def test_tfp107_strategy_parameter_is_silent():
     check("""
     import tensorflow as tf
