@@ -924,14 +924,26 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
             sys.stderr.write(head + "\n" + "\n".join(lines) + "\n")
 
 
+# ruff reports a file it cannot parse or read as a diagnostic of that file (exit 1, and 0 under
+# --exit-zero); only a failure of the tool itself (E903: the analysis gave up) is exit 2.
+DIAGNOSTIC_ERRORS = frozenset({"E999", "E902"})
+
+
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,
               exit_zero: bool, not_run: int = 0) -> int:
-    """0 clean, 1 findings, 2 errors.  Under --verify: 1 only when a finding is CONFIRMED
-    or was found at runtime (RUNTIME); 2 when a script could not be run at all."""
-    if errors or (verified and not_run):
+    """0 clean, 1 findings (syntax and I/O errors included, as ruff), 2 the tool failed on a
+    file (E903).  Under --verify: 1 only when a finding is CONFIRMED or was found at runtime
+    (RUNTIME); 2 when a script could not be run at all."""
+    from tfpar_lint.output import error_code
+
+    if any(error_code(e) not in DIAGNOSTIC_ERRORS for e in errors) or (verified and not_run):
         return 2
     findings = list(findings)
-    if exit_zero or not findings:
+    if exit_zero:
+        return 0
+    if errors:
+        return 1
+    if not findings:
         return 0
     if not verified:
         return 1
