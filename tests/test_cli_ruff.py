@@ -329,3 +329,18 @@ def test_json_carries_ruffs_field_names(project, cli, snippets):
     assert added.rc == 0
     lines = (Path(m["filename"])).read_text().splitlines()
     assert "# noqa: " + m["code"] in lines[m["noqa_row"] - 1]
+
+
+def test_mistyped_command_and_options_before_the_command(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    r = cli("chek", ".")
+    assert r.rc == 2 and "unknown command 'chek' (did you mean 'check'?)" in r.err and r.out == "", r
+    assert "did you mean 'rule'" in cli("rul", "TFP101").err
+    # an existing file of that name is linted, not taken for a command
+    project.write("chek", snippets.tfp101)
+    assert cli("chek").rc == 1
+    # options before the command, as ruff takes them
+    before = cli("--no-cache", "check", "a.py")
+    value = cli("--select", "TFP1", "check", "a.py")
+    assert before.rc == value.rc == 1 and before.out == value.out == cli("check", "a.py").out
+    assert "check:" not in before.out and "E902" not in before.out

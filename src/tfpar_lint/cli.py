@@ -448,19 +448,49 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
+COMMANDS = ("check", "rule")
+
+
+def _first_positional(argv: list[str], parser: argparse.ArgumentParser) -> Optional[int]:
+    """Index of the first argument that is neither an option nor an option's value (so that
+    ``tfpar-lint --no-cache check DIR`` finds ``check``), or None."""
+    takes_value = {opt for action in parser._actions for opt in action.option_strings
+                   if action.nargs != 0}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return None
+        if a.startswith("-") and a != "-":
+            if "=" not in a and a in takes_value:
+                i += 1  # its value
+            i += 1
+            continue
+        return i
+    return None
+
+
 def _main(argv: list[str]) -> int:
     # `tfpar-lint check PATHS` is ruff's spelling of `tfpar-lint PATHS` (to lint a folder named
-    # `check`, write `./check`).
-    if argv and argv[0] == "check":
-        argv = argv[1:]
+    # `check`, write `./check`); options may come before the command, as in ruff.
+    at = _first_positional(argv, build_parser())
+    word = argv[at] if at is not None else None
+    if word == "check":
+        argv = argv[:at] + argv[at + 1:]
     # `tfpar-lint rule CODE` (unless `rule` is a path here and CODE is not a rule)
-    elif argv and argv[0] == "rule":
+    elif word == "rule" and at == 0:
         is_path = os.path.exists("rule")
         if len(argv) == 2 and not argv[1].startswith("-") and (not is_path or _resolve_rule(argv[1])[0]):
             sys.stdout.write(rule_page(argv[1]))
             return 0
         if not is_path:
             raise UsageError(f"usage: {PROG} rule CODE")
+    elif word is not None and word not in COMMANDS and not os.path.lexists(word) and word.isidentifier():
+        import difflib
+
+        near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+        if near:  # a mistyped command, not a file name: no such path exists either
+            raise UsageError(f"unknown command '{word}' (did you mean '{near[0]}'?)")
 
     script_args: list[str] = []
     extra_paths: list[str] = []
