@@ -740,7 +740,15 @@ def _main(argv: list[str]) -> int:
     if runs:
         _show_outputs(runs, always=args.show_output)
     if interrupted:
-        return 128 + interrupted
+        # Leave now: in the interpreter's shutdown Python restores the default handlers, and another
+        # Ctrl-C arriving then would kill the process by the signal instead of `_exit_on_next_signal`.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(128 + interrupted)
     not_run = [r for r in runs if getattr(r, "outcome", "") == "failed"]
     rc = exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero, not_run=len(not_run))
     if rc == 0 and args.exit_non_zero_on_fix and modified:
