@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import re
 import sys
 from pathlib import Path
@@ -202,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     cfg.add_argument("--cache-dir", metavar="DIR", default=None,
                      help="where to keep the result cache (default: cache-dir from the settings, "
                           ".tfpar_lint_cache in the project root)")
-    ver = p.add_argument_group("runtime verification (needs tfpar-lint[verify])")
+    ver = p.add_argument_group("runtime verification (needs TensorFlow: the [verify] extra)")
     ver.add_argument("--verify", action="store_true",
                      help="run scripts on several devices: the files named on the command line, and the files "
                           "with findings found in the folders given (other files in those folders are linted, "
@@ -394,10 +395,28 @@ def _tensorflow_available() -> bool:
         return False
 
 
+def verify_install_line() -> str:
+    """A command that installs what ``--verify`` needs into this interpreter's environment, and
+    works today (tfpar-lint itself is not on PyPI, so ``pip install 'tfpar-lint[verify]'`` would
+    not): the requirements of the ``verify`` extra, read from the installed package."""
+    reqs: list[str] = []
+    try:
+        from importlib import metadata
+
+        for r in metadata.requires(PROG) or []:
+            name, _, marker = r.partition(";")
+            if "extra" in marker and "verify" in marker:
+                reqs.append(name.strip().replace(" ", ""))
+    except Exception:  # noqa: BLE001 - not installed as a distribution (a source tree on sys.path)
+        reqs = []
+    reqs = reqs or ["tensorflow-cpu>=2.16,<2.22", "pyseccomp>=0.1.2,<0.2"]
+    return f"{shlex.quote(sys.executable)} -m pip install " + " ".join(shlex.quote(r) for r in reqs)
+
+
 def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
             script_args: list[str], jobs: Optional[int]) -> list[Any]:
     """Run the verifier; raises UsageError when it cannot be used."""
-    hint = f"--verify needs TensorFlow: pip install '{PROG}[verify]'"
+    hint = f"--verify needs TensorFlow: {verify_install_line()}"
     if not _tensorflow_available():
         raise UsageError(f"{hint} (TensorFlow is not installed for {sys.executable})")
     try:
