@@ -467,7 +467,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
-COMMANDS = ("check", "rule")
+COMMANDS = ("check", "rule", "server")
 
 
 def _first_positional(argv: list[str], parser: argparse.ArgumentParser) -> Optional[int]:
@@ -504,6 +504,13 @@ def _main(argv: list[str]) -> int:
             return 0
         if not is_path:
             raise UsageError(f"usage: {PROG} rule CODE")
+    elif word == "server" and at == 0 and len(argv) == 1 and not os.path.exists("server"):
+        try:
+            from tfpar_lint import server
+        except ImportError as e:
+            raise UsageError(f"the language server needs pygls: {shlex.quote(sys.executable)} -m pip install "
+                             f"'pygls>=2.1,<3' (the [lsp] extra) ({e})") from None
+        return server.main()
     elif word is not None and word not in COMMANDS and not os.path.lexists(word) and word.isidentifier():
         import difflib
 
