@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint import versions
-from tfpar_lint.rules._loss import default_reduction, is_legacy, loss_object
+from tfpar_lint.semantic.loss import default_reduction, is_legacy, loss_object
 
 
 class TfKerasLossDefaultReduction(Rule):
