@@ -57,6 +57,11 @@ EXPECTED = {
     "unpinned_keras3_ops": (("TFP102", "TFP606"), "2.16+", "the code's APIs (tf.keras.ops.mean)"),
     "code_legacy_env": (("TFP102",), "2.16+", "assumed"),
     "code_tf_keras": (("TFP102",), "2.16+", "assumed"),
+    # the code's own text: a notebook's pip line (in the notebook, and in its .py export), a job's
+    # package list
+    "code_pip_2_15": (("TFP102",), "2.15", "the code (tensorflow==2.15.0)"),
+    "code_packages_2_8": ((), None, None),
+    "notebook_pip_2_15": (("TFP102",), "2.15", "the code (tensorflow==2.15.0)"),
 }
 
 
@@ -86,6 +91,8 @@ def test_corpus_findings_follow_the_inferred_version(corpus):
     for name, (codes, version, source) in EXPECTED.items():
         top = name.split("/")[0]
         rel = os.path.join(*name.split("/")[1:], "train.py") if "/" in name else "train.py"
+        if (corpus / top / "train.ipynb").exists():
+            rel = "train.ipynb"
         proc = _cli(["--output-format", "json", "--exit-zero", rel], corpus / top)
         assert proc.returncode == 0, (name, proc.stderr)
         found = json.loads(proc.stdout)

@@ -16,6 +16,9 @@ the module's :class:`Target`.  It is decided, first match wins, by:
    standalone ``keras`` (``keras<3``) or of ``tf-keras`` bounds TensorFlow too (pip installs
    TensorFlow 2.16+ only with Keras 3).  A range (``tensorflow>=2.4``) is narrowed by the APIs
    the code uses;
+   The code's own text may state it too (:func:`code_statements`: a notebook's
+   ``!pip install tensorflow==2.15.0``, ``packages_to_install=[...]``, a setup.py it writes, a
+   container image): used where the project states nothing, else intersected with it;
 3. the APIs the code uses (:func:`api_range`): names that exist only in some versions
    (``tf.estimator`` is gone from 2.16, ``tf.keras.layers.experimental`` and an optimizer's
    ``lr`` exist only in Keras 2, ``keras.ops`` only in Keras 3);
@@ -855,6 +858,52 @@ def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Option
                 stack.append(x.func)
 
 
+# ============================================================================ the code's own statements
+# A notebook or script often says which TensorFlow it installs: `!pip install tensorflow==2.15.0`
+# (in a .py export: `# !pip install ...`, `get_ipython().system("pip install ...")`), a list handed
+# to a job (`packages_to_install=["tensorflow==2.15.0"]`), a setup.py it writes
+# (`install_requires=['tensorflow==2.8.0']`), a container image (`tensorflow/tensorflow:2.4.1-gpu`,
+# `tf2-gpu.2-8`).  Any such requirement or image in the text counts.
+_CODE_REQUIREMENT = re.compile(
+    r"(?<![\w.-])(tensorflow(?:[-_](?:gpu|cpu|macos|intel))?|tf-nightly|tf_nightly|keras|tf[-_]keras)"
+    r"(?:\[[\w,-]+\])?\s*(===|==|~=|>=|<=|<|>)\s*v?(\d+\.\d+(?:\.\d+)?)(?![\w.])")
+_CODE_IMAGE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*tensorflow(?:-training|-inference)?:\d+\.\d+[\w.-]*"
+                         r"|(?:[\w.-]+/)*tf2?-(?:gpu|cpu|tpu)\.\d+-\d+)")
+
+
+def code_statements(text: str) -> list[Spec]:
+    """The requirements and images the code's own text states (see above)."""
+    out: list[Spec] = []
+    if "tensorflow" not in text and "keras" not in text and "tf2-" not in text and "tf-" not in text:
+        return out
+    for mt in _CODE_REQUIREMENT.finditer(text):
+        st = statement(mt.group(1), mt.group(2) + mt.group(3), f"{mt.group(1)}{mt.group(2)}{mt.group(3)}")
+        if st is not None and (st.low is not None or st.high is not None):
+            out.append(st)
+    for mt in _CODE_IMAGE.finditer(text):
+        st = image_spec(mt.group(1))
+        if st is not None:
+            out.append(st)
+    return out
+
+
+def code_target(m: "Module") -> Optional[Target]:
+    """What the module's own text states (a notebook: its raw cells too, whose `!pip` lines the
+    linted code no longer holds)."""
+    text = m.source
+    if m.path.endswith(".ipynb") and not m.path.startswith("<"):
+        raw = _read(m.path, 32 << 20)
+        if raw:
+            text = raw
+    specs = code_statements(text)
+    if not specs:
+        return None
+    t = combine([(0, m.path, s) for s in specs], os.path.dirname(os.path.abspath(m.path)))
+    if not t.known:
+        return None
+    return replace(t, source=f"the code ({t.detail.split('; ')[0]})", path=None)
+
+
 # ============================================================================ per module
 _LEGACY_ENV = re.compile(r"TF_USE_LEGACY_KERAS['\"]\s*(?:\]\s*=|,|:)\s*['\"](?:1|true|True)['\"]")
 
@@ -875,6 +924,15 @@ def _resolve(m: "Module") -> Target:
         return explicit(setting)
     proj = project_target(m.path) if m.path and not m.path.startswith("<") else None
     legacy = _module_sets_legacy(m)
+    stated = code_target(m)
+    if stated is not None:
+        if proj is None or not proj.known:
+            proj = replace(stated, legacy_keras=proj.legacy_keras if proj is not None else False,
+                           keras=stated.keras if stated.keras is not None else (proj.keras if proj else None))
+        elif not (proj.low is not None and proj.low == proj.high):
+            got = _intersect((proj.low, proj.high), (stated.low, stated.high))
+            if got is not None and got != (proj.low, proj.high):
+                proj = replace(proj, low=got[0], high=got[1], source=f"{proj.source} and {stated.source}")
     if proj is not None and proj.known and proj.low is not None and proj.low == proj.high:
         t = proj  # an exact pin: the code's APIs do not override it
     else:
