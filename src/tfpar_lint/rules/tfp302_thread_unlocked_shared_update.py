@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from tfpar_lint.rule import Report, Rule
+from tfpar_lint.semantic import CallSite, Module
+from tfpar_lint.semantic.threads import SHARED, Step, ThreadRun, Write
+
+HOGWILD = ("If lock-free (Hogwild) updates are intended, suppress this finding with `# noqa: TFP302` "
+           "and say why")
+
+
+def tfp301_nodes(m: Module) -> set[int]:
+    """ids of the nodes TFP301 reports in ``m`` (it explains those updates better: a
+    read-modify-write, a shared Keras 3 optimizer's step counter)."""
+    got = m.rule_memo.get("TFP301.nodes")
+    if got is None:
+        from tfpar_lint.rules.tfp301_thread_unlocked_read_modify_write import ThreadUnlockedReadModifyWrite
+
+        got = {id(r.node) for r in ThreadUnlockedReadModifyWrite(m).check()}
+        m.rule_memo["TFP301.nodes"] = got
+    return got
+
+
+class ThreadUnlockedSharedUpdate(Rule):
+    CODE = "TFP302"
+    NAME = "thread-unlocked-shared-update"
+    SUMMARY = ("Python threads update variables every thread shares (an optimizer step, a TF1 update op run "
+               "by a session, a Keras training function or call) without a lock")
+    FIX_HINT = ("Hold one `threading.Lock` shared by every thread around the update; if lock-free Hogwild "
+                "updates are intended, suppress with `# noqa: TFP302` and say why.")
+    PROBE = "threads"
+    MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"),
+               ("apply_gradients", "minimize", "get_updates", "train_on_batch", "fit", "run("))
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        T = m.threads
+        done: set[int] = set()
+        skip = None
+        for run in T.runs():
+            if not T.concurrent(run.target):
+                continue
+            for step, w in T.shared_writes(run):
+                if step.guards:
+                    continue  # under a lock (one that cannot exclude is TFP304's)
+                node, fn_name = self._place(m, step)
+                if node is None or id(node) in done:
+                    continue
+                if skip is None:
+                    skip = tfp301_nodes(m)
+                if id(step.site.node) in skip or id(node) in skip:
+                    continue
+                done.add(id(node))
+                yield self._report(m, run, step, w, node, fn_name)
+
+    @staticmethod
+    def _place(m: Module, step: Step) -> tuple[Optional[cst.Call], str]:
+        """The call of this module on the thread's path to the update, closest to it (the update
+        itself when it is here)."""
+        chain: list[CallSite] = list(step.via) + [step.site]
+        for cs in reversed(chain):
+            if cs.scope.module is m:
+                return cs.node, cs.func.name if cs.func is not None else "<module>"
+        return None, ""
+
+    @staticmethod
+    def _report(m: Module, run: ThreadRun, step: Step, w: Write, node: cst.Call, fn_name: str) -> Report:
+        shared = [c for c, st in w.targets if st == SHARED]
+        what = ", ".join(f"`{c}`" if c != "every trainable variable" else "every trainable variable"
+                         for c in shared[:3])
+        wm = w.site.scope.module
+        here = w.site.node is node
+        opcode = wm.code(w.op) if w.op is not None else ""
+        related = w.op if w.op is not None and w.op is not w.site.node else None
+        if w.what == "session run":
+            does = f"runs the update op `{opcode}` (line {{line}}), which writes {what}"
+        elif w.what == "training function":
+            does = f"calls a Keras training function whose updates (line {{line}}) write {what}"
+        elif w.what == "training call":
+            does = f"trains the model {what}, whose variables"
+        else:
+            does = f"applies an optimizer step to {what}"
+        if w.what == "training call":
+            does += " every thread shares"
+            shared_part = ""
+        else:
+            shared_part = ", variables every thread shares"
+        if not here:
+            related = w.site.node
+            does = f"reaches `{wm.code(w.site.node)}` (line {{line}}), which " + (
+                does.replace(" (line {line})", "") if "{line}" in does else does)
+        started = "Python threads"
+        return Report(
+            node,
+            f"`{m.code(node)}` in `{fn_name}` (run by several {started} at once) {does}{shared_part}, without "
+            f"a lock: the threads' updates of the variables (and of the optimizer's slots) interleave, so "
+            f"updates are lost or mixed; hold one `threading.Lock` shared by every thread around it. "
+            f"{HOGWILD}",
+            {"function": fn_name, "write": w.what, "variables": shared},
+            related=related,
+        )
