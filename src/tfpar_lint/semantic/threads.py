@@ -80,6 +80,27 @@ def _combine(statuses) -> Optional[str]:
     return LOCAL if s == {LOCAL} else PER_THREAD
 
 
+def _reads(expr: cst.BaseExpression, target: cst.BaseExpression) -> bool:
+    """``expr`` mentions ``target`` (``v - lr * g`` reads ``v``); attribute names are not reads."""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal found
+            if found:
+                return False
+            if isinstance(node, cst.BaseExpression) and node.deep_equals(target):
+                found = True
+                return False
+            if isinstance(node, cst.Attribute):
+                node.value.visit(self)
+                return False
+            return True
+
+    expr.visit(V())
+    return found
+
+
 def _not_none(vals: list[Value]) -> list[Value]:
     """``None`` placeholders (a parameter's default, ``x = None`` until set) hold no variable."""
     rest = [v for v in vals if v.kind != api.NONE]
@@ -102,6 +123,10 @@ class Ctx:
 
     self_status: Optional[str] = None
     self_cls: Optional[ClassInfo] = None
+    # a local function's ``return`` being followed for one call: what the function makes is made
+    # at that call (status of the call site)
+    made_in: Optional[FunctionInfo] = None
+    made_status: Optional[str] = None
 
 
 @dataclass(eq=False)
@@ -349,7 +374,8 @@ class Threads:
         being analysed (``runs``/``steps`` set it) or, outside one, relative to all threads."""
         if expr is None or _depth > MAX_DEPTH:
             return None
-        key = (id(expr), order, ctx.self_status, id(ctx.self_cls), id(self._current))
+        key = (id(expr), order, ctx.self_status, id(ctx.self_cls), id(ctx.made_in), ctx.made_status,
+               id(self._current))
         if key in self._status_memo:
             return self._status_memo[key]
         if key in self._open:
@@ -375,9 +401,19 @@ class Threads:
                 if b.kind in ("assign", "annassign", "walrus", "with") and b.value is not None:
                     out.append(self.status(b.value, b.scope, b.order, ctx if b.scope is scope else Ctx(), d))
                 elif b.kind in ("for", "comp"):
-                    out.append(self._values_status(mod.binding_values(b), ctx, d))
+                    st = self._values_status(mod.binding_values(b), ctx, d)
+                    if st is None:
+                        st = self._iterated_status(b, ctx, d)
+                    out.append(st)
                 elif b.kind == "param":
-                    out.append(self._values_status(mod.binding_values(b), ctx, d))
+                    args = mod.values.param_args(b)
+                    if args:  # what every caller passes (a None placeholder holds no variable)
+                        args = [x for x in args if not (isinstance(x[0], cst.Name) and x[0].value == "None")] \
+                            or args
+                        out.append(_combine(self.status(a, s, o, Ctx(), d) if a is not None else None
+                                            for a, s, o, _site in args))
+                    else:
+                        out.append(self._values_status(mod.binding_values(b), ctx, d))
                 elif b.kind == "import":
                     out.append(self._values_status(mod.binding_values(b), Ctx(), d))
                 else:
@@ -415,6 +451,21 @@ class Threads:
             if isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") \
                     and not mod.lookup(expr.func.value, scope, order) and expr.args:
                 return self.status(expr.args[0].value, scope, order, ctx, d)
+            fns = mod.resolve_function(expr.func, scope, order)
+            site = mod.site_of_call.get(id(expr))
+            if fns and site is not None and all(fn.returns and not fn.is_lambda for fn in fns) \
+                    and not self._is_op(expr, scope, order):
+                # what a local function returns; what it makes is made at this call
+                here = LOCAL if self._created_in_thread_site(site) else self._site_status(site, ctx, d)
+                out = []
+                for fn in fns:
+                    inner = self._owner_ctx(expr.func, site, ctx) if fn.cls is not None else Ctx()
+                    inner = Ctx(inner.self_status, inner.self_cls, fn, here)
+                    for r, ro in fn.returns:
+                        out.append(self.status(r, fn.scope, ro, inner, d))
+                got = _combine(out)
+                if got is not None:
+                    return got
             cm = call_method(expr)
             if cm is not None and isinstance(cm[0], cst.Name) and self._is_self(cm[0], scope):
                 vals = _not_none(mod.infer(expr, scope, order))
@@ -423,6 +474,25 @@ class Threads:
                     # collected with tf.get_collection): the object's own
                     return ctx.self_status
         return self._values_status(mod.infer(expr, scope, order), ctx, d)
+
+    def _iterated_status(self, b, ctx: Ctx, d: int) -> Optional[str]:
+        """``for x in xs`` / ``for g, v in zip(gs, vs)``: the status of what is iterated (the
+        matching ``zip`` argument), when the items' own values cannot be followed."""
+        it = b.value
+        mod = b.scope.module
+        if it is None:
+            return None
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate") \
+                and not mod.lookup(it.func.value, b.scope, b.order):
+            if len(b.path) != 1 or any(a.star for a in it.args):
+                return None
+            i = b.path[0] - (1 if it.func.value == "enumerate" else 0)
+            if it.func.value == "enumerate":
+                return self.status(it.args[0].value, b.scope, b.order, ctx, d) if i == 0 and it.args else None
+            return self.status(it.args[i].value, b.scope, b.order, ctx, d) if 0 <= i < len(it.args) else None
+        if b.path:
+            return None
+        return self.status(it, b.scope, b.order, ctx, d)
 
     @staticmethod
     def _is_self(name: cst.Name, scope: Scope) -> bool:
@@ -502,10 +572,20 @@ class Threads:
                     break
         if site is None:
             return None
-        mod = site.scope.module
+        if ctx.made_in is not None and self._within(site.scope, ctx.made_in):
+            return ctx.made_status
         if self._created_in_thread_site(site):
             return LOCAL
         return self._site_status(site, ctx, d)
+
+    @staticmethod
+    def _within(scope: Scope, fn: FunctionInfo) -> bool:
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s is fn.scope:
+                return True
+            s = s.parent
+        return False
 
     def _modules(self) -> list["Module"]:
         out = [self.m] + self.m.importers()
@@ -916,7 +996,49 @@ class Threads:
                 return self._vars_of_pairs(bs[0].value, bs[0].scope, bs[0].order, _depth + 1)
         return None
 
+    def session_rmw(self, step: Step) -> list[tuple[cst.Call, str]]:
+        """TF1: ``sess.run(ops)`` where an op is ``v.assign(f(v))`` (or ``tf.assign(v, f(v))``,
+        ``K.update(v, f(v))``) built outside the call, ``v`` shared by every thread: a read and a
+        write of ``v`` in one run, which concurrent runs interleave.  (op, code of ``v``) each."""
+        cs, ctx = step.site, step.ctx
+        cm = call_method(cs.node)
+        if cm is None or cm[1] != "run" or not self._is_session(cm[0], cs.scope, cs.order):
+            return []
+        if self.status(cm[0], cs.scope, cs.order, ctx) in (LOCAL, PER_THREAD):
+            return []
+        fetches = arg(cs.node, 0, "fetches")
+        if fetches is None:
+            return []
+        out = []
+        for op, s, o, c in self._op_creations(fetches, cs.scope, cs.order, ctx):
+            target, value = self._assign_parts(op, s, o)
+            if target is None or value is None or not _reads(value, target):
+                continue
+            if self.status(target, s, o, c) == SHARED:
+                out.append((op, s.module.code(target)))
+        return out
+
+    def _assign_parts(self, op: cst.Call, scope: Scope, order: int):
+        """(variable, new value) of an ``assign`` op (method or function form), else (None, None)."""
+        cm = call_method(op)
+        if cm is not None and cm[1] == "assign":
+            return cm[0], arg(op, 0, "value")
+        q = scope.module.qualified_name(op.func, scope, order)[0]
+        if q and api.canonical(q) in ("tensorflow.assign", "keras.backend.update"):
+            return arg(op, 0, "ref") or arg(op, 0, "x"), arg(op, 1, "value") or arg(op, 1, "new_x")
+        return None, None
+
     # ------------------------------------------------------------------ queries for rules
+    def session_rmws(self, run: ThreadRun) -> Iterator[tuple[Step, list[tuple[cst.Call, str]]]]:
+        """The thread's session runs of read-modify-write ops on shared variables (see
+        :meth:`session_rmw`), locked or not."""
+        for st in self.steps(run):
+            self._current = run
+            got = self.session_rmw(st)
+            if got:
+                yield st, got
+        self._current = None
+
     def shared_writes(self, run: ThreadRun) -> Iterator[tuple[Step, Write]]:
         """Updates of shared variables the thread makes (locked or not)."""
         self._current = run
