@@ -54,7 +54,10 @@ class ThreadUnlockedReadModifyWrite(Rule):
 
     def check(self) -> Iterator[Report]:
         seen: set[int] = set()
+        T = self.module.threads
         for rep in self._check():
+            if isinstance(rep.node, cst.Call) and T.guarded_everywhere(rep.node):
+                continue  # every thread reaches it holding a lock (taken by a caller)
             if id(rep.node) not in seen:
                 seen.add(id(rep.node))
                 yield rep

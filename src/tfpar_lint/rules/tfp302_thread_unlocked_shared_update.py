@@ -44,8 +44,8 @@ class ThreadUnlockedSharedUpdate(Rule):
             if not T.concurrent(run.target):
                 continue
             for step, w in T.shared_writes(run):
-                if step.guards:
-                    continue  # under a lock (one that cannot exclude is TFP304's)
+                if step.guards or w.what == "read-modify-write":
+                    continue  # under a lock (one that cannot exclude is TFP304's); v.assign(f(v)) is TFP301's
                 node, fn_name = self._place(m, step)
                 if node is None or id(node) in done:
                     continue

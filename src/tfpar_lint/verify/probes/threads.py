@@ -56,6 +56,37 @@ class _State:
         self.updates: dict[Any, dict[str, Any]] = {}
         self.in_flight: dict[Any, set[int]] = {}  # key -> threads inside an update of it
         self.plans: dict[tuple, Any] = {}
+        # (line of the target's code, line that made the thread) -> threads, how many saw a name
+        # of the target rebound between Thread(...) and the thread running it
+        self.late: dict[tuple, dict[str, Any]] = {}
+
+
+_PRIMITIVE = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _binds(fn) -> dict[str, int]:
+    """What a thread target reads from outside when it runs: its closure cells (any value) and
+    the module globals it names that hold objects (not numbers or strings, which other threads
+    may rebind as counters; not modules, functions or classes), as name -> id of the value."""
+    import types
+
+    out: dict[str, int] = {}
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return out
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            out[name] = id(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    g = getattr(fn, "__globals__", None) or {}
+    for name in code.co_names:
+        if name in g and name not in out:
+            v = g[name]
+            if isinstance(v, _PRIMITIVE) or isinstance(v, (types.ModuleType, types.FunctionType, type)):
+                continue
+            out[name] = id(v)
+    return out
 
 
 def _same(entry, v) -> bool:
@@ -214,12 +245,39 @@ def install(R) -> None:
             orig(self, *a, **k)
             try:  # where the script created this thread (threading.Thread(target=...))
                 self._tfpar_made_line = R.direct_caller_line(2)
+                target = getattr(self, "_target", None)
+                code = getattr(target, "__code__", None)
+                if code is not None and code.co_filename == R.script:  # the script's own function
+                    self._tfpar_binds = _binds(target)
             except Exception:  # pragma: no cover
                 pass
 
         return __init__
 
     patch(threading.Thread, "__init__", make_init, tag="threads")
+
+    def make_run(orig):
+        def run(self, *a, **k):
+            binds = getattr(self, "_tfpar_binds", None)
+            if binds:
+                try:
+                    target = self._target
+                    now = _binds(target)
+                    changed = sorted(n for n, v in binds.items() if n in now and now[n] != v)
+                    code = target.__code__
+                    key = (code.co_firstlineno, getattr(self, "_tfpar_made_line", None))
+                    with R.lock:
+                        rec = S.late.setdefault(key, {"threads": 0, "changed": 0, "names": set()})
+                        rec["threads"] += 1
+                        rec["changed"] += int(bool(changed))
+                        rec["names"].update(changed)
+                except Exception:  # pragma: no cover
+                    pass
+            return orig(self, *a, **k)
+
+        return run
+
+    patch(threading.Thread, "run", make_run, tag="threads")
     for m in ("assign", "assign_add", "assign_sub"):
         patch_variable_method(m, make_write(m), tag="threads")
     _install_updates(R, S, busy, small)
@@ -518,7 +576,9 @@ def collect(R) -> dict[str, Any]:
     for rec in S.updates.values():
         updates.append({"name": rec["name"], "kind": rec["kind"], "runs": rec["runs"], "overlaps": rec["overlaps"],
                         "threads": len(rec["threads"]), "sites": rec["sites"]})
-    return {"variables": out, "updates": updates}
+    late = [{"line": k[0], "made": k[1], "threads": r["threads"], "changed": r["changed"], "names": sorted(r["names"])}
+            for k, r in S.late.items()]
+    return {"variables": out, "updates": updates, "late": late}
 
 
 # ================================================================== parent
@@ -549,7 +609,7 @@ def _describe_update(u) -> str:
             f"thread's update of the same variables was still running (nothing serialised them)")
 
 
-KNOWN = ("TFP301", "TFP302", "TFP304")
+KNOWN = ("TFP301", "TFP302", "TFP303", "TFP304")
 # rules about updates no lock serialises: two threads' updates running at once is their symptom
 UNSERIALISED = ("TFP302", "TFP304")
 
@@ -560,14 +620,39 @@ def _at(v, line: int) -> bool:
     return str(line) in v["sites"] or line in v.get("reads", []) or line in v.get("starts", [])
 
 
+def _judge_late(finding, run) -> Optional[tuple[str, str]]:
+    line = finding.line
+    recs = [r for o in run.probe("threads") for r in (o or {}).get("late", [])
+            if r["line"] == line or r["made"] == line]
+    if not recs:
+        return None
+    n = sum(r["threads"] for r in recs)
+    k = sum(r["changed"] for r in recs)
+    names = sorted({x for r in recs for x in r["names"]})
+    if k:
+        return CONFIRMED, (f"{k} of {n} threads ran their target with {', '.join(f'`{x}`' for x in names)} "
+                           f"rebound after the thread was made (the loop had moved on)")
+    return NOT_REPRODUCED, f"{n} threads: each ran its target with the values it was made with"
+
+
 def judge(finding, run) -> Optional[tuple[str, str]]:
     line = finding.line
+    if finding.code == "TFP303":
+        return _judge_late(finding, run)
     if finding.code not in KNOWN:
         return INCONCLUSIVE, f"the threads probe has no observation for {finding.code} yet"
     obs = [o or {} for o in run.probe("threads")]
     vs = [v for o in obs for v in o.get("variables", []) if _at(v, line)]
-    us = [u for o in obs for u in o.get("updates", []) if str(line) in u["sites"]] \
-        if finding.code in UNSERIALISED else []
+    if finding.code == "TFP304":
+        # the finding is on the lock (``with self.lock:``); the update runs in the block under it:
+        # the guarded call's line (``related_line``), else the lines of the block that follow
+        near = getattr(finding, "data", None) or {}
+        under = {int(near["related_line"])} if near.get("related_line") else set(range(line + 1, line + 16))
+        us = [u for o in obs for u in o.get("updates", []) if any(int(k) in under for k in u["sites"])]
+        vs = vs or [v for o in obs for v in o.get("variables", []) if any(_at(v, k) for k in under)]
+    else:
+        us = [u for o in obs for u in o.get("updates", []) if str(line) in u["sites"]] \
+            if finding.code in UNSERIALISED else []
     if not vs and not us:
         return None
     multi = [v for v in vs if v["threads"] >= 2]
@@ -606,6 +691,10 @@ def observe(run) -> tuple[str, str]:
     for u in us:
         if u["overlaps"] > 0:
             return CONFIRMED, _describe_update(u)
+    for r in (r for o in obs for r in (o or {}).get("late", [])):
+        if r["changed"]:
+            return CONFIRMED, (f"{r['changed']} of {r['threads']} threads made at line {r['made']} ran their target "
+                               f"with {', '.join(r['names'])} rebound after the thread was made")
     if vs or us:
         return NOT_REPRODUCED, (f"{len(vs) + len(us)} variable(s) or update(s) from several threads; no lost update, "
                                 f"no overlapping update")
