@@ -285,7 +285,28 @@ class Threads:
                 out.append(v.info)
             elif v.kind == api.CLASS and isinstance(v.info, ClassInfo) and "__init__" in v.info.methods:
                 out.append(v.info.methods["__init__"])
+        f = cs.node.func
+        if not out and isinstance(f, cst.Attribute):
+            # a method of an object the values do not follow (``self`` handed to a thread's target)
+            for cls, is_cls in self._receiver_classes(f.value, cs.scope, cs.order) or ():
+                meth = None if is_cls else self._method(cls, f.attr.value)
+                if meth is not None and meth not in out:
+                    out.append(meth)
         return out
+
+    def _method(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[FunctionInfo]:
+        if _depth > 8:
+            return None
+        if name in cls.methods:
+            return cls.methods[name]
+        mod = cls.scope.module
+        for base in cls.bases:
+            for v in mod.infer(base, cls.scope.parent or mod.scope, 10**9):
+                if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls:
+                    got = self._method(v.info, name, _depth + 1)
+                    if got is not None:
+                        return got
+        return None
 
     def in_body(self, run: ThreadRun, scope: Scope) -> bool:
         ids = {id(f.scope) for f in self.body(run)}
@@ -408,8 +429,12 @@ class Threads:
     def _status(self, expr: cst.BaseExpression, scope: Scope, order: int, ctx: Ctx, d: int) -> Optional[str]:
         mod = scope.module
         if isinstance(expr, cst.Name):
-            if self._is_self(expr, scope) and ctx.self_status is not None:
-                return ctx.self_status
+            if self._is_self(expr, scope):
+                if ctx.self_status is not None:
+                    return ctx.self_status
+                meth = mod.values._method_of(scope)
+                if meth is not None and meth.cls is not None:
+                    return self._instances(meth.cls, d)  # every instance of the class alike
             bs = mod.lookup(expr.value, scope, order)
             if not bs:
                 return None
@@ -522,17 +547,32 @@ class Threads:
             s = s.parent
         return False
 
-    def _receiver_classes(self, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[list[tuple[ClassInfo, bool]]]:
+    def _receiver_classes(self, expr: cst.BaseExpression, scope: Scope, order: int,
+                          _depth: int = 0) -> Optional[list[tuple[ClassInfo, bool]]]:
         """The local classes ``expr`` is an instance of (or, flag True, the class itself), when it
-        certainly is one: ``self`` in a method, an instance of a local class, a local class."""
+        certainly is one: ``self`` in a method, an instance of a local class, a local class, a
+        parameter every caller passes one of those (``Thread(target=work, args=(self,))``)."""
+        mod = scope.module
         if isinstance(expr, cst.Name) and self._is_self(expr, scope):
-            meth = scope.module.values._method_of(scope)
+            meth = mod.values._method_of(scope)
             if meth is not None and meth.cls is not None:
                 return [(meth.cls, False)]
-        vals = _not_none(scope.module.infer(expr, scope, order))
+        vals = _not_none(mod.infer(expr, scope, order))
         if vals and all(isinstance(v.info, ClassInfo) and (v.kind == api.CLASS or v.origin is not None)
                         for v in vals):
             return [(v.info, v.kind == api.CLASS) for v in vals]
+        if isinstance(expr, cst.Name) and _depth < 4:
+            bs = mod.lookup(expr.value, scope, order)
+            if len(bs) == 1 and bs[0].kind == "param":
+                args = mod.values.param_args(bs[0])
+                if args:
+                    out: list[tuple[ClassInfo, bool]] = []
+                    for a, s, o, _site in args:
+                        got = self._receiver_classes(a, s, o, _depth + 1) if a is not None else None
+                        if not got:
+                            return None
+                        out += [g for g in got if g not in out]
+                    return out
         return None
 
     def _attr_bindings(self, cls: ClassInfo, attr: str, _depth: int = 0):
@@ -718,19 +758,25 @@ class Threads:
         if isinstance(f, (cst.Name, cst.Attribute)):
             for v in mod.infer(f, cs.scope, cs.order):
                 o = v.origin
-                if isinstance(o, cst.Call) and v.qname in KERAS_FUNCTION:
-                    osite = self._site_of(o)
-                    if osite is None:
+                if not (isinstance(o, cst.Call) and v.qname in KERAS_FUNCTION):
+                    continue
+                osite = self._site_of(o)
+                if osite is None:
+                    continue
+                octx = self._owner_ctx(f, cs, ctx)
+                # made here, or by a function that returns it (``self.a_opt = self.actor.optimizer()``)
+                for kf, ks, ko, kc in self._op_creations(o, osite.scope, osite.order, octx):
+                    q = ks.module.qualified_name(kf.func, ks, ko)[0]
+                    if not q or api.canonical(q) not in KERAS_FUNCTION:
                         continue
-                    updates = keyword(o, "updates") or arg(o, 2)
+                    updates = keyword(kf, "updates") or arg(kf, 2)
                     if updates is None:
                         continue
-                    octx = self._owner_ctx(f, cs, ctx)
                     targets = []
-                    for op, s, oo, c in self._op_creations(updates, osite.scope, osite.order, octx):
+                    for op, s, oo, c in self._op_creations(updates, ks, ko, kc):
                         targets.extend(self._op_targets(op, s, oo, c))
                     if targets:
-                        return Write(cs, "training function", o, targets)
+                        return Write(cs, "training function", kf, targets)
         return None
 
     def _site_of(self, node: cst.CSTNode) -> Optional[CallSite]:
@@ -934,9 +980,24 @@ class Threads:
             return []
         return []
 
-    def _is_optimizer(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
+    def _values(self, expr: cst.BaseExpression, scope: Scope, order: int) -> list[Value]:
+        """``infer``, and for ``self.attr`` set in a base class's method (which ``infer`` does not
+        look up), the values of those bindings."""
         mod = scope.module
         vals = mod.infer(expr, scope, order)
+        if isinstance(expr, cst.Attribute) and all(v.kind == api.UNKNOWN and v.origin is None for v in vals):
+            out: list[Value] = []
+            for cls, is_cls in self._receiver_classes(expr.value, scope, order) or ():
+                bs, _owner = self._attr_bindings(cls, expr.attr.value)
+                for b in bs or ():
+                    out.extend(b.scope.module.binding_values(b))
+            if out:
+                return out
+        return vals
+
+    def _is_optimizer(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
+        mod = scope.module
+        vals = self._values(expr, scope, order)
         if not vals:
             return False
         for v in vals:
@@ -951,7 +1012,7 @@ class Threads:
         return True
 
     def tf1_optimizer(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
-        vals = scope.module.infer(expr, scope, order)
+        vals = self._values(expr, scope, order)
         return bool(vals) and all((api.canonical(v.qname) if v.qname else "").startswith(TF1_OPTIMIZER_PREFIX)
                                   for v in vals)
 
