@@ -376,6 +376,11 @@ class Threads:
             cm = call_method(e)
             if cm is not None and cm[1] in NOT_LOCK_METHODS:
                 return False
+            if cm is not None:  # a method of a TensorFlow object (coord.stop_on_exception())
+                recv = mod.infer(cm[0], scope, order)
+                if recv and all(v.kind != api.LOCK and api.canonical(v.qname or "").startswith(("tensorflow.", "keras."))
+                                for v in recv):
+                    return False
         kinds = {v.kind for v in mod.infer(e, scope, order)}
         if api.LOCK in kinds:
             return True
@@ -430,11 +435,13 @@ class Threads:
         mod = scope.module
         if isinstance(expr, cst.Name):
             if self._is_self(expr, scope):
-                if ctx.self_status is not None:
-                    return ctx.self_status
                 meth = mod.values._method_of(scope)
-                if meth is not None and meth.cls is not None:
-                    return self._instances(meth.cls, d)  # every instance of the class alike
+                cls = meth.cls if meth is not None else None
+                if ctx.self_status is not None and (ctx.self_cls is None or cls is None
+                                                    or self._related(cls, ctx.self_cls)):
+                    return ctx.self_status
+                if cls is not None:
+                    return self._instances(cls, d)  # every instance of the class alike
             bs = mod.lookup(expr.value, scope, order)
             if not bs:
                 return None
@@ -561,6 +568,22 @@ class Threads:
         if vals and all(isinstance(v.info, ClassInfo) and (v.kind == api.CLASS or v.origin is not None)
                         for v in vals):
             return [(v.info, v.kind == api.CLASS) for v in vals]
+        if isinstance(expr, cst.Attribute) and _depth < 4:
+            # self.shared, set from a parameter in the constructor (values may answer UNKNOWN on a
+            # cycle of questions): follow the attribute's bindings
+            out_a: list[tuple[ClassInfo, bool]] = []
+            for cls, is_cls in self._receiver_classes(expr.value, scope, order, _depth + 1) or ():
+                bs, _owner = self._attr_bindings(cls, expr.attr.value)
+                if not bs or is_cls:
+                    return None
+                for b in bs:
+                    if b.value is None or b.path:
+                        return None
+                    got = self._receiver_classes(b.value, b.scope, b.order, _depth + 1)
+                    if not got:
+                        return None
+                    out_a += [g for g in got if g not in out_a]
+            return out_a or None
         if isinstance(expr, cst.Name) and _depth < 4:
             bs = mod.lookup(expr.value, scope, order)
             if len(bs) == 1 and bs[0].kind == "param":
