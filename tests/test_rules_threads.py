@@ -166,6 +166,52 @@ threads = [threading.Thread(target=work) for _ in range(4)]
     assert found(src) == []
 
 
+def test_pushing_a_threads_own_weights_over_the_global_ones():
+    """A3C that pushes weights instead of gradients: `g.assign(l)` (graph op, and eager) copies a
+    worker's own values over the shared ones; the pull `l.assign(g)` writes the worker's own."""
+    src = """
+import threading
+import tensorflow as tf
+
+def network(scope):
+    with tf.variable_scope(scope):
+        return [tf.get_variable("w", [4, 2])]
+
+class Worker:
+    def __init__(self, name, global_params):
+        self.params = network(name)
+        self.push = [g.assign(l) for g, l in zip(global_params, self.params)]
+        self.pull = [l.assign(g) for l, g in zip(self.params, global_params)]
+
+    def work(self, sess):
+        sess.run(self.pull)
+        sess.run(self.push)
+
+global_params = network("global")
+workers = [Worker("w%d" % i, global_params) for i in range(4)]
+sess = tf.Session()
+threads = [threading.Thread(target=w.work, args=(sess,)) for w in workers]
+
+class EagerWorker(threading.Thread):
+    def __init__(self, shared):
+        super().__init__()
+        self.shared = shared
+        self.own = tf.Variable(0.0)
+
+    def run(self):
+        self.own.assign(self.shared)
+        self.shared.assign(self.own)
+
+eager = [EagerWorker(tf.Variable(0.0)) for _ in range(4)]
+"""
+    assert found(src) == [(17, "TFP302")]
+    # the eager workers each get a variable of their own (made in the loop): nothing is shared;
+    # one variable handed to all of them is
+    shared = src.replace("eager = [EagerWorker(tf.Variable(0.0)) for _ in range(4)]",
+                         "shared = tf.Variable(0.0)\neager = [EagerWorker(shared) for _ in range(4)]")
+    assert found(shared) == [(17, "TFP302"), (32, "TFP302")]
+
+
 # --------------------------------------------------------------------------- Keras 2 updates
 KERAS2 = """
 import threading

@@ -81,6 +81,8 @@ class ThreadUnlockedSharedUpdate(Rule):
             does = f"calls a Keras training function whose updates (line {{line}}) write {what}"
         elif w.what == "training call":
             does = f"trains the model {what}, whose variables"
+        elif w.what == "push":
+            does = f"copies the thread's own values over {what}"
         else:
             does = f"applies an optimizer step to {what}"
         if w.what == "training call":

@@ -777,6 +777,9 @@ class Threads:
                     st = self.status(recv, cs.scope, cs.order, ctx)
                     if st is not None:
                         return Write(cs, "read-modify-write", cs.node, [(mod.code(recv), st)])
+                pushed = self._push_targets(cs.node, cs.scope, cs.order, ctx)
+                if pushed:
+                    return Write(cs, "push", cs.node, pushed)
         # a Keras 2 training function: f = K.function(inputs, outputs, updates=...); f(...)
         if isinstance(f, (cst.Name, cst.Attribute)):
             for v in mod.infer(f, cs.scope, cs.order):
@@ -818,8 +821,7 @@ class Threads:
         return ctx
 
     def _is_session(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
-        mod = scope.module
-        vals = mod.infer(expr, scope, order)
+        vals = self._values(expr, scope, order)
         if not vals:
             return False
         for v in vals:
@@ -982,8 +984,8 @@ class Threads:
     def _op_targets(self, op: cst.Call, scope: Scope, order: int, ctx: Ctx) -> list[tuple[str, Optional[str]]]:
         """The variables the update op ``op`` writes, with their status: an optimizer step's
         variables (every trainable variable for ``minimize`` without ``var_list``), the ``params``
-        of ``get_updates``; [] when ``op`` is not an optimizer update.  Plain ``assign``s are
-        left to TFP301 (a read-modify-write) or are blind writes (pull-from-global)."""
+        of ``get_updates``, the shared variable a thread's own value is pushed to; [] otherwise
+        (a read-modify-write ``assign`` is TFP301's, a pull writes the thread's own variable)."""
         cm = call_method(op)
         if cm is None:
             return []
@@ -1001,22 +1003,48 @@ class Threads:
                 if st is not None:
                     return [(scope.module.code(p), st)]
             return []
-        return []
+        return self._push_targets(op, scope, order, ctx)
 
-    def _values(self, expr: cst.BaseExpression, scope: Scope, order: int) -> list[Value]:
-        """``infer``, and for ``self.attr`` set in a base class's method (which ``infer`` does not
-        look up), the values of those bindings."""
+    def _push_targets(self, op: cst.Call, scope: Scope, order: int, ctx: Ctx) -> list[tuple[str, Optional[str]]]:
+        """``g.assign(l)`` (``tf.assign(g, l)``): a thread's own value copied over a variable every
+        thread shares (A3C pushing weights instead of gradients): each push overwrites the pushes
+        other threads made since this one pulled.  A read-modify-write (``g.assign(g - d)``) is
+        TFP301's; a pull (``l.assign(g)``) writes the thread's own variable."""
+        target, value = self._assign_parts(op, scope, order)
+        if target is None or value is None or _reads(value, target):
+            return []
+        if self.status(target, scope, order, ctx) != SHARED:
+            return []
+        if self.status(value, scope, order, ctx) not in (PER_THREAD, LOCAL):
+            return []
+        return [(scope.module.code(target), SHARED)]
+
+    def _values(self, expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> list[Value]:
+        """``infer``, and where it answers UNKNOWN (``self.attr`` set in a base class's method,
+        which it does not look up; a parameter asked about while a question on it is open), the
+        values of the attribute's bindings or of what every caller passes."""
         mod = scope.module
         vals = mod.infer(expr, scope, order)
-        if isinstance(expr, cst.Attribute) and all(v.kind == api.UNKNOWN and v.origin is None for v in vals):
-            out: list[Value] = []
+        if _depth > 4 or not all(v.kind == api.UNKNOWN and v.origin is None for v in vals):
+            return vals
+        out: list[Value] = []
+        if isinstance(expr, cst.Attribute):
             for cls, is_cls in self._receiver_classes(expr.value, scope, order) or ():
                 bs, _owner = self._attr_bindings(cls, expr.attr.value)
                 for b in bs or ():
-                    out.extend(b.scope.module.binding_values(b))
-            if out:
-                return out
-        return vals
+                    if b.value is not None and not b.path:
+                        out.extend(self._values(b.value, b.scope, b.order, _depth + 1))
+                    else:
+                        out.extend(b.scope.module.binding_values(b))
+        elif isinstance(expr, cst.Name):
+            bs = mod.lookup(expr.value, scope, order)
+            if len(bs) == 1 and bs[0].kind == "param":
+                for a, s, o, _site in mod.values.param_args(bs[0]) or ():
+                    if a is not None:
+                        out.extend(self._values(a, s, o, _depth + 1))
+            elif len(bs) == 1 and bs[0].kind in ("assign", "with") and bs[0].value is not None and not bs[0].path:
+                out.extend(self._values(bs[0].value, bs[0].scope, bs[0].order, _depth + 1))
+        return out or vals
 
     def _is_optimizer(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
         mod = scope.module

@@ -19,8 +19,8 @@ variable in the same run is a read-modify-write: the run also fetches that
 read and the value written.  Two writes computed from the same read value
 (and that changed it) mean one of them overwrote the other: a lost update,
 counted per variable.  Runs of racy update ops (optimizer kernels
-``Apply*``/``ResourceApply*`` and those read-modify-writes, not the atomic
-``AssignAdd``) are also timed: a run that starts while another thread's run
+``Apply*``/``ResourceApply*``, ``Assign``s: read-modify-writes and copies over
+a variable; not the atomic ``AssignAdd``) are also timed: a run that starts while another thread's run
 updating the same variable is in progress is an overlap (no lock serialised
 them).  The same overlap is counted for optimizer steps (``apply_gradients``
 of TF1, tf_keras and Keras 3 optimizers) and Keras ``train_on_batch``/``fit``
@@ -357,9 +357,10 @@ def _plan(graph, fetches) -> Optional[_Plan]:
         if t in ASSIGN_OPS and len(op.inputs) >= 2:
             var = _var_of(op.inputs[0])
             if var is not None:
+                # a write of the variable: a read-modify-write (counted) or a copy over it (a push)
+                plan.racy.add(var)
                 read = _read_of(op.inputs[1], var)
                 if read is not None:
-                    plan.racy.add(var)
                     n = op.inputs[1].shape.num_elements()
                     if n is not None and n <= MAX_RMW_ELEMENTS:
                         plan.rmw.append((var, read, op.inputs[1]))
