@@ -379,7 +379,12 @@ def _install_updates(R, S: _State, busy, small) -> None:
     from tfpar_lint.verify.runtime import patch, script_threads_running, when_imported
 
     def scripted() -> bool:
-        return threading.current_thread() is not R.main_thread and script_threads_running() and not busy()
+        """A thread of the script's (or of its thread pool's), not the main thread and not one
+        TensorFlow runs for itself (MirroredStrategy runs each replica in a thread of its own)."""
+        me = threading.current_thread()
+        if me is R.main_thread or busy() or not script_threads_running():
+            return False
+        return not type(me).__module__.startswith(("tensorflow", "keras", "tf_keras"))
 
     def enter(keys, kind: str, name: str, lines) -> None:
         tid = threading.get_ident()
