@@ -69,38 +69,31 @@ class ThreadUnlockedSharedUpdate(Rule):
     @staticmethod
     def _report(m: Module, run: ThreadRun, step: Step, w: Write, node: cst.Call, fn_name: str) -> Report:
         shared = [c for c, st in w.targets if st == SHARED]
-        what = ", ".join(f"`{c}`" if c != "every trainable variable" else "every trainable variable"
-                         for c in shared[:3])
+        what = ", ".join(c if c == "every trainable variable" else f"`{c}`" for c in shared[:3])
         wm = w.site.scope.module
-        here = w.site.node is node
-        opcode = wm.code(w.op) if w.op is not None else ""
-        related = w.op if w.op is not None and w.op is not w.site.node else None
+        op = wm.code(w.op) if w.op is not None else ""
         if w.what == "session run":
-            does = f"runs the update op `{opcode}` (line {{line}}), which writes {what}"
+            does, shown = f"runs the update op `{op}`{{at}}, which writes {what}", w.op
         elif w.what == "training function":
-            does = f"calls a Keras training function whose updates (line {{line}}) write {what}"
+            does, shown = f"calls a Keras training function{{at}} whose updates write {what}", w.op
         elif w.what == "training call":
-            does = f"trains the model {what}, whose variables"
+            does, shown = f"trains the model {what}", None
         elif w.what == "push":
-            does = f"copies the thread's own values over {what}"
+            does, shown = f"copies the thread's own values over {what}", None
         else:
-            does = f"applies an optimizer step to {what}"
-        if w.what == "training call":
-            does += " every thread shares"
-            shared_part = ""
-        else:
-            shared_part = ", variables every thread shares"
-        if not here:
+            does, shown = f"applies an optimizer step to {what}", None
+        if w.site.node is node:
+            related = shown if shown is not None and shown is not node else None
+            does = does.replace("{at}", " (line {line})" if related is not None else "")
+        else:  # the update happens further down the thread's path (in a callee, maybe another file)
             related = w.site.node
-            does = f"reaches `{wm.code(w.site.node)}` (line {{line}}), which " + (
-                does.replace(" (line {line})", "") if "{line}" in does else does)
-        started = "Python threads"
+            does = f"reaches `{wm.code(w.site.node)}` (line {{line}}), which " + does.replace("{at}", "")
         return Report(
             node,
-            f"`{m.code(node)}` in `{fn_name}` (run by several {started} at once) {does}{shared_part}, without "
-            f"a lock: the threads' updates of the variables (and of the optimizer's slots) interleave, so "
-            f"updates are lost or mixed; hold one `threading.Lock` shared by every thread around it. "
-            f"{HOGWILD}",
+            f"`{m.code(node)}` in `{fn_name}` (run by several Python threads at once) {does}, shared by every "
+            f"thread, without a lock: the threads' updates of the variables (and of the optimizer's slots) run "
+            f"at once, so updates are lost or mixed; hold one `threading.Lock` shared by every thread around "
+            f"it. {HOGWILD}",
             {"function": fn_name, "write": w.what, "variables": shared},
             related=related,
         )
