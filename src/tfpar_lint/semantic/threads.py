@@ -496,7 +496,6 @@ class Threads:
             return _combine([self.status(expr.left, scope, order, ctx, d),
                              self.status(expr.right, scope, order, ctx, d)])
         if isinstance(expr, cst.Call):
-            q = mod.qualified_name(expr.func, scope, order)[0]
             if isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") \
                     and not mod.lookup(expr.func.value, scope, order) and expr.args:
                 return self.status(expr.args[0].value, scope, order, ctx, d)
@@ -644,7 +643,6 @@ class Threads:
                 src = src.source
             o = src.origin or o
         site = v.site
-        mod = None
         if site is None:
             for cand in self._modules():
                 site = cand.site_of_call.get(id(o))
@@ -833,7 +831,6 @@ class Threads:
 
     def _session_write(self, cs: CallSite, ctx: Ctx) -> Optional[Write]:
         """``sess.run(fetches)`` of update ops built outside the call (TF1 graph mode)."""
-        mod = cs.scope.module
         recv = cs.node.func.value
         if not self._is_session(recv, cs.scope, cs.order):
             return None
