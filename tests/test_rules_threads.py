@@ -148,6 +148,52 @@ for o in opts:
     assert found(src) == [(18, "TFP302")]
 
 
+def test_tf1_trainer_threads_added_one_at_a_time_by_a_method_called_in_a_loop():
+    """GA3C-style: one model whose `minimize` op (no var_list: every trainable variable) is run by
+    trainer threads, each made by `add_trainer()`, which the server calls in a loop."""
+    src = """
+import threading
+import tensorflow as tf
+
+class NetworkVP:
+    def __init__(self):
+        self.sess = tf.Session()
+        self.x = tf.placeholder(tf.float32, [None, 4])
+        self.cost = tf.reduce_sum(tf.layers.dense(self.x, 1))
+        self.train_op = tf.train.RMSPropOptimizer(0.001).minimize(self.cost)
+
+    def train(self, x):
+        self.sess.run(self.train_op, feed_dict={self.x: x})
+
+class ThreadTrainer(threading.Thread):
+    def __init__(self, server):
+        super().__init__()
+        self.server = server
+
+    def run(self):
+        while True:
+            self.server.model.train(None)
+
+class Server:
+    def __init__(self):
+        self.model = NetworkVP()
+        self.trainers = []
+
+    def add_trainer(self):
+        self.trainers.append(ThreadTrainer(self))
+        self.trainers[-1].start()
+
+    def main(self):
+        {loop}
+
+Server().main()
+"""
+    assert found(src.replace("{loop}", "while len(self.trainers) < 4:\n            self.add_trainer()")) == \
+        [(13, "TFP302")]
+    # one trainer: nothing runs the op at the same time
+    assert found(src.replace("{loop}", "self.add_trainer()")) == []
+
+
 def test_tf1_session_of_each_thread_is_its_own():
     """A session (and graph) the thread makes for itself shares nothing with the other threads."""
     src = """

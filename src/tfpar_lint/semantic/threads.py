@@ -211,7 +211,7 @@ class Threads:
                     sites += [cs for cs in self.m.calls if attr_name(cs.node.func) == cls.name and any(
                         v.kind == api.CLASS and v.info is cls
                         for v in self.m.infer(cs.node.func, cs.scope, cs.order))]
-                conc = len(sites) > 1 or any(s.loops for s in sites)
+                conc = len(sites) > 1 or any(self._runs_many(s, 0) for s in sites)
                 for cs in sites:
                     out.append(ThreadRun(cs, run, PER_THREAD, conc))
         # a class defined here, built in an importer: found from both sides once
@@ -236,15 +236,24 @@ class Threads:
             return self._instances(meth.cls, 0)
         return None
 
-    @staticmethod
-    def _concurrent(mod: "Module", cs: CallSite) -> bool:
-        """Several threads run the target: started in a loop or comprehension, or by a pool's
-        ``map`` (which fans out over workers)."""
+    def _concurrent(self, mod: "Module", cs: CallSite) -> bool:
+        """Several threads run the target: started in a loop or comprehension, by a pool's ``map``
+        (which fans out over workers), or by a function that runs several times (called in a loop,
+        or from more than one place: ``add_trainer()`` called while the trainers are too few)."""
+        f = cs.node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in (
+                "map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async"):
+            return True
+        return self._runs_many(cs, 0)
+
+    def _runs_many(self, cs: CallSite, depth: int) -> bool:
         if cs.loops:
             return True
-        f = cs.node.func
-        return isinstance(f, cst.Attribute) and f.attr.value in (
-            "map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async")
+        fn = cs.func
+        if fn is None or depth > 3:
+            return False
+        callers = fn.scope.module.callers(fn)
+        return len(callers) > 1 or any(self._runs_many(c, depth + 1) for c in callers)
 
     def concurrent(self, target: FunctionInfo) -> bool:
         """Several threads run ``target`` at once (by one start or several)."""
@@ -1054,6 +1063,8 @@ class Threads:
             q = api.canonical(v.qname) if v.qname else ""
             if q.startswith(TF1_OPTIMIZER_PREFIX) and q.endswith("Optimizer"):
                 continue
+            if q.startswith("tensorflow.optimizers.") and q[len("tensorflow.optimizers."):][:1].isupper():
+                continue  # tf.optimizers.Adam: TensorFlow 2's alias of the Keras optimizers
             if isinstance(v.info, ClassInfo) and mod.class_kind(v.info) == api.OPTIMIZER:
                 continue
             return False
