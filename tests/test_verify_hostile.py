@@ -102,6 +102,25 @@ SCRIPTS = {
         import tensorflow as tf
         strategy = tf.distribute.MirroredStrategy()
     """,
+    # Item 6: a script that leaves with os._exit(0) ran to its end.
+    "exit0.py": """
+        import os
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            v = tf.Variable(2.0)
+        print("EXIT0", float(v.numpy()), flush=True)
+        os._exit(0)
+    """,
+    # Item 6: a hung script is located at its own line, not in the verifier's child.py.
+    "hang.py": """
+        import threading
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        def wait_for_ever():
+            threading.Event().wait()
+        wait_for_ever()
+    """,
     # A correct script in the same call: its verdict must be kept.
     "good.py": """
         import tensorflow as tf
@@ -194,3 +213,76 @@ def test_the_correct_script_keeps_its_verdict(hostile):
 
 def test_no_process_survives(hostile):
     assert hostile["survivors"] == [], hostile["survivors"]
+
+
+# ----------------------------------------------------------------- item 6: smaller faults
+def test_exit0_is_a_normal_end(hostile):
+    run = hostile["runs"]["exit0.py"]
+    assert run.outcome == "ok", _why(run)
+    assert "EXIT0 2.0" in run.stdout and run.replicas == 2, _why(run)
+    assert any("os._exit(0)" in n for n in run.notes), _why(run)
+
+
+def test_hang_is_located_at_the_users_line(hostile):
+    run = hostile["runs"]["hang.py"]
+    assert run.outcome == "hung", _why(run)
+    assert run.hang_location.startswith("hang.py:5 in wait_for_ever"), run.hang_location
+    assert "child.py" not in run.hang_location, run.hang_location
+
+
+def test_hang_location_never_names_the_verifier(tmp_path):
+    """A dump whose main thread is inside the verifier (its SIGTERM handler) and whose script frame
+    is in another thread: the script's line is the place."""
+    from tfpar_lint.verify import driver
+
+    script = str(tmp_path / "train.py")
+    child = os.path.join(os.path.dirname(driver.__file__), "child.py")
+    dump = tmp_path / "stacks.txt"
+    dump.write_text(
+        "Thread 0x00007f0000000001 (most recent call first):\n"
+        f'  File "{script}", line 12 in worker\n'
+        '  File "/usr/lib/python3.11/threading.py", line 975 in run\n'
+        "\n"
+        "Current thread 0x00007f0000000002 (most recent call first):\n"
+        f'  File "{child}", line 150 in _on_sigterm\n'
+        f'  File "{child}", line 260 in _run_script\n'
+        f'  File "{child}", line 55 in main\n')
+    loc = driver._hang_location(str(dump), script)
+    assert loc.startswith("train.py:12 in worker"), loc
+    only_ours = tmp_path / "ours.txt"
+    only_ours.write_text("Current thread 0x00007f0000000002 (most recent call first):\n"
+                         f'  File "{child}", line 150 in _setup\n  File "{child}", line 55 in main\n')
+    assert "child.py" not in driver._hang_location(str(only_ours), script)
+
+
+def _cli(*argv, cwd):
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                   "src"))
+    return subprocess.run([sys.executable, "-m", "tfpar_lint", *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("line, what", [("file-timeout = 1e308", "'file-timeout'"),
+                                        ("max-file-size = 100000000000000000000000000", "'max-file-size'"),
+                                        ('max-file-size = "1e30G"', "'max-file-size'")])
+def test_huge_config_values_are_config_errors(tmp_path, line, what):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.tfpar-lint]\n{line}\n")
+    (tmp_path / "a.py").write_text("import tensorflow as tf\n")
+    r = _cli("--no-cache", "check", ".", cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert what in r.stderr and "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+
+
+def test_options_before_check(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(
+        "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+        "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n")
+    for argv in (["--no-cache", "check", "pkg"], ["--select", "TFP1", "--no-cache", "check", "pkg"],
+                 ["--select=TFP1", "check", "pkg"]):
+        r = _cli(*argv, cwd=tmp_path)
+        assert r.returncode == 1, (argv, r.stdout, r.stderr)
+        assert "TFP101" in r.stdout and "check" not in r.stdout and "E902" not in r.stdout, (argv, r.stdout)

@@ -75,8 +75,12 @@ def _positive_float(s: str) -> float:
         v = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--timeout must be a positive number of seconds, got {s!r}") from None
+    from tfpar_lint.config import MAX_SECONDS
+
     if not (v > 0 and math.isfinite(v)):
         raise argparse.ArgumentTypeError(f"--timeout must be a positive, finite number of seconds, got {s!r}")
+    if v > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"--timeout must be at most {MAX_SECONDS:g} seconds, got {s!r}")
     return v
 
 
@@ -448,11 +452,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
+def _first_positional(argv: list[str]) -> Optional[int]:
+    """Where the first argument that is neither an option nor an option's value stands (None: none
+    before ``--``).  An option's value is known from the parser: ``--select X`` takes one,
+    ``--no-cache`` none, ``--select=X`` and ``-j4`` carry theirs."""
+    takes: dict[str, bool] = {}
+    for action in build_parser()._actions:
+        for opt in action.option_strings:
+            takes[opt] = action.nargs != 0
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return None
+        if a.startswith("-") and a != "-":
+            name = a.split("=", 1)[0]
+            if "=" not in a:
+                hit = takes.get(name)
+                if hit is None and name.startswith("--"):  # argparse's unique abbreviations
+                    found = [v for k, v in takes.items() if k.startswith(name)]
+                    hit = found[0] if len(set(found)) == 1 else False
+                if hit:
+                    i += 1  # its value
+            i += 1
+            continue
+        return i
+    return None
+
+
 def _main(argv: list[str]) -> int:
     # `tfpar-lint check PATHS` is ruff's spelling of `tfpar-lint PATHS` (to lint a folder named
-    # `check`, write `./check`).
-    if argv and argv[0] == "check":
-        argv = argv[1:]
+    # `check`, write `./check`); options may come before it (`tfpar-lint --no-cache check .`).
+    at = _first_positional(argv)
+    if at is not None and argv[at] == "check":
+        argv = argv[:at] + argv[at + 1:]
     # `tfpar-lint rule CODE` (unless `rule` is a path here and CODE is not a rule)
     elif argv and argv[0] == "rule":
         is_path = os.path.exists("rule")

@@ -31,7 +31,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tfpar_lint import deep
-from tfpar_lint.files import read_regular
+from tfpar_lint.files import read_bounded, read_regular
 from tfpar_lint.finding import FileError, Finding
 from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
@@ -863,7 +863,7 @@ def read_bytes(path: str, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[Option
             err = check_file(path, os.fstat(fd), max_size)
             if err is not None:
                 return None, err
-            data = fh.read(max_size + 1) if max_size else fh.read()
+            data = read_bounded(fh, max_size)
         if max_size and len(data) > max_size:
             return None, too_large(path, None, max_size)
         return data, None

@@ -842,7 +842,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
         locs = []
         for p in procs:
             if p.killed:
-                loc = _hang_location(os.path.join(p.rundir, "stacks.txt"), job.script)
+                loc = _hang_location(os.path.join(p.rundir, "stacks.txt"), job.script, (job.run_path,))
                 if loc:
                     locs.append((f"worker {p.worker}: " if p.worker is not None else "") + loc)
         hang_loc = "; ".join(locs)
@@ -980,8 +980,15 @@ _THREAD_HDR = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.M)
 _FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (.+)$', re.M)
 
 
-def _hang_location(stacks_path: str, script: str) -> str:
-    """``script.py:40 in <module> (innermost: threading.py:320 in wait)`` from a faulthandler dump."""
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the verifier's frames (child.py, probes)
+
+
+def _hang_location(stacks_path: str, script: str, also: tuple = ()) -> str:
+    """``script.py:40 in <module> (innermost: threading.py:320 in wait)`` from a faulthandler dump.
+
+    The place is the user's: the innermost frame of the script (or of ``also``, the file the child
+    ran for a notebook) in the main thread, else in any thread, else the innermost frame outside
+    the verifier's own files; a verifier frame (``child.py``) is never the answer."""
     try:
         with open(stacks_path, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -999,19 +1006,29 @@ def _hang_location(stacks_path: str, script: str) -> str:
         return ""
     main = next((b for b in blocks if any(fn.endswith(os.path.join("verify", "child.py")) and fun.strip() ==
                                           "_run_script" for fn, _, fun in b)), blocks[0])
-    real = os.path.realpath(script)
-    where = ""
-    for fn, ln, fun in main:
-        if os.path.realpath(fn) == real:
-            where = f"{os.path.basename(script)}:{ln} in {fun.strip()}"
-            break
-    if main:
-        fn, ln, fun = main[0]
-        inner = f"{os.path.basename(fn)}:{ln} in {fun.strip()}"
-        if not where:
-            return inner
-        if not (os.path.realpath(fn) == real):
-            return f"{where} (innermost: {inner})"
+    mine = {os.path.realpath(p) for p in (script,) + tuple(also) if p}
+
+    def ours(fn: str) -> bool:
+        return os.path.realpath(fn).startswith(os.path.realpath(_OWN_DIR))
+
+    def user(block) -> Optional[tuple]:
+        return next(((fn, ln, fun) for fn, ln, fun in block if os.path.realpath(fn) in mine), None)
+
+    hit = user(main)
+    if hit is None:
+        for b in blocks:
+            hit = user(b)
+            if hit is not None:
+                main = b
+                break
+    inner_frames = [f for f in main if not ours(f[0])]
+    inner = f"{os.path.basename(inner_frames[0][0])}:{inner_frames[0][1]} in {inner_frames[0][2].strip()}" \
+        if inner_frames else ""
+    if hit is None:
+        return inner or "in the verifier's set-up, before the script started"
+    where = f"{os.path.basename(script)}:{hit[1]} in {hit[2].strip()}"
+    if inner_frames and inner_frames[0] != hit:
+        return f"{where} (innermost: {inner})"
     return where
 
 
