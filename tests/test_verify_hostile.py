@@ -121,6 +121,15 @@ SCRIPTS = {
             threading.Event().wait()
         wait_for_ever()
     """,
+    # Item 5: a file too deeply nested for Python's compiler, and a script that crashes (SIGSEGV):
+    # each costs its own verdict only.
+    "deep.py": "import tensorflow as tf\nx = " + "+".join(["1"] * 200000) + "\n",
+    "crash.py": """
+        import ctypes
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        ctypes.string_at(0)
+    """,
     # A correct script in the same call: its verdict must be kept.
     "good.py": """
         import tensorflow as tf
@@ -144,6 +153,9 @@ def hostile(request, tmp_path_factory):
             f.write(textwrap.dedent(text).lstrip() + f"# {MARK}\n")
     with open(os.path.join(project, "victim.txt"), "w") as f:
         f.write("the user's file\n")
+    # Item 2: what is not a regular file is not run (nor read without bound, nor waited on).
+    os.mkfifo(os.path.join(project, "fifo.py"))
+    os.symlink("/dev/zero", os.path.join(project, "zero.py"))
     before = tree_digest(top)
     was = sandbox.set_subreaper()  # every orphan of the runs comes back here, where the test looks for it
     env = {"TFPAR_VERIFY_SANDBOX": request.param, "TFPAR_VERIFY_EXPOSED_CLUSTER": "0"}
@@ -152,7 +164,8 @@ def hostile(request, tmp_path_factory):
     old = os.getcwd()
     os.chdir(project)
     try:
-        runs = verify_findings(list(SCRIPTS), [], devices="cpu:2", max_steps=3, timeout=90, jobs=3)
+        runs = verify_findings(list(SCRIPTS) + ["fifo.py", "zero.py"], [], devices="cpu:2", max_steps=3,
+                               timeout=60, jobs=3)
     finally:
         os.chdir(old)
         for k, v in saved.items():
@@ -286,3 +299,30 @@ def test_options_before_check(tmp_path):
         r = _cli(*argv, cwd=tmp_path)
         assert r.returncode == 1, (argv, r.stdout, r.stderr)
         assert "TFP101" in r.stdout and "check" not in r.stdout and "E902" not in r.stdout, (argv, r.stdout)
+
+
+# ------------------------------------------------------- item 2: only regular files are run
+@pytest.mark.parametrize("name, kind", [("fifo.py", "a FIFO"), ("zero.py", "a character device")])
+def test_only_regular_files_are_run(hostile, name, kind):
+    run = hostile["runs"][name]
+    assert run.outcome == "failed" and f"{name} is {kind}" in run.error, _why(run)
+    assert "only regular files are run" in run.error, _why(run)
+
+
+def test_script_size_is_bounded(tmp_path):
+    from tfpar_lint.verify import driver
+
+    big = tmp_path / "big.py"
+    with open(big, "wb") as f:
+        f.truncate(driver.SCRIPT_MAX_BYTES + 1)  # sparse: nothing is written
+    runs = driver.verify_findings([str(big)], [], devices="cpu:1", timeout=30)
+    assert runs[0].outcome == "failed" and "larger than" in runs[0].error, runs[0].error
+
+
+# ------------------------------------------------------------ item 5: isolation
+def test_a_deep_file_costs_its_own_verdict_only(hostile):
+    run = hostile["runs"]["deep.py"]
+    assert run.outcome in ("error", "failed") and "RecursionError" in run.error, _why(run)
+    crash = hostile["runs"]["crash.py"]
+    assert crash.outcome == "failed" and "-11" in crash.error, _why(crash)
+    assert set(hostile["runs"]) == set(SCRIPTS) | {"fifo.py", "zero.py"}

@@ -174,8 +174,10 @@ def _setup(spec: dict, result: dict) -> Recorder:
         pass
 
     script = os.path.realpath(spec["script"])
-    with open(script, encoding="utf-8") as f:
-        text = f.read()
+    from tfpar_lint.files import read_regular_text
+    from tfpar_lint.verify.driver import SCRIPT_MAX_BYTES
+
+    text = read_regular_text(script, SCRIPT_MAX_BYTES)  # a regular file, read without blocking, bounded
     marked_text, marks = source.instrument(text, [int(x) for x in spec.get("lines", [])])
     R = Recorder(script, int(spec["max_steps"]), marks)
     R.devices = devs
@@ -239,7 +241,6 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
     text = R.text
     lines = text.splitlines(keepends=True)
     _protect_linecache({script: lines, spec["script"]: lines})
-    code = compile(text, script, "exec", dont_inherit=True)
     mod = types.ModuleType("__main__")
     mod.__file__ = script
     mod.__builtins__ = builtins
@@ -260,6 +261,8 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
     t0 = time.time()
     _catch_os_exit(spec, R, result, t0)
     try:
+        # compiled in here: a file too deeply nested for Python fails as under `python script.py`
+        code = compile(text, script, "exec", dont_inherit=True)
         exec(code, mod.__dict__)
         result["outcome"] = "ok"
     except VerifierStop:
