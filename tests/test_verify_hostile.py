@@ -326,3 +326,79 @@ def test_a_deep_file_costs_its_own_verdict_only(hostile):
     crash = hostile["runs"]["crash.py"]
     assert crash.outcome == "failed" and "-11" in crash.error, _why(crash)
     assert set(hostile["runs"]) == set(SCRIPTS) | {"fifo.py", "zero.py"}
+
+
+# ------------------------------------------------------------------ item 4: the lint cache
+def _tfp401(tmp_path) -> int:
+    r = _cli("check", ".", "--output-format", "concise", "--select", "TFP401", cwd=tmp_path)
+    assert r.returncode in (0, 1), r.stderr
+    return sum(1 for ln in r.stdout.splitlines() if "TFP401" in ln)
+
+
+def _cross_file_project(tmp_path):
+    """steps.py seeds inside a function that train.py runs on every replica (TFP401 in steps.py)."""
+    (tmp_path / "steps.py").write_text("import tensorflow as tf\n\n\ndef train_step(x):\n"
+                                       "    tf.random.set_seed(7)\n    return x\n")
+    (tmp_path / "train.py").write_text("import tensorflow as tf\nfrom steps import train_step\n\n"
+                                       "strategy = tf.distribute.MirroredStrategy()\n"
+                                       "strategy.run(train_step, args=(1.0,))\n")
+
+
+@pytest.mark.parametrize("edit", ["importer", "imported"])
+def test_cache_follows_the_modules_a_file_depends_on(tmp_path, edit):
+    """Edit a module, lint, revert, lint: the cross-file TFP401 comes back (the cache key of
+    steps.py covers train.py's content and who imports whom)."""
+    _cross_file_project(tmp_path)
+    assert _tfp401(tmp_path) == 1
+    target = tmp_path / ("train.py" if edit == "importer" else "steps.py")
+    original = target.read_bytes()
+    if edit == "importer":
+        target.write_text(original.decode().replace("from steps import train_step", "train_step = print"))
+    else:
+        target.write_text(original.decode().replace("def train_step", "def other_step"))
+    assert _tfp401(tmp_path) == 0
+    target.write_bytes(original)
+    assert _tfp401(tmp_path) == 1
+
+
+def _entries(tmp_path) -> list:
+    out = []
+    for dirpath, _d, files in os.walk(tmp_path / ".tfpar_lint_cache" / "v2"):
+        out += [os.path.join(dirpath, f) for f in files if f.endswith(".json")]
+    return out
+
+
+@pytest.mark.parametrize("tamper", ["edit", "symlink", "fifo", "checksum-kept", "foreign-owner"])
+def test_cache_entries_are_checked(tmp_path, tamper):
+    """An entry that was edited, replaced by a link or a FIFO is not trusted: the file is linted again."""
+    import json
+
+    _cross_file_project(tmp_path)
+    assert _tfp401(tmp_path) == 1
+    entries = [p for p in _entries(tmp_path) if '"TFP401"' in open(p).read()]
+    assert len(entries) == 1, _entries(tmp_path)
+    entry = entries[0]
+    data = json.load(open(entry))
+    forged = dict(data, findings=[])
+    os.unlink(entry)
+    if tamper == "edit":  # the finding removed, the checksum left as it was
+        json.dump(forged, open(entry, "w"))
+    elif tamper == "checksum-kept":  # a field of the checksummed body changed
+        json.dump(dict(data, notes=["forged"]), open(entry, "w"))
+    elif tamper == "symlink":  # a forged entry elsewhere, linked in
+        other = tmp_path / "forged.json"
+        json.dump(forged, open(other, "w"))
+        os.symlink(other, entry)
+    elif tamper == "foreign-owner":  # a well-formed forged entry, with its checksum, owned by someone else
+        if os.geteuid() != 0:
+            pytest.skip("giving a file away needs root")
+        from tfpar_lint.cache import _checksum
+
+        body = {k: v for k, v in forged.items() if k != "checksum"}
+        json.dump(dict(body, checksum=_checksum(body)), open(entry, "w"))
+        os.chown(entry, 4242, 4242)
+    else:
+        os.mkfifo(entry)
+    assert _tfp401(tmp_path) == 1  # recomputed, and the FIFO did not block
+    if tamper != "fifo":
+        assert os.path.isfile(entry) and not os.path.islink(entry)

@@ -121,7 +121,7 @@ def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
 
 
 def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
-                    path: Optional[str] = None) -> list[type[Rule]]:
+                    path: Optional[str] = None, consulted: Optional[list] = None) -> list[type[Rule]]:
     """The pre-filter: rules whose markers occur in the text (no parsing).
 
     Two stages: the markers anywhere in the text (most files stop here, at the
@@ -135,7 +135,7 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
         return list(rules)
     # whole-project analysis: a file imported by a file that uses a strategy (steps.py, whose
     # train_step train.py runs with strategy.run) may hold a strategy's code without naming one
-    related = _related_text(path, source, options) if path else None
+    related = _related_text(path, source, options, consulted) if path else None
     passed = _marker_rules(source, rules, options, related)
     if passed:
         code = code_text(source)
@@ -144,7 +144,8 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
     return passed
 
 
-def _related_text(path: str, source: str, options: AnalysisOptions) -> Optional[Callable[[], str]]:
+def _related_text(path: str, source: str, options: AnalysisOptions,
+                  consulted: Optional[list] = None) -> Optional[Callable[[], str]]:
     """Whole-project analysis: the text of the project files this one imports
     (``from utils.dist import make_strategy``) and of those that import it (``train.py``, which
     runs ``steps.train_step``), read only when a marker group is missing from the file itself:
@@ -165,8 +166,39 @@ def _related_text(path: str, source: str, options: AnalysisOptions) -> Optional[
                 for p, t in list(related[len(related) - len(project.importer_texts(path)):]):
                     related += project.imported_texts(p, t)
             got.append("\n".join(t for _p, t in related))
+            if consulted is not None:  # the result now depends on these files and on who imports whom
+                consulted.extend(p for p, _t in related)
+                consulted.append(GRAPH_KEY)
         return got[0]
     return text
+
+
+# The key under which a result's dependencies (FileResult.deps) hold the project's import graph
+# (Project.import_graph_digest): not a path, so never read as one.
+GRAPH_KEY = ":import-graph"
+
+
+def graph_digest(path: str, options: AnalysisOptions) -> str:
+    """The import-graph fingerprint of ``path``'s project ("" without one)."""
+    project = project_for(path, options)
+    return project.import_graph_digest() if project is not None else ""
+
+
+def _with_consulted(deps: dict, consulted: list, path: str, options: AnalysisOptions) -> dict:
+    """``deps`` plus the digests of the files the pre-filter read and the project's import graph."""
+    import hashlib
+
+    for p in consulted:
+        if p in deps:
+            continue
+        if p == GRAPH_KEY:
+            deps[p] = graph_digest(path, options)
+            continue
+        try:
+            deps[p] = hashlib.sha256(read_regular(p)).hexdigest()
+        except OSError:
+            deps[p] = ""
+    return deps
 
 
 def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
@@ -635,14 +667,16 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     if path.endswith(".ipynb"):
         return _lint_notebook(source, path, enabled, options, apply_noqa)
     enabled_rules = _rules_for(enabled)
+    consulted: list = []
     rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options,
-                            path)
+                            path, consulted)
     if not rules:
         err = _syntax_check(source, path) if check_syntax else None
         if err is not None:
             return FileResult(path, error=err)
         extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
-        return FileResult(path, findings=extra, skipped=not extra)
+        return FileResult(path, findings=extra, skipped=not extra,
+                          deps=_with_consulted({}, consulted, path, options) if consulted else {})
     deps: dict[str, str] = {}
     notes: list[str] = []
     try:
@@ -664,8 +698,12 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     for f in findings:
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
-    project = project_for(path, options) if deps else None
-    return FileResult(path, findings, deps=deps, capped=bool(project is not None and project.capped), notes=notes)
+    project = project_for(path, options)
+    capped = bool(deps and project is not None and project.capped)
+    if project is not None:  # an analysed file's answers may change when a file starts or stops importing it
+        consulted.append(GRAPH_KEY)
+    deps = _with_consulted(deps, consulted, path, options)
+    return FileResult(path, findings, deps=deps, capped=capped, notes=notes)
 
 
 def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], raw: list[Finding]) -> list[Finding]:
@@ -1012,11 +1050,13 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
     if cache_dir:
         from tfpar_lint.cache import Cache
 
-        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size)
         if options.project and options.summary_dir is None:  # the modules' summaries live there too
             from dataclasses import replace
 
-            options = replace(options, summary_dir=cache.root)
+            options = replace(options, summary_dir=os.path.abspath(cache_dir))
+        graph_options = options
+        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size,
+                      graph=lambda p: graph_digest(p, graph_options))
         todo = []
         for i, p in enumerate(paths):
             hit = cache.get(p)

@@ -310,6 +310,18 @@ class Project:
                         lst.append(p)
         return self._index
 
+    def import_graph_digest(self) -> str:
+        """A fingerprint of who imports whom among the project's files (their import lines, resolved
+        against the files there are): a new importer, or an import line removed, changes it."""
+        import hashlib
+        import json
+
+        if getattr(self, "_graph_digest", None) is None:
+            index = self._import_index()
+            payload = json.dumps(sorted((t, sorted(set(ps))) for t, ps in index.items()))
+            self._graph_digest = hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+        return self._graph_digest
+
     def imported_texts(self, path: str, source: str) -> list[tuple[str, str]]:
         """(path, text) of the project files the text of ``source`` (the file at ``path``)
         imports, found without parsing (for the pre-filter)."""
