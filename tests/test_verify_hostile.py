@@ -130,6 +130,82 @@ SCRIPTS = {
         strategy = tf.distribute.MirroredStrategy()
         ctypes.string_at(0)
     """,
+    # Item 3: TensorFlow's own writers and tf.data's files, next to the script.
+    "tf_writers.py": """
+        import os
+        import tensorflow as tf
+        here = os.path.dirname(os.path.abspath(__file__))
+        rec = os.path.join(here, "victim.txt")  # over the user's file
+        with tf.io.TFRecordWriter(rec) as w:
+            w.write(b"record")
+        got = [r.numpy() for r in tf.data.TFRecordDataset(rec)]
+        ds = tf.data.Dataset.range(3)
+        ds.save(os.path.join(here, "saved_ds"))
+        back = [int(x) for x in tf.data.Dataset.load(os.path.join(here, "saved_ds"))]
+        cached = [int(x) for x in ds.cache(os.path.join(here, "cache_file"))]
+        tf.data.experimental.TFRecordWriter(os.path.join(here, "exp.tfrecord")).write(
+            tf.data.Dataset.from_tensor_slices([b"a"]))
+        print("WRITERS", got, back, cached, flush=True)
+        strategy = tf.distribute.MirroredStrategy()
+    """,
+    # Item 3: programs started past the audit hook, FIFOs and device nodes.
+    "spawn.py": """
+        import _posixsubprocess, os, stat, sys
+        here = os.path.dirname(os.path.abspath(__file__))
+        victim = os.path.join(here, "victim.txt").encode()
+        r, w = os.pipe()
+        try:
+            pid = _posixsubprocess.fork_exec([b"/bin/rm", b"-f", victim], [b"/bin/rm"], True, (w,), None, None,
+                                             -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1,
+                                             None, *([False] if sys.version_info >= (3, 11) else []))
+            os.waitpid(pid, 0)
+            print("FORK_EXEC ran", flush=True)
+        except PermissionError:
+            print("FORK_EXEC refused", flush=True)
+        for what, call in (("POSIX_SPAWN", lambda: os.posix_spawn("/bin/rm", ["rm", "-f", victim], {})),
+                           ("MKFIFO", lambda: os.mkfifo(os.path.join(here, "pipe"))),
+                           ("MKNOD", lambda: os.mknod(os.path.join(here, "node"), 0o600 | stat.S_IFREG))):
+            try:
+                call()
+                print(what, "ran", flush=True)
+            except PermissionError:
+                print(what, "refused", flush=True)
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+    """,
+    # Item 3: setsid, a double fork, PR_SET_PDEATHSIG cleared, execve: an orphan that outlives the script.
+    "orphan.py": """
+        import ctypes, os, time
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()
+            if os.fork() == 0:
+                ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG 0: leave no signal to die by
+                try:
+                    os.execv("/bin/sleep", ["sleep", "600"])
+                except OSError:
+                    while True:
+                        time.sleep(1)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(1)
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+    """,
+    # Item 3: Keras writes ~/.keras/keras.json when imported; the script writes in ~ too.
+    "home.py": """
+        import os, tempfile
+        import keras
+        import tensorflow as tf
+        home = os.path.expanduser("~")
+        os.makedirs(os.path.join(home, ".keras"), exist_ok=True)
+        with open(os.path.join(home, ".keras", "keras.json"), "w") as f:
+            f.write("{}")
+        with open(os.path.join(tempfile.gettempdir(), "scratch.txt"), "w") as f:
+            f.write("x")
+        print("HOME", home, "TMP", tempfile.gettempdir(), flush=True)
+        strategy = tf.distribute.MirroredStrategy()
+    """,
     # A correct script in the same call: its verdict must be kept.
     "good.py": """
         import tensorflow as tf
@@ -156,9 +232,11 @@ def hostile(request, tmp_path_factory):
     # Item 2: what is not a regular file is not run (nor read without bound, nor waited on).
     os.mkfifo(os.path.join(project, "fifo.py"))
     os.symlink("/dev/zero", os.path.join(project, "zero.py"))
+    home = os.path.join(top, "home")  # the user's home for this call: it must stay empty
+    os.makedirs(home)
     before = tree_digest(top)
     was = sandbox.set_subreaper()  # every orphan of the runs comes back here, where the test looks for it
-    env = {"TFPAR_VERIFY_SANDBOX": request.param, "TFPAR_VERIFY_EXPOSED_CLUSTER": "0"}
+    env = {"TFPAR_VERIFY_SANDBOX": request.param, "TFPAR_VERIFY_EXPOSED_CLUSTER": "0", "HOME": home}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     old = os.getcwd()
@@ -174,7 +252,7 @@ def hostile(request, tmp_path_factory):
             else:
                 os.environ[k] = v
     yield {"mode": request.param, "runs": {r.path: r for r in runs}, "before": before, "after": tree_digest(top),
-           "project": project, "survivors": settled(live_descendants)}
+           "project": project, "survivors": settled(live_descendants), "home": home}
     if was:
         sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 0)
 
@@ -402,3 +480,110 @@ def test_cache_entries_are_checked(tmp_path, tamper):
     assert _tfp401(tmp_path) == 1  # recomputed, and the FIFO did not block
     if tamper != "fifo":
         assert os.path.isfile(entry) and not os.path.islink(entry)
+
+
+# ------------------------------------------------------------- item 3: the fallback sandbox
+def test_tensorflow_writers_are_redirected(hostile):
+    run = hostile["runs"]["tf_writers.py"]
+    assert run.outcome == "ok", _why(run)
+    assert "WRITERS [b'record'] [0, 1, 2] [0, 1, 2]" in run.stdout, _why(run)  # it read back what it wrote
+
+
+def test_programs_fifos_and_nodes(hostile):
+    run = hostile["runs"]["spawn.py"]
+    assert run.outcome == "ok", _why(run)
+    verdict = "refused" if hostile["mode"] == "python" else "ran"  # in the sandbox they run, on its overlay
+    for what in ("FORK_EXEC", "POSIX_SPAWN", "MKFIFO", "MKNOD"):
+        assert f"{what} {verdict}" in run.stdout, (what, _why(run))
+
+
+def test_orphans_are_killed(hostile):
+    run = hostile["runs"]["orphan.py"]
+    assert run.outcome == "ok", _why(run)
+    # and no process of it is left: test_no_process_survives
+
+
+def test_home_and_temp_are_private(hostile):
+    run = hostile["runs"]["home.py"]
+    assert run.outcome == "ok", _why(run)
+    assert os.listdir(hostile["home"]) == [], os.listdir(hostile["home"])
+    line = next(ln for ln in run.stdout.splitlines() if ln.startswith("HOME "))
+    _, home, _, tmp = line.split()
+    assert home != hostile["home"] and not home.startswith(hostile["project"]), line
+    assert tmp != "/tmp" and os.path.basename(os.path.dirname(home)) == os.path.basename(os.path.dirname(tmp)), line
+
+
+DAEMON = """
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            time.sleep(1)
+    os._exit(0)
+os.waitpid(pid, 0)
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+print("READY", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("mode", ["auto", "python"], ids=["sandbox", "no-sandbox"])
+def test_sigkill_of_tfpar_lint_takes_the_tree_down(tmp_path, mode):
+    """SIGKILL of tfpar-lint during --verify: the fork server, each run's relay, the script and what
+    the script left running (setsid, a double fork) all die (PR_SET_PDEATHSIG on every link)."""
+    import glob
+    import signal
+    import subprocess
+    import time
+
+    from tfpar_lint.verify import procs
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "daemon.py").write_text(DAEMON)
+    (project / "good.py").write_text(textwrap.dedent(SCRIPTS["good.py"]))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    env = dict(os.environ, TFPAR_VERIFY_SANDBOX=mode, TMPDIR=str(runs),
+               PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
+    before = tree_digest(str(project))
+    p = subprocess.Popen([sys.executable, "-m", "tfpar_lint", "--no-cache", "--verify", "--timeout", "300", "--devices", "cpu:2",
+                          "daemon.py", "good.py"], cwd=project, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        end = time.time() + 240
+        while time.time() < end:
+            outs = glob.glob(str(runs / "tfpar-verify-*" / "*daemon*" / "stdout.txt"))
+            if outs and "READY" in open(outs[0]).read():
+                break
+            assert p.poll() is None, "tfpar-lint ended before the script was ready"
+            time.sleep(0.2)
+        else:
+            pytest.fail("the script never became ready")
+        time.sleep(1)
+        tree = procs.identities(procs.descendants([p.pid]) - {p.pid})
+        # the fork server, the run's relay, the script, and in the sandbox its daemon (without one, a
+        # process the script forks dies with its parent: the double fork's daemon is gone already)
+        assert len(tree) >= (4 if mode == "auto" else 3), tree
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+
+        def alive():
+            return sorted(q for q, t in tree.items() if procs.start_time(q) == t and not _zombie(q))
+
+        assert settled(alive, 15) == []
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert tree_digest(str(project)) == before
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except OSError:
+        return True

@@ -38,6 +38,11 @@ def main(argv: list[str]) -> int:
     spec_path = argv[0]
     with open(spec_path) as f:
         spec = json.load(f)
+    from tfpar_lint.verify import sandbox
+
+    # SIGKILL of tfpar-lint (or of the fork server) takes this run down: a link of the chain
+    parent = os.getppid()
+    sandbox.die_with_parent(parent if parent in (spec.get("protected_pids") or [parent]) else None)
     t_start = time.time()
     result: dict = {"outcome": "failed", "notes": [], "pid": os.getpid()}
     stacks = open(spec["stacks"], "w")
@@ -126,7 +131,10 @@ def _contain(spec: dict, result: dict) -> None:
         result["sandbox"] = "python"
         _STATE["python_guard"] = [rundir, spec.get("tmpdir") or rundir] + (
             [spec["sync_dir"]] if spec.get("sync_dir") else [])
-        sandbox.set_subreaper()  # orphans of the script's processes stay below this process
+        # No PID namespace: this process stays outside as the run's subreaper, and kills what the
+        # script left (setsid, double forks, execve) once it has ended; the script runs in a child.
+        sandbox.reaper_split()
+        result["pid"] = os.getpid()
         try:
             os.chdir(cwd)
         except OSError:

@@ -307,8 +307,8 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     try:
         if n_runs > 1 and os.environ.get("TFPAR_VERIFY_FORK", "1") != "0":
             try:
-                ctx["zygote"] = _Zygote(dict(base_env, **{procs.MARKER: ctx["marker"]}),
-                                        os.path.join(root, "zygote.log"))
+                ctx["zygote"] = _Zygote(dict(base_env, HOME=_private_home(os.path.join(root, "zygote")),
+                                             **{procs.MARKER: ctx["marker"]}), os.path.join(root, "zygote.log"))
             except OSError:
                 ctx["zygote"] = None
         # One task per run (a job with a re-run gives two tasks running in parallel).
@@ -409,8 +409,20 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
+def _private_home(folder: str) -> str:
+    """A run's own HOME (in its scratch: Keras writes ~/.keras/keras.json when it is imported, and a
+    script's ~/ files must not reach the user's home, with a sandbox or without)."""
+    home = os.path.join(folder, "home")
+    os.makedirs(home, exist_ok=True)
+    return home
+
+
 def _child_env(req: DeviceRequest, tf_config: Optional[str]) -> dict[str, str]:
     env = dict(os.environ)
+    if "PYTHONUSERBASE" not in env:  # the user's site-packages stay importable under a private HOME
+        import site
+
+        env["PYTHONUSERBASE"] = site.getuserbase()
     env["PYTHONPATH"] = _SRC_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
@@ -603,6 +615,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     env = _child_env(ctx["req"], tf_config)
     env[procs.MARKER] = marker
     env["TMPDIR"] = tmpdir
+    env["HOME"] = _private_home(rundir)
     relays = []
     fifos = []
     for name in ("stdout", "stderr"):
