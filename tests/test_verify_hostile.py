@@ -206,6 +206,18 @@ SCRIPTS = {
         print("HOME", home, "TMP", tempfile.gettempdir(), flush=True)
         strategy = tf.distribute.MirroredStrategy()
     """,
+    # Another user's file (created when the suite runs as root): appending to it copies it up.
+    "foreign.py": """
+        import os
+        here = os.path.dirname(os.path.abspath(__file__))
+        path = os.path.join(here, "foreign.txt")
+        if os.path.exists(path):
+            with open(path, "a") as f:
+                f.write("appended\\n")
+            print("FOREIGN", open(path).read().count("appended"), flush=True)
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+    """,
     # A correct script in the same call: its verdict must be kept.
     "good.py": """
         import tensorflow as tf
@@ -232,6 +244,11 @@ def hostile(request, tmp_path_factory):
     # Item 2: what is not a regular file is not run (nor read without bound, nor waited on).
     os.mkfifo(os.path.join(project, "fifo.py"))
     os.symlink("/dev/zero", os.path.join(project, "zero.py"))
+    if os.geteuid() == 0:  # a file of another user and group, writable by all
+        with open(os.path.join(project, "foreign.txt"), "w") as f:
+            f.write("someone else's file\n")
+        os.chown(os.path.join(project, "foreign.txt"), 4242, 4242)
+        os.chmod(os.path.join(project, "foreign.txt"), 0o666)
     home = os.path.join(top, "home")  # the user's home for this call: it must stay empty
     os.makedirs(home)
     before = tree_digest(top)
@@ -587,3 +604,13 @@ def _zombie(pid: int) -> bool:
             return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
     except OSError:
         return True
+
+
+def test_files_of_other_owners_can_be_written(hostile):
+    """As root, every id is mapped into the sandbox's user namespaces, so the overlay copies up a
+    file of another owner (with only the caller's id mapped, that write got EOVERFLOW).  An
+    ordinary user can map only their own ids: docs/sandbox.md."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    run = hostile["runs"]["foreign.py"]
+    assert run.outcome == "ok" and "FOREIGN 1" in run.stdout, _why(run)

@@ -16,9 +16,10 @@ path and valid only for the file's exact content:
 The key of a file's result also covers every other file it depends on: an
 entry lists (``deps``) the SHA-256 of each project file the analysis or the
 pre-filter read (imports, importers, what the importers import, transitively)
-and a fingerprint of the project's import graph (who imports whom,
-``Project.import_graph_digest``), so that a file that starts or stops
-importing this one, or any edit to a module it depends on, is a miss.
+and, for the modules whose importers its answers asked for, a fingerprint of
+which files import them (``Project.importers_digest``), so that a file that
+starts or stops importing one of them, or any edit to a module it depends on,
+is a miss.
 
 So a changed file, a different selection or option, or another tfpar-lint
 is a miss, and the entry is overwritten by the fresh result (at most one
@@ -110,11 +111,14 @@ class Cache:
 
     def __init__(self, directory: str, enabled: Optional[Collection[str]], options: Any,
                  apply_noqa: bool = True, max_file_size: Optional[int] = None,
-                 graph: Optional[Callable[[str], str]] = None) -> None:
-        """``graph(path)``: the import-graph fingerprint of ``path``'s project now (see the module
-        docstring); without it an entry that depends on the graph is a miss."""
-        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE
+                 graph: Optional[Callable[[str, list], str]] = None) -> None:
+        """``graph(path, deps)``: the fingerprint of who imports ``path`` and each of ``deps`` now
+        (see the module docstring; by default :func:`tfpar_lint.engine.graph_digest` with ``options``)."""
+        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE, graph_digest
 
+        if graph is None and options is not None:
+            def graph(p: str, deps: list) -> str:
+                return graph_digest(p, options, deps)
         self.graph = graph
         self.max_file_size = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
         self.root = os.path.abspath(directory)
@@ -171,10 +175,10 @@ class Cache:
                 raise ValueError("stale")
             for dep, dep_digest in (entry.get("deps") or {}).items():
                 # another project file the result read: it must be unchanged too
-                if dep == GRAPH_KEY:  # and so must the project's import graph
+                if dep == GRAPH_KEY:  # and so must which files import the modules it asked about
                     if self.graph is None:
                         raise ValueError("stale")
-                    now = self.graph(path)
+                    now = self.graph(path, list(entry.get("deps") or {}))
                 else:
                     try:
                         now = digest(read_regular(dep, self.max_file_size))  # never blocks on a FIFO

@@ -71,7 +71,8 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
     """The project ``path`` belongs to (whole-project analysis), or None (stdin, notebooks
     run alone, ``--no-project``)."""
     from tfpar_lint.semantic import summary
-    from tfpar_lint.semantic.project import Project, project_root
+    from tfpar_lint.semantic.project import Project
+    from tfpar_lint.semantic.project import project_root_memo as project_root
 
     if not options.project or not path or path == "<stdin>" or not os.path.isfile(path):
         return None
@@ -166,38 +167,42 @@ def _related_text(path: str, source: str, options: AnalysisOptions,
                 for p, t in list(related[len(related) - len(project.importer_texts(path)):]):
                     related += project.imported_texts(p, t)
             got.append("\n".join(t for _p, t in related))
-            if consulted is not None:  # the result now depends on these files and on who imports whom
+            if consulted is not None:  # the result now depends on these files (who imports it: ASKED)
                 consulted.extend(p for p, _t in related)
-                consulted.append(GRAPH_KEY)
         return got[0]
     return text
 
 
-# The key under which a result's dependencies (FileResult.deps) hold the project's import graph
-# (Project.import_graph_digest): not a path, so never read as one.
-GRAPH_KEY = ":import-graph"
+# The key under which a result's dependencies (FileResult.deps) hold who imports the modules whose
+# importers its answers asked for (Project.importers_digest): not a path, so never read as one.
+GRAPH_KEY = ":importers"
 
 
-def graph_digest(path: str, options: AnalysisOptions) -> str:
-    """The import-graph fingerprint of ``path``'s project ("" without one)."""
+def graph_digest(path: str, options: AnalysisOptions, deps) -> str:
+    """The fingerprint of who imports each project file among ``deps`` in ``path``'s project ("" without
+    one)."""
     project = project_for(path, options)
-    return project.import_graph_digest() if project is not None else ""
+    return project.importers_digest([d for d in deps if d != GRAPH_KEY]) if project is not None else ""
 
 
 def _with_consulted(deps: dict, consulted: list, path: str, options: AnalysisOptions) -> dict:
-    """``deps`` plus the digests of the files the pre-filter read and the project's import graph."""
+    """``deps`` plus the digests of the files the pre-filter read, and, when the answers asked who
+    imports a module, those modules and the fingerprint of their importers."""
     import hashlib
 
-    for p in consulted:
+    from tfpar_lint.semantic import project as project_mod
+
+    asked = sorted(project_mod.ASKED)
+    project_mod.ASKED.clear()
+    for p in consulted + asked:
         if p in deps:
-            continue
-        if p == GRAPH_KEY:
-            deps[p] = graph_digest(path, options)
             continue
         try:
             deps[p] = hashlib.sha256(read_regular(p)).hexdigest()
         except OSError:
             deps[p] = ""
+    if asked:  # last: who imports each dependency (the cache checks it over the same list)
+        deps[GRAPH_KEY] = graph_digest(path, options, list(deps))
     return deps
 
 
@@ -668,6 +673,9 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
         return _lint_notebook(source, path, enabled, options, apply_noqa)
     enabled_rules = _rules_for(enabled)
     consulted: list = []
+    from tfpar_lint.semantic import project as project_mod
+
+    project_mod.ASKED.clear()  # which modules' importers this file's answers ask for
     rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options,
                             path, consulted)
     if not rules:
@@ -676,7 +684,7 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
             return FileResult(path, error=err)
         extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
         return FileResult(path, findings=extra, skipped=not extra,
-                          deps=_with_consulted({}, consulted, path, options) if consulted else {})
+                          deps=_with_consulted({}, consulted, path, options) if options.project else {})
     deps: dict[str, str] = {}
     notes: list[str] = []
     try:
@@ -698,11 +706,9 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     for f in findings:
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
-    project = project_for(path, options)
-    capped = bool(deps and project is not None and project.capped)
-    if project is not None:  # an analysed file's answers may change when a file starts or stops importing it
-        consulted.append(GRAPH_KEY)
-    deps = _with_consulted(deps, consulted, path, options)
+    project = project_for(path, options) if deps else None
+    capped = bool(project is not None and project.capped)
+    deps = _with_consulted(deps, consulted, path, options) if options.project else deps
     return FileResult(path, findings, deps=deps, capped=capped, notes=notes)
 
 
@@ -1043,6 +1049,9 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
     if timeout is None:
         timeout = workers.DEFAULT_TIMEOUT
     enabled_f = None if enabled is None else frozenset(enabled)
+    from tfpar_lint.semantic import project as project_mod
+
+    project_mod.ROOTS.clear()  # pyproject.toml files may have come or gone since the last run
     results: list[Optional[FileResult]] = [None] * total
     done = 0
     cache = None
@@ -1054,9 +1063,7 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
             from dataclasses import replace
 
             options = replace(options, summary_dir=os.path.abspath(cache_dir))
-        graph_options = options
-        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size,
-                      graph=lambda p: graph_digest(p, graph_options))
+        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size)
         todo = []
         for i, p in enumerate(paths):
             hit = cache.get(p)

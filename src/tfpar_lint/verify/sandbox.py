@@ -313,11 +313,9 @@ def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Opt
                 _check(lib.setns(fd, fl), f"setns {ns}")
             finally:
                 os.close(fd)
+        _check(lib.unshare(flags), "unshare")
     else:
-        flags |= CLONE_NEWUSER
-    _check(lib.unshare(flags), "unshare")
-    if not cluster_pid:
-        _write_maps(uid, gid)
+        _unshare_user(flags | CLONE_NEWUSER, uid, gid)
     sys.stdout.flush()
     sys.stderr.flush()
     rfd, wfd = os.pipe()
@@ -367,6 +365,73 @@ def _fresh_proc() -> str:
         return "fresh /proc"
     except OSError:
         return "host /proc"
+
+
+def _unshare_user(flags: int, uid: int, gid: int, what: str = "unshare") -> None:
+    """``unshare(flags)`` (a new user namespace among them), then its id maps.
+
+    Where this process may map every id of its user namespace (root, or root of a user namespace
+    with its capabilities), a helper forked before the unshare, still outside, writes an identity
+    map of all of them: files of other users and groups keep their owners inside, so an overlay
+    can copy them up (with one id mapped, a file of another owner gets EOVERFLOW on its first
+    write).  An ordinary user may map only their own uid and gid (the kernel's rule, without a
+    setuid helper): :func:`_write_maps`."""
+    lib = _lib()
+    maps = _identity_maps() if os.geteuid() == 0 else None
+    if not maps:
+        _check(lib.unshare(flags), what)
+        _write_maps(uid, gid)
+        return
+    me = os.getpid()
+    go_r, go_w = os.pipe()
+    ok_r, ok_w = os.pipe()
+    helper = os.fork()
+    if helper == 0:  # pragma: no cover - runs in the forked helper
+        done = b"0"
+        try:
+            os.close(go_w)
+            os.close(ok_r)
+            if os.read(go_r, 1) == b"x":  # the parent has unshared
+                for name, text in (("setgroups", "deny"), ("uid_map", maps[0]), ("gid_map", maps[1])):
+                    with open(f"/proc/{me}/{name}", "w") as fh:
+                        fh.write(text)
+                done = b"1"
+        except BaseException:  # noqa: BLE001
+            pass
+        try:
+            os.write(ok_w, done)
+        finally:
+            os._exit(0)
+    os.close(go_r)
+    os.close(ok_w)
+    try:
+        ret = lib.unshare(flags)
+        err = ctypes.get_errno()
+        os.write(go_w, b"x" if ret == 0 else b"-")
+    finally:
+        os.close(go_w)
+    try:
+        done = os.read(ok_r, 1)
+    finally:
+        os.close(ok_r)
+        os.waitpid(helper, 0)
+    if ret != 0:
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    if done != b"1":  # the full map was refused: the caller's own ids only
+        _write_maps(uid, gid)
+
+
+def _identity_maps() -> Optional[tuple[str, str]]:
+    """Identity maps of every uid and gid this user namespace maps (``uid_map``, ``gid_map`` text)."""
+    out = []
+    for name in ("uid_map", "gid_map"):
+        try:
+            with open(f"/proc/self/{name}") as fh:
+                lines = [ln.split() for ln in fh.read().splitlines() if ln.strip()]
+        except OSError:
+            return None
+        out.append("\n".join(f"{a} {a} {n}" for a, _b, n in lines))
+    return (out[0], out[1]) if all(out) else None
 
 
 def _write_maps(uid: int, gid: int) -> None:
@@ -570,8 +635,7 @@ def lock(keep: tuple = ()) -> str:
     _close_inherited(keep)
     uid, gid = os.getuid(), os.getgid()
     lib = _lib()
-    _check(lib.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare (lock)")
-    _write_maps(uid, gid)
+    _unshare_user(CLONE_NEWUSER | CLONE_NEWNS, uid, gid, "unshare (lock)")
     _drop_caps()
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     how = ["mounts locked (nested user namespace)", "no capabilities", "no_new_privs"]
@@ -732,8 +796,7 @@ def cluster_holder_main() -> int:
     uid, gid = os.getuid(), os.getgid()
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        _check(_lib().unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS), "unshare")
-        _write_maps(uid, gid)
+        _unshare_user(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS, uid, gid)
         _loopback_up()
         detail = _build_root(sys.argv[2], sys.argv[3], proc=False, sync=sys.argv[4] if len(sys.argv) > 4 else None)
     except OSError as e:
