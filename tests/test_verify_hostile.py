@@ -260,7 +260,7 @@ def hostile(request, tmp_path_factory):
     os.chdir(project)
     try:
         runs = verify_findings(list(SCRIPTS) + ["fifo.py", "zero.py"], [], devices="cpu:2", max_steps=3,
-                               timeout=60, jobs=3)
+                               timeout=40, jobs=3)
     finally:
         os.chdir(old)
         for k, v in saved.items():
