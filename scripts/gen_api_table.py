@@ -704,7 +704,7 @@ def build(cache: str, quick: bool, log) -> dict:
     versions: dict[str, list[str]] = {}
     cls_kind: dict[str, str] = {}  # canonical name of a class -> the kind of its instances
     call_kind: dict[str, str] = {}  # canonical name of a function or method -> the kind it returns
-    targets: dict[str, str] = {}  # canonical name of a kinded class -> canonical name of its definition
+    targets: dict[str, set] = {}  # canonical name of a kinded class -> canonical names of its definitions
     tf_info: dict[str, dict] = {}
 
     def external_kind(dotted: str) -> Optional[str]:
@@ -728,7 +728,7 @@ def build(cache: str, quick: bool, log) -> dict:
         log(f"{dist}: {', '.join(versions[top])}")
         pc: dict[str, str] = {}
         pf: dict[str, str] = {}
-        pt: dict[str, str] = {}
+        pt: dict[str, set] = {}
         for ver, whl in reversed(rels):  # the newest release first: its kinds win
             t0 = time.time()
             files = wheel_sources(whl, top, cache)
@@ -750,7 +750,7 @@ def build(cache: str, quick: bool, log) -> dict:
                     if e.what in ("c", "f"):
                         (pc if is_class else pf).setdefault(ct, e.kind)
                     if is_class and cp != ct:
-                        pt.setdefault(cp, ct)
+                        pt.setdefault(cp, set()).add(ct)
                 if e.what == "c" and e.target in methods:
                     for m, k in methods[e.target].items():
                         pf.setdefault(f"{cp}.{m}", k)
@@ -759,9 +759,11 @@ def build(cache: str, quick: bool, log) -> dict:
                 pc.setdefault(canonical(path), k)
             log(f"  {top} {ver}: {len(names)} names, {sum(1 for e in names.values() if e.kind)} with a kind,"
                 f" {time.time() - t0:.1f} s")
-        for d, new in ((cls_kind, pc), (call_kind, pf), (targets, pt)):
+        for d, new in ((cls_kind, pc), (call_kind, pf)):
             for k, v in new.items():
                 d.setdefault(k, v)
+        for k, v in pt.items():
+            targets.setdefault(k, set()).update(v)
     return {"versions": versions, "names": table_names, "cls": cls_kind, "call": call_kind,
             "targets": targets, "tf": tf_info}
 
@@ -771,7 +773,8 @@ def encode(data: dict) -> bytes:
     1. a header: the releases read per package, and for each TensorFlow release which Keras
        ``tf.keras`` is and which Keras submodules TF re-exports at its top (``tf.optimizers``);
     2. the kinds: {"c": class -> kind of its instances, "f": function or method -> kind of its
-       result, "t": class -> its definition}, keyed by canonical name (tfpar_lint.tfapi.canonical),
+       result, "t": class -> its definition (a list when releases or flavours differ)}, keyed by
+       canonical name (tfpar_lint.tfapi.canonical),
        private definitions included (``keras.optimizer_v2.adam.Adam``);
     3. the names: public name (as its package spells it) -> [definition ("" when the same), kind,
        what (c class, f function, m module, v value, x another package's object), versions
@@ -793,7 +796,7 @@ def encode(data: dict) -> bytes:
             mask |= 1 << index[pkg][v]
         names[pub] = [target if target != pub else "", kind, what, mask]
     kinds = {"c": dict(sorted(data["cls"].items())), "f": dict(sorted(data["call"].items())),
-             "t": dict(sorted(data["targets"].items()))}
+             "t": {k: (sorted(v) if len(v) > 1 else next(iter(v))) for k, v in sorted(data["targets"].items())}}
     lines = [json.dumps(header, separators=(",", ":"), sort_keys=True),
              json.dumps(kinds, separators=(",", ":")),
              json.dumps(names, separators=(",", ":"))]
