@@ -111,6 +111,10 @@ RETURNS = {
     "tensorflow.keras.models.clone_model": "model",
 }
 
+# Class methods documented as returning an instance of the class they are called on, built
+# through a preset loader the source cannot follow (keras-hub's and keras-cv's ``from_preset``).
+SELF_FACTORIES = frozenset({"from_preset"})
+
 # ----------------------------------------------------------------------------- releases
 # (PyPI distribution, import package, oldest minor version, how the public tree is rooted)
 PACKAGES = [
@@ -119,6 +123,7 @@ PACKAGES = [
     ("tf-keras", "tf_keras", (2, 14)),
     ("keras-cv", "keras_cv", (0, 5)),
     ("keras-hub", "keras_hub", (0, 16)),
+    ("keras-nlp", "keras_nlp", (0, 6)),  # keras-hub's former name, still imported by most code
     ("tensorflow-datasets", "tensorflow_datasets", (4, 0)),
 ]
 # Public names never walked: a second copy of the same API (compat.v2 is tf itself), TF's
@@ -127,7 +132,7 @@ SKIP_PUBLIC = re.compile(
     r"^tensorflow\.compat\.v2(\.|$)|^tensorflow\.compat\.v1\.(compat|keras|raw_ops|estimator)(\.|$)"
     r"|(^|\.)__internal__(\.|$)|(^|\.)__operators__(\.|$)|^tensorflow\.raw_ops(\.|$)|^tensorflow\.estimator(\.|$)"
     r"|^keras\._tf_keras(\.|$)|^keras\.(src|api)(\.|$)|^tf_keras\.(src|api)(\.|$)"
-    r"|^keras_cv\.(src|api)(\.|$)|^keras_hub\.src(\.|$)|^tensorflow_datasets\.(testing|scripts)(\.|$)"
+    r"|^keras_cv\.(src|api)(\.|$)|^keras_(hub|nlp)\.(src|api)(\.|$)|^tensorflow_datasets\.(testing|scripts)(\.|$)"
     r"|\.(tests|testing_utils)$"
 )
 
@@ -291,6 +296,8 @@ class Source:
             elif isinstance(st, ast.If):
                 self._bind(mi, st.body)
                 self._bind(mi, st.orelse)
+            elif isinstance(st, ast.With):  # ``with lazy_imports(): from x import y``
+                self._bind(mi, st.body)
             elif isinstance(st, ast.Try):
                 self._bind(mi, st.body)
                 for h in st.handlers:
@@ -568,6 +575,8 @@ class Source:
             if m is None or any(isinstance(d, ast.Name) and d.id == "property" for d in m[0].node.decorator_list):
                 continue
             k = self.func_kind(m[0], m[1])
+            if k is None and n in SELF_FACTORIES:
+                k = self.class_kind(cls)
             if k:
                 out[n] = k
         return out
@@ -816,8 +825,10 @@ def main(argv=None) -> int:
     data = build(args.cache, args.quick, lambda s: print(s, file=sys.stderr, flush=True))
     blob = encode(data)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "wb") as f:
+    tmp = args.out + ".tmp"
+    with open(tmp, "wb") as f:
         f.write(blob)
+    os.replace(tmp, args.out)
     print(f"wrote {args.out}: {len(blob)} bytes, {len(data['names'])} names, {len(data['cls'])} classes and"
           f" {len(data['call'])} functions with a kind,"
           f" {time.time() - t0:.0f} s", file=sys.stderr)

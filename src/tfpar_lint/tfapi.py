@@ -150,6 +150,9 @@ _PREFIX_REWRITES = (
     ("keras.src.", "keras."),
     ("tf_keras.src.", "keras."),
     ("tf_keras.", "keras."),
+    # keras-nlp 0.17 on is keras-hub under its former name (its __init__ extends __path__ with
+    # keras_hub's and star-imports it); its older releases have the same names
+    ("keras_nlp.", "keras_hub."),
 )
 _EXACT_REWRITES = {
     "tensorflow.keras": "keras",
@@ -258,7 +261,8 @@ def versions(qname: str) -> dict[str, list[str]]:
     ``tensorflow.distribute.experimental.MultiWorkerMirroredStrategy``, ``tensorflow.keras.optimizers
     .legacy.Adam``, ``keras.ops.convert_to_tensor``, ``tf_keras.layers.Dense``, ``keras_hub.models
     .Backbone``, ``tensorflow_datasets.load``.  The answer maps the import package
-    (``tensorflow``, ``keras``, ``tf_keras``, ``keras_cv``, ``keras_hub``, ``tensorflow_datasets``)
+    (``tensorflow``, ``keras``, ``tf_keras``, ``keras_cv``, ``keras_hub``, ``keras_nlp``,
+    ``tensorflow_datasets``)
     to the releases (newest patch of each minor version, as read by the generator: see the table's
     header) that have the name; ``{}`` when no release in the table has it.
 
@@ -268,6 +272,8 @@ def versions(qname: str) -> dict[str, list[str]]:
       use the keras 2.N package of the same minor version (2.6 to 2.15) when that keras has
       ``keras.X``, and the ones that use Keras 3 (2.16 on) when some Keras 3 release has it; the
       ``keras`` releases that have ``keras.X`` come with them.
+    * ``keras_nlp.X``: the keras-nlp releases that have it, and (keras-nlp 0.17 on being keras-hub)
+      the keras-hub releases that have ``keras_hub.X``.
     * A member of a class (``tensorflow.data.Dataset.from_tensor_slices``): the releases of the
       class (members are not versioned separately).
     """
@@ -304,6 +310,10 @@ def versions(qname: str) -> dict[str, list[str]]:
                 out["tensorflow"] = sorted(tv, key=_vkey)
             if kv:
                 out["keras"] = sorted(kv, key=_vkey)
+    if pkg == "keras_nlp":  # keras-nlp 0.17 on re-exports keras-hub (see _PREFIX_REWRITES)
+        hrec = names.get("keras_hub." + qname[len("keras_nlp."):])
+        if hrec is not None and hrec[3]:
+            out["keras_hub"] = _mask_versions("keras_hub", hrec[3])
     if not out and rec is None and "." in qname:
         owner, _, _member = qname.rpartition(".")
         orec = names.get(owner)
