@@ -505,14 +505,10 @@ STATELESS_RNG_EXTRA = frozenset(
     }
 )
 
-# Methods of a strategy that hand a function to every replica: what they do with their
-# arguments is behaviour.  ``experimental_run(fn, input_iterator)`` is TF 1's (tf.compat.v1
-# Strategy, TF <= 2.x): it calls ``fn`` on every replica with the iterator's next element.
+# strategy methods that run a function on every replica; TF 1.x's ``experimental_run(fn, iterator)``
+# hands ``fn`` the iterator's next element instead of ``args=``
 RUN_METHODS = frozenset({"run", "experimental_run_v2", "experimental_run"})
-# Strategy methods whose result is distributed input.  ``make_dataset_iterator`` /
-# ``make_input_fn_iterator`` are tf.compat.v1 Strategy's: they return a distributed iterator.
-DISTRIBUTE_DATASET_METHODS = frozenset({"experimental_distribute_dataset", "make_dataset_iterator",
-                                        "make_input_fn_iterator"})
+DISTRIBUTE_DATASET_METHODS = frozenset({"experimental_distribute_dataset"})
 DISTRIBUTE_FN_METHODS = frozenset({"distribute_datasets_from_function", "experimental_distribute_datasets_from_function"})
 DISTRIBUTE_VALUES_METHODS = frozenset({"experimental_distribute_values_from_function"})
 
