@@ -295,3 +295,12 @@ def test_table_file_is_small_and_well_formed():
     for info in t.header["tf"].values():
         assert info["keras"] in ("tf", "3") or info["keras"].startswith("2.")
     json.dumps(t.header)  # plain JSON
+
+
+def test_damaged_table_is_a_clear_error(tmp_path):
+    bad = tmp_path / "api_table.json.gz"
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(RuntimeError, match="missing or damaged"):
+        api._Table(str(bad))
+    with pytest.raises(RuntimeError, match="regenerate it with scripts/gen_api_table.py"):
+        api._Table(str(tmp_path / "absent.json.gz"))

@@ -67,15 +67,19 @@ class _Table:
     versions) only when a version query needs them."""
 
     def __init__(self, path: str = TABLE_PATH):
-        with open(path, "rb") as f:
-            raw = gzip.decompress(f.read())
-        a = raw.index(b"\n")
-        b = raw.index(b"\n", a + 1)
-        self.header: dict = json.loads(raw[:a])
-        kinds = json.loads(raw[a + 1:b])
+        try:
+            with open(path, "rb") as f:
+                raw = gzip.decompress(f.read())
+            a = raw.index(b"\n")
+            b = raw.index(b"\n", a + 1)
+            self.header: dict = json.loads(raw[:a])
+            kinds = json.loads(raw[a + 1:b])
+        except (OSError, EOFError, ValueError) as e:
+            raise RuntimeError(f"tfpar-lint's TensorFlow API table {path} is missing or damaged ({e}): reinstall "
+                               f"tfpar-lint, or regenerate it with scripts/gen_api_table.py") from e
         self.cls: dict[str, str] = kinds["c"]  # class -> kind of its instances
         self.call: dict[str, str] = kinds["f"]  # function / method -> kind of its result
-        self.target: dict[str, str] = kinds["t"]  # class -> its definition (canonical names)
+        self.target: dict = kinds["t"]  # class -> its definition, or a list of them (canonical names)
         self._names_raw: Optional[bytes] = raw[b + 1:]
         self._names: Optional[dict[str, list]] = None
         self.packages: dict[str, list[str]] = self.header["packages"]
