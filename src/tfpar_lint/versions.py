@@ -65,8 +65,7 @@ class Target:
     legacy_keras: bool = False  # TF_USE_LEGACY_KERAS=1 stated by the project (not by the module)
     known: bool = True  # False: nothing found, UNKNOWN's assumption
     also: tuple[str, ...] = ()  # other statements read (for --show-settings)
-    # the upper bound comes from the code's APIs (an era, not what pip installs): a question about a
-    # version inside the range (``at_least``) is answered only when the whole range agrees
+    # the upper bound comes from the code's APIs (which Keras it was written for), not a statement
     high_from_code: bool = False
 
     @property
@@ -77,9 +76,11 @@ class Target:
         return max(self.low or KERAS3_TF, _LATEST)
 
     def at_least(self, v: Version) -> bool:
-        """Does the code run on TensorFlow ``v`` or later?"""
-        if self.high_from_code:
-            return self.low is not None and self.low >= v
+        """Does the code run on TensorFlow ``v`` or later?  A range runs its newest release: pip
+        installs it, and code written for Keras 2 (an upper bound from its APIs) runs on the
+        newest TensorFlow with Keras 2, 2.15.  (Answering only when the whole range agrees lost
+        three labelled TFP102 mistakes of the realcode set, in Keras 2 code whose optimizers fail
+        from 2.11 on: measured, rules/TFP102.md.)"""
         return self.runs >= v
 
     def tf_keras_is_keras3(self) -> bool:
@@ -721,15 +722,51 @@ _TF_RANGES = (
 def api_range(raw_qname: str) -> Optional[tuple[Optional[Version], Optional[Version], int]]:
     """The TensorFlow versions that have the API ``raw_qname`` (as imported: ``tensorflow.keras.
     layers.experimental.preprocessing.Rescaling``, ``keras.ops.mean``), or None when every
-    current version has it.  The third item: the standalone ``keras`` major it implies (0: none).
-    The one place the generated API table plugs in."""
-    from tfpar_lint import tfapi
+    version has it or nothing is known.  The third item: the standalone ``keras`` major it implies
+    (0: none).  Two sources, intersected: the generated API table (:func:`tfapi.tf_versions`: the
+    releases from 2.4 on that have the name) and the facts above (names the table does not hold,
+    such as ``tf.estimator`` and ``tf.contrib``, and Keras 3 stubs that only raise, such as
+    ``keras.optimizers.legacy``)."""
+    got = _table_range(raw_qname)
+    fact = _fact_range(raw_qname)
+    if got is None:
+        return fact
+    if fact is None:
+        return got
+    both = _intersect(got[:2], fact[:2])
+    if both is None:
+        return fact
+    return both[0], both[1], fact[2] or got[2]
 
-    table = getattr(tfapi, "versions_with", None)  # the generated table, once there is one
-    if table is not None:
-        got = table(raw_qname)
-        if got is not None:
-            return got[0], got[1], 0
+
+def _table_range(raw_qname: str) -> Optional[tuple[Optional[Version], Optional[Version], int]]:
+    if not raw_qname.startswith(("tensorflow.", "keras.", "tf_keras.")):
+        return None
+    try:
+        from tfpar_lint import tfapi
+
+        found = tfapi.tf_versions(raw_qname)
+        every = sorted(tfapi.table().header["tf"], key=tfapi._vkey)
+    except Exception:  # a missing or damaged table: the facts alone (tfapi reports the table's state)
+        return None
+    if not found or not every:
+        return None
+
+    def mm(v: str) -> Version:
+        a, b = v.split(".")[:2]
+        return int(a), int(b)
+
+    lo = mm(found[0]) if found[0] != every[0] else None
+    hi = mm(found[-1]) if found[-1] != every[-1] else None
+    if lo is None and hi is None:
+        return None
+    keras = 0
+    if raw_qname.startswith("keras."):
+        keras = 2 if hi is not None and hi < KERAS3_TF else (3 if lo is not None and lo >= KERAS3_TF else 0)
+    return lo, hi, keras
+
+
+def _fact_range(raw_qname: str) -> Optional[tuple[Optional[Version], Optional[Version], int]]:
     q = raw_qname + "."
     for prefix, lo, hi in _TF_RANGES:
         if q.startswith(prefix if prefix.endswith(".") else prefix + "."):
@@ -747,17 +784,13 @@ def api_range(raw_qname: str) -> Optional[tuple[Optional[Version], Optional[Vers
 
 
 _CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+)")
-_API_HINTS = re.compile(r"experimental|estimator|premade|DenseFeatures|wrappers|multi_gpu_model|legacy|contrib|"
-                        r"Session|placeholder|ops|random|tree|TorchModuleWrapper|JaxLayer|distribution|"
-                        r"fit_generator|evaluate_generator|predict_generator|\blr\b")
-
 
 def code_range(m: "Module") -> Optional[tuple[Optional[Version], Optional[Version], Optional[int], str]]:
     """What the APIs ``m`` uses say: (low, high, keras major or None, the evidence), or None."""
     from tfpar_lint.engine import code_text
 
     src = m.source
-    if not _API_HINTS.search(src):
+    if "tensorflow" not in src and "keras" not in src:
         return None
     text = code_text(src)
     imports: dict[str, str] = {}
@@ -770,15 +803,20 @@ def code_range(m: "Module") -> Optional[tuple[Optional[Version], Optional[Versio
         got = api_range(raw)
         if got is not None:
             evid.append((*got, raw))
+    seen: set[str] = set()
     for mt in _CHAIN.finditer(text):
         chain = re.sub(r"\s+", "", mt.group(1))
         head, _, rest = chain.partition(".")
         base = imports.get(head)
-        if base is None or not _API_HINTS.search(rest):
+        if base is None or not base.startswith(("tensorflow", "keras", "tf_keras")):
             continue
-        got = api_range(f"{base}.{rest}")
+        q = f"{base}.{rest}"
+        if q in seen:
+            continue
+        seen.add(q)
+        got = api_range(q)
         if got is not None:
-            evid.append((*got, f"{base}.{rest}"))
+            evid.append((*got, q))
     evid += list(_attribute_evidence(m))
     if not evid:
         return None

@@ -20,7 +20,8 @@ class OptimizerOutsideScope(CreatedOutsideScopeRule):
     def why(self, v) -> str:
         m = self.module
         keras = 3 if m.keras_flavor(v) == "keras" else 2
-        return f" (with {m.target.describe(keras)}, a Keras optimizer takes the strategy in force when it is made)"
+        return (f" (with {m.target.describe(keras)}: from TensorFlow 2.11 on, a Keras optimizer takes the strategy "
+                f"in force when it is made)")
 
     def data(self, v) -> dict:
         t = self.module.target
