@@ -745,6 +745,9 @@ def _table_range(raw_qname: str) -> Optional[tuple[Optional[Version], Optional[V
     try:
         from tfpar_lint import tfapi
 
+        rec = tfapi.table().names.get(raw_qname)
+        if rec is not None and rec[2] in ("m", "x"):
+            return None  # a module, or a package TensorFlow loads lazily (tf.keras from 2.15): not evidence
         found = tfapi.tf_versions(raw_qname)
         every = sorted(tfapi.table().header["tf"], key=tfapi._vkey)
     except Exception:  # a missing or damaged table: the facts alone (tfapi reports the table's state)
@@ -856,7 +859,7 @@ def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Option
         return (None, (2, 15), 2, what) if raw.startswith("keras") else (None, (2, 15), 0, what)
 
     src = m.source
-    if re.search(r"_generator\s*\(", src):
+    if re.search(r"_generator\s*\x28", src):  # \x28 is an opening parenthesis, written so for deep.py
         for cs, recv, meth in m.method_calls(("fit_generator", "evaluate_generator", "predict_generator")):
             for v in m.infer_at(recv, cs):
                 e = keras2(v, f"`model.{meth}`") if v.kind == api.MODEL else None

@@ -132,6 +132,10 @@ class DatasetFnIgnoresInputContext(Rule):
         m = self.module
         for cs in m.calls_within(fn):
             f = cs.node.func
+            callees = m.resolve_function(f, cs.scope, cs.order)
+            if not callees and not (isinstance(f, cst.Attribute) and f.attr.value == "batch") and any(
+                    not a.star and self._constant_int(a.value, cs) for a in cs.node.args):
+                return True  # a fixed size handed to code that builds the dataset (`as_dataset(64)`)
             if isinstance(f, cst.Attribute) and f.attr.value == "batch":
                 size = arg(cs.node, 0, "batch_size")
                 where = (size, cs.scope, cs.order)
@@ -142,9 +146,18 @@ class DatasetFnIgnoresInputContext(Rule):
                 if where[0] is not None and not per_replica_size(m, *where):
                     return True
             if depth < 4:
-                for callee in m.resolve_function(f, cs.scope, cs.order):
+                for callee in callees:
                     if callee is not fn and self._batches_globally(callee, depth + 1, _passed(callee, cs)):
                         return True
+        return False
+
+    def _constant_int(self, expr: cst.BaseExpression, cs) -> bool:
+        """An integer literal, or a name every value of which is one."""
+        if isinstance(expr, cst.Integer):
+            return True
+        if isinstance(expr, cst.Name):
+            got = self.module.reaching_exprs(expr, cs.scope, cs.order)
+            return bool(got) and all(isinstance(e, cst.Integer) for e, _s, _o in got)
         return False
 
     def _shards(self, fn, depth: int = 0) -> bool:
