@@ -475,8 +475,9 @@ def test_verify_confirmed_text(project, cli, snippets, fake_verify):
     assert r.lines[0] == ("train.py: stopped after 3 steps of step (the step bound, --max-steps); "
                           "2 replicas on cpu:0,cpu:1; 4.1 s; 1 CONFIRMED")
     assert r.lines[1] == "train.py:3:9: TFP101 CONFIRMED: variable is not mirrored"
-    assert r.lines[2].startswith("== 1 script verified: 1 CONFIRMED, 0 RUNTIME")
-    assert r.lines[3].startswith("Next: ")
+    assert r.lines[2].startswith("    fix: Build the model inside `with strategy.scope():`")  # the rule's fix
+    assert r.lines[3].startswith("== 1 script run: 1 CONFIRMED, 0 RUNTIME")
+    assert r.lines[4].startswith("Next: ")
     assert calls == {"scripts": ["train.py"], "devices": "cpu:2", "max_steps": 3, "timeout": 60.0,
                      "script_args": ["--epochs", "1"]}
     r = cli("--verify", "-v", "train.py")
@@ -484,11 +485,13 @@ def test_verify_confirmed_text(project, cli, snippets, fake_verify):
     assert r.lines[2] == "    CONFIRMED: variable is not mirrored (2 replicas on /cpu:0,/cpu:1, 4.1 s)"
 
 
-@pytest.mark.parametrize("status, rc", [(CONFIRMED, 1), (INCONCLUSIVE, 0), (NOT_REPRODUCED, 0)])
+@pytest.mark.parametrize("status, rc", [(CONFIRMED, 1), (INCONCLUSIVE, 2), (NOT_REPRODUCED, 0)])
 def test_verify_exit_codes(project, cli, snippets, fake_verify, status, rc):
+    """A finding the run could not decide leaves the script unverified: exit 2, never 0."""
     fake_verify(status)
     project.write("train.py", snippets.tfp101)
     assert cli("--verify", "train.py").rc == rc
+    assert cli("--verify", "--exit-zero", "train.py").rc == 0
 
 
 def test_verify_runtime_finding_exits_1_in_every_format(project, cli, snippets, fake_verify):
@@ -514,7 +517,12 @@ def test_verify_script_that_could_not_run_exits_2(project, cli, snippets, fake_v
     fake_verify(INCONCLUSIVE, outcome="failed")
     project.write("train.py", snippets.tfp101)
     r = cli("--verify", "train.py")
-    assert r.rc == 2 and "could not be run" in r.lines[0]
+    assert r.rc == 2 and "COULD_NOT_RUN" in r.lines[0]
+    project.write("clean.py", snippets.clean)  # no finding at all: still not "clean"
+    r = cli("--verify", "--format", "json", "clean.py")
+    assert r.rc == 2
+    (d,) = json.loads(r.out)
+    assert (d["code"], d["verification"]["status"]) == ("E904", "COULD_NOT_RUN")
 
 
 def test_verify_json_and_sarif(project, cli, snippets, fake_verify):
@@ -536,7 +544,8 @@ def test_help_names_the_verdicts_and_exit_codes(cli):
     out = " ".join(build_help().split())
     for v in VERDICTS:
         assert v in out
-    assert "0 when nothing is CONFIRMED or RUNTIME, 1 otherwise, 2 when a script could not be run at all" in out
+    assert ("2 when a script COULD_NOT_RUN or a finding is INCONCLUSIVE (not with --exit- zero), else 1 when a "
+            "finding is CONFIRMED or RUNTIME, else 0") in out
 
 
 def build_help() -> str:
@@ -629,7 +638,7 @@ def test_verify_for_real(project, cli):
     lines = r.out.splitlines()
     assert lines[0].startswith("good.py: ran to the end; 2 replicas on cpu:0,cpu:1; ") and lines[0].endswith(
         "nothing found"), r.out
-    assert lines[1].startswith("== 1 script verified: 0 CONFIRMED, 0 RUNTIME"), r.out
+    assert lines[1].startswith("== 1 script run: 0 CONFIRMED, 0 RUNTIME"), r.out
 
 
 def test_verify_runs_named_files_and_flagged_files_only(project, snippets):

@@ -11,8 +11,8 @@
 
 Exit codes: 0 nothing found, 1 findings, 2 usage, configuration or file error
 (a file that cannot be read or parsed is reported and the others are still
-linted).  With ``--verify``: 0 when no finding is CONFIRMED and nothing was found
-at runtime (RUNTIME), 1 otherwise, 2 when a script could not be run at all.
+linted).  With ``--verify``: 2 when a script could not run (COULD_NOT_RUN) or a finding was left
+INCONCLUSIVE, else 1 when a finding is CONFIRMED or was found at runtime (RUNTIME), else 0.
 Bad input never prints a traceback.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
 
 from tfpar_lint import __version__
 from tfpar_lint.config import FORMATS, ConfigError, Settings, load_settings, split_csv
-from tfpar_lint.finding import CONFIRMED, RUNTIME, VERDICTS, FileError, Finding
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, RUNTIME, VERDICTS, FileError, Finding
 
 PROG = "tfpar-lint"
 PROGRESS_MIN_FILES = 20
@@ -121,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                "scripts run by --verify. Exit codes: 0 clean, 1 findings, 2 usage/config/file error. "
                "--verify gives each finding a verdict: "
                + "; ".join(f"{k}: {v}" for k, v in VERDICTS.items())
-               + ". Exit codes under --verify: 0 when nothing is CONFIRMED or RUNTIME, 1 otherwise, "
-               "2 when a script could not be run at all.",
+               + ". Exit codes under --verify: 2 when a script COULD_NOT_RUN or a finding is INCONCLUSIVE "
+               "(not with --exit-zero), else 1 when a finding is CONFIRMED or RUNTIME, else 0.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); - for stdin")
     sel = p.add_argument_group("rule selection")
@@ -658,7 +658,7 @@ def _main(argv: list[str]) -> int:
 
     from tfpar_lint.output import Report, write
 
-    report = Report(findings=findings, errors=errors, runs=runs if fmt in ("text", "concise", "full") else [],
+    report = Report(findings=findings, errors=errors, runs=runs,
                     verified=args.verify, root=settings.root if settings.config_path else os.getcwd(),
                     unsafe_fixes=args.unsafe_fixes, show_source=args.show_source, verbose=args.verbose)
     if stdin_result is not None and stdin_source is not None:
@@ -711,7 +711,7 @@ def _main(argv: list[str]) -> int:
         _show_outputs(runs, always=args.show_output)
     if interrupted:
         return 128 + interrupted
-    not_run = [r for r in runs if getattr(r, "outcome", "") == "failed"]
+    not_run = _unverified(runs, findings)
     rc = exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero, not_run=len(not_run))
     if rc == 0 and args.exit_non_zero_on_fix and modified:
         rc = 1
@@ -909,8 +909,8 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
     script that failed (an argparse error shows as its usage line, not as ``SystemExit: 2``)."""
     for run in runs:
         failed = getattr(run, "outcome", "") in ("error", "failed", "hung")
-        if not (always or failed):
-            continue
+        if not always and (not failed or getattr(run, "stderr_tail", None)):
+            continue  # a COULD_NOT_RUN script's last stderr lines are in the report already
         for name in ("stdout", "stderr"):
             text = getattr(run, name, "") or ""
             if not text.strip():
@@ -924,11 +924,31 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
             sys.stderr.write(head + "\n" + "\n".join(lines) + "\n")
 
 
+def _unverified(runs: Sequence[Any], findings: Sequence[Finding]) -> list[Any]:
+    """The scripts the run did not verify: nothing seen in them (no CONFIRMED or RUNTIME finding), and
+    they could not run through (COULD_NOT_RUN) or a finding of theirs is INCONCLUSIVE."""
+    from tfpar_lint.finding import COULD_NOT_RUN
+
+    by_path: dict[str, list[str]] = {}
+    for f in findings:
+        if f.verification is not None:
+            by_path.setdefault(os.path.realpath(f.path), []).append(f.verification.status)
+    out = []
+    for run in runs:
+        statuses = by_path.get(os.path.realpath(run.path), [])
+        if any(s in (CONFIRMED, RUNTIME) for s in statuses):
+            continue
+        if getattr(run, "status", "") == COULD_NOT_RUN or INCONCLUSIVE in statuses:
+            out.append(run)
+    return out
+
+
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,
               exit_zero: bool, not_run: int = 0) -> int:
-    """0 clean, 1 findings, 2 errors.  Under --verify: 1 only when a finding is CONFIRMED
-    or was found at runtime (RUNTIME); 2 when a script could not be run at all."""
-    if errors or (verified and not_run):
+    """0 clean, 1 findings, 2 errors.  Under --verify: 2 when a script was not verified (COULD_NOT_RUN,
+    or a finding INCONCLUSIVE; not with --exit-zero), else 1 when a finding is CONFIRMED or was found
+    at runtime (RUNTIME), else 0: never 0 with a script the run did not verify."""
+    if errors or (verified and not_run and not exit_zero):
         return 2
     findings = list(findings)
     if exit_zero or not findings:

@@ -36,13 +36,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding, Verification
-from tfpar_lint.verify import probes as probes_pkg
-from tfpar_lint.verify import procs, sandbox
+from tfpar_lint.finding import Finding
+from tfpar_lint.verify import procs, report, sandbox
 from tfpar_lint.verify import procs as procs_mod
 from tfpar_lint.verify.devices import DeviceRequest, host_has_gpu, parse_devices
 from tfpar_lint.verify.probes import RunData
-from tfpar_lint.verify.result import FAMILIES, FamilyObservation, ScriptRun, family_of
+from tfpar_lint.verify.result import ScriptRun
 
 KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 # Limits per run (overridable through the environment): captured stdout and stderr, each; resident memory
@@ -65,7 +64,7 @@ def _output_cap() -> int:
 
 PEER_GRACE = 10.0  # seconds a worker may outlive a failed peer
 NUM_WORKERS = 2
-FORCED_SEED = 1234
+FORCED_SEED = report.FORCED_SEED
 _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -99,12 +98,6 @@ PREEMPT_STEPS = 2
 
 _MWMS = re.compile(r"MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy")
 _THREADS = re.compile(r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPoolExecutor\b|\bThread\b")
-
-
-def _script_line(f: Finding, cmap: dict) -> int:
-    if cmap and f.cell is not None:
-        return cmap.get((f.cell, f.line), f.line)
-    return f.line
 
 
 def _code_only(text: str) -> str:
@@ -239,7 +232,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             rerun="TFP403" in codes or bool(codes & ONE_REPLICA_CODES),
             one_replica="TFP403" not in codes and bool(codes & ONE_REPLICA_CODES),
             preempt="TFP704" in codes,
-            lines=sorted({_script_line(f, cmap) for f in fs}),
+            lines=sorted({report.script_line(f, cmap) for f in fs}),
             run_path=run_path, cell_map=cmap,
         ))
     n_jobs = jobs if jobs and jobs > 0 else default_jobs(req)
@@ -293,7 +286,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             data = futs[(job.index, 0)].result()
             if job.rerun:
                 data.rerun = futs[(job.index, 1)].result()
-            runs.append(_conclude(job, data, display.get(job.script, job.script), req, root if keep else "", ctx))
+            runs.append(report.conclude(job, data, display.get(job.script, job.script), root if keep else "", ctx))
     except KeyboardInterrupt:
         ctx["cancel"].set()
         signum = interrupted[0] or signal.SIGINT
@@ -314,7 +307,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
                     data.rerun = fs[1].result()
                 if getattr(data, "interrupted", False) or getattr(data.rerun, "interrupted", False):
                     continue  # stopped or never started by the interrupt: not a result
-                runs.append(_conclude(job, data, shown, req, root if keep else "", ctx))
+                runs.append(report.conclude(job, data, shown, root if keep else "", ctx))
             except Exception:  # noqa: BLE001 - a run that cannot be concluded is not reported
                 continue
         raise Interrupted(runs, signum) from None
@@ -882,7 +875,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                             f"scratch folder are redirected to a copy in it)")
         elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
             sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
-    refused = _refused(results)
+    refused = report.refused(results)
     if refused:
         sb_notes.append(f"sandbox: the script tried to change mounts or namespaces ({', '.join(refused)}) and was "
                         f"refused")
@@ -1013,202 +1006,3 @@ def _hang_location(stacks_path: str, script: str) -> str:
         if not (os.path.realpath(fn) == real):
             return f"{where} (innermost: {inner})"
     return where
-
-
-# ------------------------------------------------------------------ verdicts
-def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_root: str,
-              ctx: Optional[dict] = None) -> ScriptRun:
-    notes: list[str] = list(getattr(data, "driver_notes", []))
-    for n in getattr(data, "sandbox_notes", []):
-        if n not in notes:
-            notes.append(n)
-    for r in data.workers:
-        for n in (r or {}).get("notes", []):
-            if n not in notes:
-                notes.append(n)
-    stop = next(((r or {}).get("stop_reason") for r in data.workers if (r or {}).get("stop_reason")), "")
-    if stop:
-        notes.append(stop)
-    if data.rerun is not None and job.one_replica:
-        notes.append(f"ran again on one replica (global and numpy seed {FORCED_SEED} in both runs) to compare "
-                     f"the first training step")
-    elif data.rerun is not None:
-        notes.append(f"ran twice with global seed {FORCED_SEED} to compare random streams")
-    codes = [c for c in getattr(data, "exit_codes", [])]
-    killed = getattr(data, "killed", [])
-    exit_status = None if any(killed) else (max(codes, key=lambda c: abs(c or 0)) if codes else None)
-    run = ScriptRun(
-        path=display,
-        outcome=data.outcome,
-        exit_status=exit_status,
-        seconds=round(data.seconds, 2),
-        replicas=data.replicas,
-        devices=data.devices,
-        workers=len(data.workers),
-        strategies=[f"{s['type']}({s['replicas']} replicas)" for s in _unique_strategies(data)],
-        steps=max(((r or {}).get("steps", 0) or 0) for r in data.workers) if data.workers else 0,
-        error=data.error_text(),
-        hang_location=data.hang,
-        notes=notes,
-        startup_seconds=max(((r or {}).get("startup_seconds", 0) or 0) for r in data.workers) if data.workers else 0,
-        workdir=getattr(data, "rundir", "") if keep_root else "",
-        sandbox=_sandbox_name(data, ctx),
-        sandbox_refused=_refused(data.workers),
-        stdout=_joined(data, "stdout"),
-        stderr=_joined(data, "stderr"),
-    )
-    if data.outcome == "hung":
-        run.notes.insert(0, f"hung after {data.hang_seconds or data.seconds:.0f} s; killed")
-    for fam_digit, name in FAMILIES.items():
-        mod = probes_pkg.load(name)
-        try:
-            status, summary = mod.observe(data)
-        except Exception as e:  # pragma: no cover - a probe bug must not lose the run
-            status, summary = INCONCLUSIVE, f"probe error: {type(e).__name__}: {e}"
-        if data.outcome in ("error", "hung", "failed") and status == NOT_REPRODUCED:
-            status = INCONCLUSIVE
-            summary += f" (run incomplete: {data.outcome})"
-        run.observations.append(FamilyObservation(name, f"TFP{fam_digit}xx", status, summary))
-    for f in job.findings:
-        if job.cell_map and f.cell is not None:
-            import copy
-
-            g = copy.copy(f)
-            g.line = _script_line(f, job.cell_map)
-            status, evidence = _judge(g, data)
-            evidence += f" (cell {f.cell}, line {f.line} = line {g.line} of the cells run as one script)"
-        else:
-            status, evidence = _judge(f, data)
-        f.verification = Verification(status=status, evidence=evidence, replicas=data.replicas,
-                                      devices=list(data.devices), seconds=round(data.seconds, 2))
-    run.runtime_findings = [g.to_dict() for g in _runtime_findings(job, data, display)]
-    return run
-
-
-def _seen(data: RunData) -> list:
-    """What every probe saw at a place of the script (``probes.Seen``), one per code and line."""
-    out, keys = [], set()
-    for name in FAMILIES.values():
-        mod = probes_pkg.load(name)
-        locate = getattr(mod, "locate", None)
-        if locate is None:
-            continue
-        try:
-            seen = locate(data)
-        except Exception:  # pragma: no cover - a probe bug must not lose the run
-            continue
-        for s in seen:
-            if (s.code, s.line) not in keys:
-                keys.add((s.code, s.line))
-                out.append(s)
-    return out
-
-
-def _runtime_findings(job: _Job, data: RunData, display: str) -> list[Finding]:
-    """Mistakes the run showed that no static finding covers, as findings of their own
-    (verdict RUNTIME).  A static finding of the same family on the line where the mistake
-    was seen (or one of its other lines) is the same mistake: it gets the verdict CONFIRMED
-    and the evidence instead; a CONFIRMED static finding of the same code covers it too."""
-    from tfpar_lint import registry
-
-    rules = registry.rules_by_code()
-    back = {v: k for k, v in job.cell_map.items()} if job.cell_map else {}
-    out: list[Finding] = []
-    for s in _seen(data):
-        fam = s.code[:4]
-        near = set(range(s.line - 1, s.line + 2)) | set(s.lines)
-        covered = False
-        for f in job.findings:
-            if not f.code.startswith(fam) or f.verification is None:
-                continue
-            line = _script_line(f, job.cell_map)
-            if line in near:
-                if f.verification.status != CONFIRMED:
-                    f.verification.status = CONFIRMED
-                    f.verification.evidence = s.evidence
-                covered = True
-            elif f.code == s.code and f.verification.status == CONFIRMED:
-                covered = True
-        if covered:
-            continue
-        rule = rules.get(s.code)
-        cell, line = back.get(s.line, (None, s.line))
-        g = Finding(code=s.code, name=rule.NAME if rule else "", path=display, line=line, col=1, end_line=line,
-                    end_col=1, cell=cell, severity=rule.SEVERITY if rule else "warning",
-                    message=(rule.SUMMARY if rule else s.code) + " (seen at runtime; the linter did not report it)",
-                    fix_hint=(rule.FIX_HINT or "") if rule else "")
-        g.verification = Verification(status=RUNTIME, evidence=s.evidence, replicas=data.replicas,
-                                      devices=list(data.devices), seconds=round(data.seconds, 2))
-        out.append(g)
-    return out
-
-
-def _refused(results) -> list[str]:
-    """The mount and namespace calls the script tried, every worker's, in order."""
-    out: list[str] = []
-    for r in results:
-        for what in (r or {}).get("sandbox_refused", []) or []:
-            if what not in out:
-                out.append(str(what))
-    return out
-
-
-def _sandbox_name(data: RunData, ctx: Optional[dict]) -> str:
-    modes = [m for m in getattr(data, "sandbox", []) if m]
-    if modes and all(m == "namespaces" for m in modes):
-        return "namespaces"
-    if modes:
-        return "python"
-    return (ctx or {}).get("sandbox", "")
-
-
-def _joined(data: RunData, name: str) -> str:
-    outs = getattr(data, "outputs", [])
-    if len(outs) == 1:
-        return outs[0].get(name, "")
-    return "".join(f"--- worker {i} ---\n{o.get(name, '')}" for i, o in enumerate(outs) if o.get(name))
-
-
-def _unique_strategies(data: RunData) -> list[dict]:
-    seen, out = set(), []
-    for s in data.strategies():
-        k = (s.get("type"), s.get("replicas"))
-        if k not in seen:
-            seen.add(k)
-            out.append(s)
-    return out
-
-
-def _judge(f: Finding, data: RunData) -> tuple[str, str]:
-    fam = family_of(f.code)
-    if fam is None:
-        return INCONCLUSIVE, f"no runtime probe for {f.code} yet"
-    mod = probes_pkg.load(fam)
-    try:
-        verdict = mod.judge(f, data)
-    except Exception as e:  # pragma: no cover - a probe bug must not lose the run
-        verdict = (INCONCLUSIVE, f"probe error: {type(e).__name__}: {e}")
-    if verdict and verdict[0] == CONFIRMED:
-        return verdict
-    ran = data.ran(f.line)
-    err = data.error_text()
-    if data.outcome == "hung":
-        where = f" at {data.hang}" if data.hang else ""
-        before = f" before line {f.line} ran" if ran is False else ""
-        return INCONCLUSIVE, f"hung after {data.hang_seconds or data.seconds:.0f} s{where}{before}"
-    if ran is False:
-        if err:
-            return INCONCLUSIVE, f"the script failed before line {f.line} ran: {err}"
-        stop = next(((r or {}).get("stop_reason") for r in data.workers if (r or {}).get("stop_reason")), "")
-        if stop:
-            return INCONCLUSIVE, f"line {f.line} was not reached ({stop}); raise --max-steps"
-        tail = f"; {verdict[1]}" if verdict and verdict[1] else ""
-        return INCONCLUSIVE, f"line {f.line} never ran{tail}"
-    if verdict is None:
-        if err:
-            return INCONCLUSIVE, f"the script failed: {err}"
-        return INCONCLUSIVE, f"line {f.line} ran, but the {fam} probe saw nothing to judge there"
-    status, evidence = verdict
-    if err and status == NOT_REPRODUCED:
-        evidence += f" (the script then failed: {err})"
-    return status, evidence
