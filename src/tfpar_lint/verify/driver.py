@@ -122,6 +122,31 @@ def _code_only(text: str) -> str:
     return " ".join(names) + " "
 
 
+def _writes_tf_config(text: str) -> bool:
+    """The script writes the TF_CONFIG environment variable itself (``os.environ["TF_CONFIG"] = ...``,
+    ``setdefault``/``update``/``putenv``): it is its own launcher."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+
+    def is_name(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value == "TF_CONFIG"
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and is_name(node.slice):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "setdefault", "putenv", "update", "__setitem__"):
+            if any(is_name(a) for a in node.args) or any(k.arg == "TF_CONFIG" for k in node.keywords):
+                return True
+            if any(isinstance(a, ast.Dict) and any(is_name(k) for k in a.keys) for a in node.args):
+                return True
+    return False
+
+
 @dataclass
 class _Job:
     index: int
@@ -135,6 +160,7 @@ class _Job:
     cell_map: dict = field(default_factory=dict)  # (cell, line) -> script line, notebooks only
     one_replica: bool = False  # the re-run uses one device (TFP501/503/504/505: the same step on one replica)
     preempt: bool = False  # worker 1 leaves after PREEMPT_STEPS steps (TFP704: is the peer's failure swallowed?)
+    own_tf_config: bool = False  # the script writes TF_CONFIG: its workers start without the verifier's
 
 
 def _notebook_script(path: str, folder: str) -> tuple[str, dict, str]:
@@ -232,6 +258,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             rerun="TFP403" in codes or bool(codes & ONE_REPLICA_CODES),
             one_replica="TFP403" not in codes and bool(codes & ONE_REPLICA_CODES),
             preempt="TFP704" in codes,
+            own_tf_config=_writes_tf_config(text),
             lines=sorted({report.script_line(f, cmap) for f in fs}),
             run_path=run_path, cell_map=cmap,
         ))
@@ -556,6 +583,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "worker_index": worker,
         "num_workers": NUM_WORKERS if worker is not None else 1,
         "tf_config": tf_config,
+        "own_tf_config": job.own_tf_config,
         "uses_threads": job.uses_threads,
         "seed": seed,
         "np_seed": seed if job.one_replica else None,
@@ -566,7 +594,9 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     spec_path = os.path.join(rundir, "spec.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
-    env = _child_env(ctx["req"], tf_config)
+    # A script that writes TF_CONFIG runs as it would without the verifier; the strategy gets the
+    # verifier's cluster only where the script had written its own TF_CONFIG (instrument.py).
+    env = _child_env(ctx["req"], None if job.own_tf_config else tf_config)
     env[procs.MARKER] = marker
     env["TMPDIR"] = tmpdir
     relays = []

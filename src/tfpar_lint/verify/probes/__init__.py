@@ -167,22 +167,67 @@ def error_elsewhere(run: RunData, patterns: list[str]) -> Optional[dict[str, Any
     return None
 
 
-# ------------------------------------------------------------ runtime findings
+# ------------------------------------------------------------ what a probe saw
 @dataclass
 class Seen:
-    """A mistake a probe observed at one place of the script, whatever the linter said.
+    """What a probe saw at one place of the script: a mistake (``status`` CONFIRMED), the code
+    behaving correctly (NOT_REPRODUCED), or why it cannot tell (INCONCLUSIVE), with the evidence.
 
-    ``locate(run) -> list[Seen]`` (optional in a probe module) lists them; the driver turns
-    each one that no static finding covers into a finding of its own (verdict RUNTIME).
-    ``line`` is where it was observed (the thread target's ``assign``, the ``strategy.run``
-    call whose replicas got identical batches, the ``set_seed`` call, the ``.numpy()``
-    call); ``lines`` are other script lines of the same mistake (a static finding of the
-    family on one of them is the same mistake)."""
+    ``line`` is where it was seen (the thread target's ``assign``, the ``strategy.run`` call whose
+    replicas got one tensor, the ``set_seed`` call); ``lines`` are other script lines of the same
+    thing (a static finding on one of them is judged by it); ``also`` other codes it decides;
+    ``anywhere``: it decides a finding of its code wherever the finding is; ``runtime``: a CONFIRMED
+    one is a mistake of its own (RUNTIME) when no static finding covers it.
+
+    A probe module whose parent side is ``seen(run) -> list[Seen]`` gets ``judge``, ``locate`` and
+    ``observe`` from :func:`judge_from`, :func:`locate_from` and :func:`observe_from`."""
 
     code: str
     line: int
     evidence: str
     lines: tuple[int, ...] = ()
+    status: str = "CONFIRMED"
+    also: tuple[str, ...] = ()
+    anywhere: bool = False
+    runtime: bool = True
+
+
+_RANK = {"CONFIRMED": 0, "NOT_REPRODUCED": 1, "INCONCLUSIVE": 2}
+
+
+def judge_from(seen: list[Seen], finding) -> Optional[tuple[str, str]]:
+    """The verdict of a static finding: what was seen for its code at its line (a mistake first, then
+    correct behaviour, then why it cannot tell); None when nothing was seen there."""
+    best: Optional[Seen] = None
+    for s in seen:
+        if finding.code != s.code and finding.code not in s.also:
+            continue
+        if not (s.anywhere or finding.line == s.line or finding.line in s.lines):
+            continue
+        if best is None or _RANK.get(s.status, 3) < _RANK.get(best.status, 3):
+            best = s
+    return (best.status, best.evidence) if best else None
+
+
+def locate_from(seen: list[Seen]) -> list[Seen]:
+    """The mistakes that become findings of their own (RUNTIME) where no static finding covers them."""
+    return [s for s in seen if s.status == "CONFIRMED" and s.runtime and s.line]
+
+
+def observe_from(run: "RunData", seen: list[Seen], name: str) -> tuple[str, str]:
+    """The probe's line in ``-v``: its first mistake, else what it checked."""
+    from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+
+    if not any(run.probe(name)):
+        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
+    bad = [s for s in seen if s.status == CONFIRMED]
+    if bad:
+        return CONFIRMED, bad[0].evidence
+    ok = [s for s in seen if s.status == NOT_REPRODUCED]
+    if ok:
+        more = f" (and {len(ok) - 1} more place{'s' if len(ok) > 2 else ''})" if len(ok) > 1 else ""
+        return NOT_REPRODUCED, ok[0].evidence + more
+    return NOT_REPRODUCED, "nothing of this family ran"
 
 
 def error_line(err: Optional[dict[str, Any]]) -> Optional[int]:

@@ -8,7 +8,8 @@ call (``fn_errors``), whether or not the script caught them.
 Parent side:
 
 * TFP701: ``strategy.run`` at the line called eagerly (outside any
-  ``tf.function``), with the count;
+  ``tf.function``) several times, with a replica function that computed gradients (a training
+  step; a replica function that only draws numbers or predicts is not one);
 * TFP702, TFP703: TensorFlow's / Keras' own error at the line;
 * TFP704: scripts with this finding run with a simulated preemption (worker
   1 of the local cluster leaves after a few steps); confirmed when an
@@ -44,7 +45,7 @@ def _sites(run) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for w in run.workers:
         for line, c in ((w or {}).get("run_sites") or {}).items():
-            d = out.setdefault(line, {"eager": 0, "traced": 0, "keras": 0})
+            d = out.setdefault(line, {"eager": 0, "traced": 0, "keras": 0, "trains": 0})
             for k in d:
                 d[k] = max(d[k], c.get(k, 0))
     return out
@@ -84,10 +85,11 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             return None
         if c["eager"] == 1:
             return INCONCLUSIVE, f"strategy.run at line {line} ran eagerly once only (one call is not a slow loop)"
+        if c["eager"] and c["trains"]:
+            return CONFIRMED, _eager_text(line, c, run)
         if c["eager"]:
-            return CONFIRMED, (f"strategy.run at line {line} was called eagerly {c['eager']} time(s) "
-                               f"({c['traced']} traced in a tf.function) on {run.ctx()}: every step dispatches "
-                               f"each replica's ops one by one from Python")
+            return NOT_REPRODUCED, (f"strategy.run at line {line} ran eagerly {c['eager']} times, but its replica "
+                                    f"function computed no gradients: not a training step")
         return NOT_REPRODUCED, f"strategy.run at line {line} ran only inside tf.function ({c['traced']} trace(s))"
     if code == "TFP704":
         return _judge_704(finding, run, line)
@@ -132,7 +134,7 @@ def observe(run) -> tuple[str, str]:
     if not any((w or {}).get("probes", {}).get("execution") is not None for w in run.workers):
         return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
     sites = _sites(run)
-    eager = {ln: c for ln, c in sites.items() if c["eager"] >= 3}  # a Python loop of eager steps
+    eager = {ln: c for ln, c in sites.items() if c["eager"] >= 3 and c["trains"]}  # a Python loop of training steps
     if eager:
         ln, c = next(iter(eager.items()))
         return CONFIRMED, f"strategy.run called eagerly at line {ln} ({c['eager']} calls)"
@@ -146,7 +148,12 @@ def locate(run) -> list:
 
     out = located_errors(run, ERRORS)
     for ln, c in _sites(run).items():
-        if c["eager"] >= 3 and ln.isdigit():
-            out.append(Seen("TFP701", int(ln), f"strategy.run at line {ln} ran eagerly {c['eager']} times from a "
-                                               f"Python loop (no tf.function)"))
+        if c["eager"] >= 3 and c["trains"] and ln.isdigit():
+            out.append(Seen("TFP701", int(ln), _eager_text(int(ln), c, run)))
     return out
+
+
+def _eager_text(line: int, c: dict, run) -> str:
+    return (f"strategy.run at line {line} ran a training step (its replica function computed gradients) eagerly "
+            f"{c['eager']} times ({c['traced']} traced in a tf.function) on {run.ctx()}: every step dispatches each "
+            f"replica's ops one by one from Python")

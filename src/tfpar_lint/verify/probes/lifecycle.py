@@ -11,10 +11,10 @@ while the run then failed or hung (TFP603), the same path written by both
 workers (TFP604), a strategy with fewer replicas than TF_CONFIG lists workers
 (TFP602); TFP601 and TFP606 are TensorFlow's own errors at the line.
 
-TFP602 cannot normally be shown here: the verifier gives every worker its
-TF_CONFIG before the script starts, so a TF_CONFIG the script writes after
-creating the strategy finds the cluster already configured (and a script
-that writes it only when given --worker_hosts never writes it).
+TFP602: a script that writes ``TF_CONFIG`` itself runs without the verifier's (the
+driver sees the write in its text); a strategy created before the script's write counts one
+worker against the cluster the script's TF_CONFIG lists.  A TF_CONFIG the script writes before
+creating the strategy is replaced by the verifier's local cluster when the strategy is made.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ ERRORS = {
     "TFP601": [r"Collective ops must be configured at program startup"],
     "TFP606": [r"Attempt to convert a value \(PerReplica", r"unsupported type \(<class '[\w.]*PerReplica'>\)"],
 }
+_MWMS = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy", "_CollectiveAllReduceStrategyExperimental")
 _PEER_FAILED = [r"UnavailableError", r"Collective ops is aborted", r"DeadlineExceeded", r"tasks are unhealthy"]
 
 
@@ -107,7 +108,12 @@ def collect(R) -> dict[str, Any]:
             (tfc.get("cluster") or {}).get("chief", []) or [])
     except ValueError:
         workers = -1
-    return {"saves": saves, "tf_config_workers": workers, "worker": R.worker_index}
+    mwms = []
+    for s, created in zip([s for s in R.strategies if s["type"] in _MWMS], R.tf_config_at_creation):
+        n = getattr(getattr(s.get("_ref"), "extended", None), "_num_workers", None)
+        mwms.append(dict(created, workers=int(n) if isinstance(n, int) else None, replicas=s.get("replicas", 0)))
+    return {"saves": saves, "tf_config_workers": workers, "worker": R.worker_index, "mwms": mwms,
+            "own_tf_config": bool(getattr(R, "own_tf_config", False))}
 
 
 # ================================================================== parent
@@ -176,20 +182,29 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
 
 
 def _judge_602(run, line):
-    tfc = [((w or {}).get("probes") or {}).get("lifecycle", {}).get("tf_config_workers") for w in run.workers]
-    sts = run.strategies()
-    mw = [s for s in sts if s.get("type") in ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy")]
-    listed = max([t for t in tfc if isinstance(t, int)] or [0])
-    if mw and listed >= 2 and any(s.get("replicas", 0) < listed for s in mw):
-        s = min(mw, key=lambda s: s.get("replicas", 0))
-        return CONFIRMED, (f"{s['type']} has num_replicas_in_sync {s['replicas']} while TF_CONFIG lists {listed} "
-                           f"workers: TF_CONFIG was written after the strategy was created (line {line})")
-    why = ("the verifier sets TF_CONFIG for its local cluster before the script starts, so the strategy saw the "
-           "cluster whatever the script writes later")
-    if run.ran(line):
-        return NOT_REPRODUCED, (f"line {line} ran; every strategy had {max((s.get('replicas', 0) for s in mw), default=0)}"
-                                f" replicas for {listed} workers in TF_CONFIG ({why})")
-    return INCONCLUSIVE, f"the script wrote no TF_CONFIG at line {line} (it does only when asked to); {why}"
+    """A script that writes its own TF_CONFIG runs without the verifier's (each worker process as
+    ``python script.py`` would run it): a strategy created before that write counts one worker,
+    while the TF_CONFIG the script then wrote lists the cluster."""
+    los = [((w or {}).get("probes") or {}).get("lifecycle") or {} for w in run.workers]
+    listed = max([o.get("tf_config_workers", 0) for o in los if isinstance(o.get("tf_config_workers"), int)] or [0])
+    for o in los:
+        for m in o.get("mwms", []):
+            if m.get("unset") and listed >= 2 and (m.get("workers") or 1) < listed:
+                at = f" at line {m['lines'][0]}" if m.get("lines") else ""
+                return CONFIRMED, (f"MultiWorkerMirroredStrategy created{at} before the script wrote TF_CONFIG counted "
+                                   f"{m.get('workers') or 1} worker ({m.get('replicas')} replica(s) in sync), while the "
+                                   f"TF_CONFIG the script wrote (line {line}) lists {listed} workers: each worker trains "
+                                   f"alone")
+    if not any(o.get("own_tf_config") for o in los):
+        return INCONCLUSIVE, ("the run used the verifier's TF_CONFIG, set before the script started, so it cannot show "
+                              "when the script's own TF_CONFIG is written")
+    if not listed:
+        return INCONCLUSIVE, f"the script wrote no TF_CONFIG in this run (line {line} did not write one)"
+    created = [m for o in los for m in o.get("mwms", [])]
+    if created and not any(m.get("unset") for m in created):
+        return NOT_REPRODUCED, (f"the script's TF_CONFIG ({listed} workers) was set before the strategy was created: "
+                                f"the strategy joined the cluster")
+    return INCONCLUSIVE, "no MultiWorkerMirroredStrategy was created before the script's TF_CONFIG was written"
 
 
 def observe(run) -> tuple[str, str]:

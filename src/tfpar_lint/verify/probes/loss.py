@@ -33,7 +33,9 @@ TOLERANCE = 0.05  # |ratio - 1| below this is "the same"
 
 _TFK_REDUCTION = (r"Please use `tf\.keras\.losses\.Reduction\.SUM` or `tf\.keras\.losses\.Reduction\.NONE`"
                   r"|reduction.*(is not supported|should be).*(distribut|strategy)")
-ERRORS = {"TFP502": [_TFK_REDUCTION]}
+ERRORS = {"TFP502": [_TFK_REDUCTION],
+          # tf.reduce_mean (or another op) of a PerReplica value outside strategy.run
+          "TFP506": [r"using a PerReplica object while not inside a replica context"]}
 
 
 # =================================================================== child
@@ -47,6 +49,9 @@ class _State:
         self.updates: dict[int, dict[str, Any]] = {}
         self.update_refs: dict[int, Any] = {}
         self.local = threading.local()
+        self.average_loss: list[dict[str, Any]] = []  # compute_average_loss calls: line, global_batch_size
+        self.scaled: dict[int, tuple[Any, int]] = {}  # id(its result) -> (the result, line): by identity
+        self.metric_fed: list[dict[str, Any]] = []  # a Mean metric updated with such a result
 
 
 def _trainable(R) -> list[tuple[int, str, Any]]:
@@ -76,7 +81,7 @@ def install(R) -> None:
     from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
 
     from tfpar_lint.verify import instrument
-    from tfpar_lint.verify.runtime import patch
+    from tfpar_lint.verify.runtime import patch, when_imported
 
     L = _State()
     R.loss = L
@@ -141,6 +146,60 @@ def install(R) -> None:
         return reduce
 
     patch(distribute_lib.StrategyBase, "reduce", make_reduce, tag="loss")
+
+    # ---- compute_average_loss: its global batch size, and where its result goes (by identity)
+    from tensorflow.python.ops import nn_impl_distribute
+
+    def make_average(orig):
+        def compute_average_loss(*a, **k):
+            out = orig(*a, **k)
+            try:
+                if R.in_replica_fn():
+                    line = R.direct_caller_line(2)
+                    g = k.get("global_batch_size", a[2] if len(a) > 2 else None)
+                    try:
+                        g = int(g) if g is not None else None
+                    except (TypeError, ValueError):
+                        g = None  # a tensor while traced
+                    with R.lock:
+                        if line is not None and len(L.average_loss) < 20 and not any(
+                                c["line"] == line for c in L.average_loss):
+                            L.average_loss.append({"line": line, "global_batch_size": g})
+                        if line is not None and len(L.scaled) < 200:
+                            L.scaled[id(out)] = (out, line)
+            except Exception:  # pragma: no cover - never break the script
+                pass
+            return out
+
+        return compute_average_loss
+
+    patch(tf.nn, "compute_average_loss", make_average, tag="loss")
+    patch(nn_impl_distribute, "compute_average_loss", make_average, tag="loss")
+
+    def make_metric_update(api):
+        def make(orig):
+            def update_state(self, *a, **k):
+                try:
+                    values = a[0] if a else k.get("values")
+                    hit = L.scaled.get(id(values))
+                    if hit is not None and hit[0] is values and R.in_replica_fn() and len(L.metric_fed) < 10:
+                        line = R.direct_caller_line(2)
+                        if line is not None and not any(m["line"] == line for m in L.metric_fed):
+                            with R.lock:
+                                L.metric_fed.append({"line": line, "metric": f"{api} {type(self).__name__}",
+                                                     "loss_line": hit[1]})
+                except Exception:  # pragma: no cover - never break the script
+                    pass
+                return orig(self, *a, **k)
+
+            return update_state
+
+        return make
+
+    when_imported("keras.src.metrics.reduction_metrics",
+                  lambda m: patch(m.Mean, "update_state", make_metric_update("keras"), tag="loss"))
+    when_imported("tf_keras.src.metrics.base_metric",
+                  lambda m: patch(m.Mean, "update_state", make_metric_update("tf_keras"), tag="loss"))
 
     # ---- a PerReplica used as one tensor
     def misuse(kind: str, err: BaseException) -> None:
@@ -222,7 +281,7 @@ def collect(R) -> dict[str, Any]:
             copies = []
         updates.append(dict(rec, copies=copies))
     return {"first_step": L.first_step, "outputs": L.outputs, "reduces": L.reduces, "misuse": L.misuse,
-            "updates": updates}
+            "updates": updates, "average_loss": L.average_loss, "metric_fed": L.metric_fed}
 
 
 # ================================================================== parent
@@ -265,7 +324,7 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
 
     code, line = finding.code, finding.line
     o = _obs(run)
-    if code in ERRORS:
+    if code == "TFP502":
         v = error_at_line(run, line, ERRORS[code])
         if v:
             return v
@@ -278,6 +337,9 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             m = ms[0]
             return CONFIRMED, (f"line {line} used the PerReplica result of strategy.run ({run.ctx()}) as one tensor "
                                f"({m['kind']}): {m['error']}")
+        v = error_at_line(run, line, ERRORS[code])
+        if v:
+            return v
         if run.ran(line):
             return NOT_REPRODUCED, f"line {line} ran; no PerReplica value was used as a tensor there"
         return None
@@ -291,6 +353,9 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             return NOT_REPRODUCED, f"{us[0]['name']} updated at line {line}: replica copies agree {us[0]['copies']}"
         return None
     if code == "TFP505":
+        fed = [m for m in o.get("metric_fed", []) if line in (m["line"], m["loss_line"])]
+        if fed:
+            return CONFIRMED, _fed_text(fed[0], run)
         return _judge_reported(run, o, line)
     if code in ("TFP501", "TFP503", "TFP504"):
         return _judge_update(run, code, line)
@@ -352,13 +417,15 @@ def observe(run) -> tuple[str, str]:
     if o.get("misuse"):
         m = o["misuse"][0]
         return CONFIRMED, f"a PerReplica result used as one tensor at line {m['line']}: {m['error']}"
+    if o.get("metric_fed") and run.replicas >= 2:
+        return CONFIRMED, _fed_text(o["metric_fed"][0], run)
     div = [u for u in o.get("updates", []) if len(set(u["copies"])) > 1]
     if div:
         u = div[0]
         return CONFIRMED, f"replica copies of {u['name']} diverged after {u['kind']} at line {u['line']}: {u['copies']}"
     from tfpar_lint.verify.probes import error_elsewhere
 
-    err = error_elsewhere(run, ERRORS["TFP502"])
+    err = error_elsewhere(run, ERRORS["TFP502"]) or error_elsewhere(run, ERRORS["TFP506"])
     if err:
         return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
     parts = []
@@ -377,11 +444,20 @@ def observe(run) -> tuple[str, str]:
     return NOT_REPRODUCED, "; ".join(parts)
 
 
+def _fed_text(m: dict, run) -> str:
+    n = run.replicas or 2
+    return (f"{m['metric']} metric updated at line {m['line']} inside strategy.run with the result of "
+            f"compute_average_loss at line {m['loss_line']} (the same tensor): each replica's value is its share of "
+            f"the global-batch average, already divided by the global batch size, so the metric's mean over the "
+            f"{n} replicas reports 1/{n} of the loss ({run.ctx()})")
+
+
 def locate(run) -> list:
     from tfpar_lint.verify.probes import Seen, located_errors
 
     o = _obs(run)
-    out = []
+    out = [Seen("TFP505", int(m["line"]), _fed_text(m, run), (int(m["loss_line"]),))
+           for m in o.get("metric_fed", [])[:1] if run.replicas >= 2]
     for m in o.get("misuse", [])[:1]:
         if m.get("line"):
             out.append(Seen("TFP506", int(m["line"]), f"a PerReplica result of strategy.run used as one tensor at "

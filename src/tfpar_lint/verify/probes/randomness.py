@@ -28,10 +28,15 @@ _KERAS_RANDOM = ("uniform", "normal", "truncated_normal", "dropout", "shuffle", 
                  "gamma", "binomial", "beta")
 
 
+_NP_RANDOM = ("normal", "uniform", "rand", "randn", "randint", "random", "random_sample", "choice", "permutation",
+              "shuffle", "standard_normal", "binomial", "poisson", "beta", "gamma", "exponential", "integers")
+
+
 class _State:
     def __init__(self):
         self.sites: dict[str, dict[str, Any]] = {}
         self.seeds: list[dict[str, Any]] = []
+        self.numpy: dict[str, dict[str, Any]] = {}  # numpy draws in replica functions, per line
 
 
 def install(R) -> None:
@@ -167,6 +172,45 @@ def install(R) -> None:
 
     when_imported("keras.utils", keras_utils)
     when_imported("keras.src.utils.rng_utils", keras_utils)
+    _install_numpy(R, S, context)
+
+
+def _install_numpy(R, S, context) -> None:
+    """``np.random.*`` called by the script inside a replica function: while a tf.function is traced
+    the draw runs once, in Python, and its numbers become constants of the graph (the same at
+    every step).  Records, per line, the draws made eagerly and while tracing, and the step
+    function being traced (its calls are counted by the core instrumentation)."""
+    import numpy as np
+
+    from tfpar_lint.verify.runtime import patch
+
+    def make(api):
+        def wrap(orig):
+            def draw(*a, **k):
+                try:
+                    if R.in_replica_fn():
+                        line = R.direct_caller_line(2)
+                        if line is not None:
+                            traced = not context.executing_eagerly()
+                            step = R.tracing_step
+                            with R.lock:
+                                rec = S.numpy.setdefault(str(line), {"line": line, "api": api, "eager": 0,
+                                                                     "traced": 0, "fn": None, "fn_name": ""})
+                                rec["traced" if traced else "eager"] += 1
+                                if traced and step is not None:
+                                    rec["fn"] = id(step)
+                                    rec["fn_name"] = str(getattr(step, "_name", "") or "tf.function")
+                except Exception:  # pragma: no cover - never break the script
+                    pass
+                return orig(*a, **k)
+
+            return draw
+
+        return wrap
+
+    for name in _NP_RANDOM:
+        if getattr(np.random, name, None) is not None:
+            patch(np.random, name, make(f"np.random.{name}"), tag="randomness")
 
 
 def _safe(fn, default=False):
@@ -184,7 +228,13 @@ def collect(R) -> dict[str, Any]:
     S: _State = getattr(R, "randomness", None)
     if S is None:
         return {}
-    return {"sites": list(S.sites.values()), "seeds": S.seeds}
+    numpy = []
+    for rec in S.numpy.values():
+        rec = dict(rec)
+        fn = rec.pop("fn")
+        rec["fn_calls"] = max((n for k, n in R.steps.items() if k == ("fn", fn)), default=0) if fn else 0
+        numpy.append(rec)
+    return {"sites": list(S.sites.values()), "seeds": S.seeds, "numpy": numpy}
 
 
 # ================================================================== parent
@@ -263,6 +313,9 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
                                     f"values at line {s['line']} and no value repeated across steps ({n} draws "
                                     f"compared)")
         return INCONCLUSIVE, f"set_seed at line {line} ran {where}, but no random draw in a replica function was seen"
+    for rec, text in _frozen(run):
+        if rec["line"] == line:
+            return CONFIRMED, text
     sites = _sites(run, line)
     if not sites:
         return None
@@ -294,6 +347,9 @@ def observe(run) -> tuple[str, str]:
     obs = run.probe("randomness")
     if not any(obs):
         return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
+    frozen = _frozen(run)
+    if frozen:
+        return CONFIRMED, frozen[0][1]
     # Low-entropy draws (a permutation of 4 items) may agree by chance.
     sites = [s for s in _sites(run) if not s.get("low_entropy")]
     comps = [(s, _compare(s)) for s in sites]
@@ -308,9 +364,33 @@ def observe(run) -> tuple[str, str]:
     return NOT_REPRODUCED, "no random draws by the script inside replica functions"
 
 
+def _frozen(run) -> list[tuple[dict, str]]:
+    """numpy draws made only while a step function was traced, which then ran more often than it was
+    traced: the same numbers at every step."""
+    out = []
+    n = max(run.replicas, 1)
+    for o in run.probe("randomness"):
+        for rec in (o or {}).get("numpy", []):
+            traces = -(-rec["traced"] // n)  # draws while tracing, per replica
+            if rec["traced"] and not rec["eager"] and rec.get("fn_calls", 0) > traces:
+                out.append((rec, (f"{rec['api']} at line {rec['line']} ran only while {rec['fn_name']} was traced "
+                                  f"({rec['traced']} draw{'s' if rec['traced'] != 1 else ''}, one per replica and "
+                                  f"trace), and {rec['fn_name']} then ran {rec['fn_calls']} times: the numbers are "
+                                  f"constants of the traced graph, the same at every step")))
+    return out
+
+
 def locate(run) -> list:
     """Replicas that drew identical values: at the ``set_seed`` call when one ran inside a
-    replica function (TFP401), else at the draw (TFP402 with a seed, TFP403 without)."""
+    replica function (TFP401), else at the draw (TFP402 with a seed, TFP403 without); numpy
+    draws frozen at trace time (TFP403)."""
+    from tfpar_lint.verify.probes import Seen
+
+    frozen = [Seen("TFP403", int(rec["line"]), text) for rec, text in _frozen(run)]
+    return frozen + _locate_draws(run)
+
+
+def _locate_draws(run) -> list:
     from tfpar_lint.verify.probes import Seen
 
     sites = [s for s in _sites(run) if not s.get("low_entropy")]
