@@ -641,17 +641,58 @@ def test_verify_for_real(project, cli):
     assert lines[1].startswith("== 1 script run: 0 CONFIRMED, 0 RUNTIME"), r.out
 
 
-def test_verify_runs_named_files_and_flagged_files_only(project, snippets):
-    """``--verify DIR`` never executes a folder's clean files (setup.py included); named files always run."""
+def test_verify_dir_runs_every_entry_point_that_uses_a_strategy(project, snippets):
+    """``--verify DIR`` runs the folder's scripts that use a strategy, flagged or not; it skips setup.py,
+    tests and modules that are not an entry point (saying why), and never runs files without a strategy;
+    named files always run."""
     from tfpar_lint.cli import _scripts_to_run
     from tfpar_lint.discovery import discover
 
-    project.write("pkg/setup.py", "import setuptools\n")
-    project.write("pkg/clean.py", snippets.clean)
+    project.write("pkg/setup.py", "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
+    project.write("pkg/clean.py", snippets.clean)  # no finding, uses a strategy: runs
     project.write("pkg/flagged.py", snippets.tfp101)
-    project.write("named.py", snippets.clean)
+    project.write("pkg/plain.py", "import os\nprint(os.getcwd())\n")  # no strategy: never run
+    project.write("pkg/tests/check_train.py", snippets.clean)  # under tests/
+    project.write("pkg/test_train.py", snippets.clean)
+    project.write("pkg/strategies.py", "import tensorflow as tf\nSTRATEGY = tf.distribute.MirroredStrategy()\n")
+    project.write("pkg/main.py", "from strategies import STRATEGY\nprint(STRATEGY.num_replicas_in_sync)\n")
+    project.write("pkg/lib.py", "import tensorflow as tf\n\n\ndef make():\n    return tf.distribute.MirroredStrategy()\n")
+    project.write("pkg/guarded.py", "import tensorflow as tf\n\n\ndef main():\n    tf.distribute.MirroredStrategy()\n\n\n"
+                                    "if __name__ == '__main__':\n    main()\n")
+    project.write("named.py", "print('not distributed')\n")
     found = discover(["pkg", "named.py"], [], str(project.root))
     flagged = Finding("TFP101", "model-outside-scope", "m", os.path.join("pkg", "flagged.py"), 3, 9, 3, 9)
     got = _scripts_to_run(found.files, ["pkg", "named.py"], [flagged])
-    assert sorted(os.path.basename(p) for p in got) == ["flagged.py", "named.py"]
-    assert _scripts_to_run(found.files, ["pkg"], []) == []
+    assert sorted(os.path.basename(p) for p in got) == ["clean.py", "flagged.py", "guarded.py", "main.py", "named.py"]
+    from tfpar_lint.verify.select import select
+
+    sel = select(found.files, ["pkg", "named.py"], [flagged.path])
+    why = {os.path.relpath(p, "pkg"): w for p, w in sel.skipped}
+    assert why == {"setup.py": "setup script", os.path.join("tests", "check_train.py"): "test", "test_train.py": "test",
+                   "strategies.py": "module imported by main.py, no __main__ entry point",
+                   "lib.py": "module that only defines things, no entry point"}, why
+    assert sel.no_strategy == 1
+
+
+def test_verify_dir_says_what_it_skipped(project, cli, snippets, fake_verify):
+    calls = fake_verify(NOT_REPRODUCED)
+    project.write("pkg/setup.py", "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
+    project.write("pkg/train.py", snippets.clean)
+    r = cli("--verify", "pkg")
+    assert [os.path.basename(p) for p in calls["scripts"]] == ["train.py"]
+    assert "--verify did not run: pkg/setup.py (setup script)" in r.err, r.err
+
+
+def test_verify_refuses_devices_the_machine_cannot_give(project, cli, snippets, monkeypatch):
+    """No silent fallback: --devices gpu[:N] without a GPU is a usage error (exit 2, one clear line)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr("tfpar_lint.cli._tensorflow_available", lambda: True)
+    project.write("train.py", snippets.tfp101)
+    for spec in ("gpu", "gpu:2"):
+        r = cli("--verify", "--devices", spec, "train.py")
+        assert r.rc == 2, r.out + r.err
+        assert f"--devices {spec}: this machine has no GPU" in r.err and "cpu:N" in r.err, r.err
+        assert len(r.err.strip().splitlines()) == 1, r.err
+    from tfpar_lint.verify.devices import unmet
+
+    assert unmet("cpu:4") is None and unmet("auto") is None

@@ -409,6 +409,13 @@ def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
         raise UsageError(f"{hint} ({e})") from None
     except AttributeError:
         raise UsageError("this installation's runtime verifier has no verify_findings()") from None
+    try:
+        from tfpar_lint.verify.devices import unmet
+    except ImportError:
+        unmet = None
+    why = unmet(args.devices) if unmet is not None else None
+    if why:  # never run on other devices than asked for
+        raise UsageError(why)
     kwargs: dict[str, Any] = {"devices": args.devices, "script_args": script_args, "jobs": jobs}
     if args.max_steps is not None:
         kwargs["max_steps"] = args.max_steps
@@ -643,7 +650,7 @@ def _main(argv: list[str]) -> int:
     runs: list[Any] = []
     interrupted = 0
     if args.verify:
-        scripts = _scripts_to_run(found.files, paths, findings)
+        scripts = _scripts_to_run(found.files, paths, findings, quiet=quiet)
         if scripts:  # a named clean script runs too: a mistake the linter missed is reported as RUNTIME
             try:
                 runs = _verify(scripts, findings, args, script_args, settings.jobs)
@@ -893,12 +900,24 @@ def _exit_on_next_signal() -> None:
             pass
 
 
-def _scripts_to_run(files: Sequence[str], paths: Sequence[str], findings: Sequence[Finding]) -> list[str]:
-    """What ``--verify`` runs: files named on the command line, and files with findings found in the
-    folders given (a folder's other files, ``setup.py`` included, are never executed)."""
-    named = {os.path.realpath(p) for p in paths if p != "-" and not os.path.isdir(p)}
-    flagged = {os.path.realpath(f.path) for f in findings}
-    return [f for f in files if os.path.realpath(f) in named or os.path.realpath(f) in flagged]
+def _scripts_to_run(files: Sequence[str], paths: Sequence[str], findings: Sequence[Finding],
+                    quiet: bool = True) -> list[str]:
+    """What ``--verify`` runs: files named on the command line, and the entry points found in the
+    folders given that use a strategy, flagged or not (``tfpar_lint.verify.select``); unless ``quiet``,
+    says on stderr which files of the folders were not run and why."""
+    from tfpar_lint.verify.select import select
+
+    sel = select(files, paths, [f.path for f in findings])
+    if not quiet and (sel.skipped or sel.no_strategy):
+        from tfpar_lint.output import display_path
+
+        parts = [f"{display_path(p)} ({why})" for p, why in sel.skipped[:20]]
+        if len(sel.skipped) > 20:
+            parts.append(f"{len(sel.skipped) - 20} more")
+        if sel.no_strategy:
+            parts.append(f"{sel.no_strategy} file{'s' if sel.no_strategy != 1 else ''} that use no strategy")
+        _stderr_write(f"{PROG}: --verify did not run: {'; '.join(parts)}\n")
+    return sel.run
 
 
 OUTPUT_TAIL_LINES = 20
