@@ -365,6 +365,10 @@ def _install_iterator_bounds(R: Recorder) -> None:
         def __iter__(self):
             it = orig(self)
             try:
+                if isinstance(it, iterator_ops.OwnedIterator) and context.executing_eagerly():
+                    # elements are tagged (dataset, position, line of the iter()) by identity
+                    it._tfpar_origin = [id(self), 0, R.direct_caller_line(2, own_is_transparent=True)]
+                    R.keep(self)
                 if (context.executing_eagerly() and not R.keras_loop_depth and R.in_main_thread()
                         and R.direct_caller_line(2) is not None):
                     it._tfpar_budget = R.max_steps
@@ -390,8 +394,11 @@ def _install_iterator_bounds(R: Recorder) -> None:
                     raise StopIteration
                 self._tfpar_budget = b - 1
             out = orig(self)
-            if isinstance(self, iterator_ops.OwnedIterator):
-                R.tag_data(out)  # an element of a plain (not distributed) dataset
+            if isinstance(self, iterator_ops.OwnedIterator):  # an element of a plain (not distributed) dataset
+                origin = getattr(self, "_tfpar_origin", None)
+                if origin is not None:
+                    origin[1] += 1
+                R.tag_data(out, tuple(origin) if origin is not None else None)
             return out
 
         return __next__

@@ -91,7 +91,8 @@ class Recorder:
         self.preempt_after = 0  # fault injection: leave (as if preempted) after this many steps
         self.on_preempt: Optional[Callable[[], None]] = None
         # Local cluster: a folder every worker shares, where they agree on when to stop.
-        self.data_tags: dict[int, Any] = {}  # id -> tensor yielded by a plain tf.data iterator (kept alive)
+        self.data_tags: dict[int, Any] = {}  # id -> (tensor yielded by a plain tf.data iterator, its origin)
+        self.kept: list[Any] = []
         self.replica_gradients = 0  # tape.gradient calls made inside replica functions
         self.tf_config_at_creation: list[dict[str, Any]] = []  # per MultiWorkerMirroredStrategy created
         self.tracing_step: Any = None  # the outer tf.function whose strategy.run is being traced
@@ -111,22 +112,35 @@ class Recorder:
     # ------------------------------------------------------- data identity
     MAX_TAGS = 512
 
-    def tag_data(self, element: Any) -> None:
+    def tag_data(self, element: Any, origin: Optional[tuple] = None) -> None:
         """Remember the tensors of one element a plain tf.data iterator yielded (by identity; the
-        tensors are kept so that their ids stay theirs), so that a ``strategy.run`` or step function
-        that receives them is known to be fed dataset elements whatever their values."""
+        tensors are kept so that their ids stay theirs), with where it came from: (id of the dataset,
+        position in its iterator, line of the ``iter()``).  A ``strategy.run``, step function or
+        value function that receives them is then known to get dataset elements, and which ones,
+        whatever their values."""
         for t in _leaves(element):
             if hasattr(t, "numpy") and hasattr(t, "dtype"):
                 with self.lock:
-                    self.data_tags[id(t)] = t
+                    self.data_tags[id(t)] = (t, origin)
                     while len(self.data_tags) > self.MAX_TAGS:
                         self.data_tags.pop(next(iter(self.data_tags)))
+
+    def origin(self, t: Any) -> Optional[tuple]:
+        """(dataset id, position, iter line) of a tensor tagged by :meth:`tag_data`, else None."""
+        hit = self.data_tags.get(id(t))
+        return hit[1] if hit is not None and hit[0] is t else None
 
     def from_data(self, obj: Any) -> bool:
         """Whether ``obj`` holds a tensor tagged by :meth:`tag_data`."""
         if not self.data_tags:
             return False
-        return any(self.data_tags.get(id(t)) is t for t in _leaves(obj))
+        return any((hit := self.data_tags.get(id(t))) is not None and hit[0] is t for t in _leaves(obj))
+
+    def keep(self, obj: Any) -> None:
+        """Keep ``obj`` alive to the end of the run (its id names it in the records)."""
+        with self.lock:
+            if len(self.kept) < 2000:
+                self.kept.append(obj)
 
     def record_fn_error(self, e: BaseException, name: str) -> None:
         """An exception that left an outer ``tf.function`` call of the script."""

@@ -140,7 +140,10 @@ def install(R) -> None:
                 v = value_fn(_ContextSpy(ctx, rec["used"]))
                 try:
                     # which objects each replica got: one object for every replica is the same data by identity
-                    rec["objects"][str(ctx.replica_id_in_sync_group)] = [id(x) for x in tf.nest.flatten(v)][:8]
+                    rid = str(ctx.replica_id_in_sync_group)
+                    rec["objects"][rid] = [id(x) for x in tf.nest.flatten(v)][:8]
+                    # which dataset element each replica got (dataset, position, iter line), where tagged
+                    rec.setdefault("origins", {})[rid] = [R.origin(x) for x in tf.nest.flatten(v)][:8]
                     rec.setdefault("refs", []).append(v)
                     ts = _flat_tensors(tf, v)[:MAX_TENSORS]
                     arrs = [t.numpy() if hasattr(t, "numpy") else np.asarray(t) for t in ts]
@@ -834,9 +837,25 @@ def _inner_iter_text(rec: dict) -> Optional[str]:
             f"from its start: none split across the replicas by tf.distribute")
 
 
+def _same_element(v: dict) -> Optional[tuple]:
+    """The (dataset, position, iter line) every replica's value came from, when it is one element."""
+    origins = [tuple(map(tuple, (o for o in got if o))) for got in v.get("origins", {}).values()]
+    if len(origins) >= 2 and origins[0] and all(o == origins[0] for o in origins[1:]):
+        return origins[0][0]
+    return None
+
+
 def _values_fn_same(v: dict) -> Optional[str]:
     reps = list(v["replicas"].values())
-    if len(reps) < 2 or not all(r == reps[0] for r in reps[1:]) or not any(_size(f[0]) >= 2 for f in reps[0]):
+    if len(reps) < 2 or not any(_size(f[0]) >= 2 for f in reps[0]):
+        return None
+    same = _same_element(v)
+    if same is not None:
+        made = f" made at line {same[2]}" if same[2] else ""
+        return (f"experimental_distribute_values_from_function at line {_site_line(v)}: every one of the {len(reps)} "
+                f"replicas got element {same[1]} of its own iterator over one dataset object (iterators{made}): the "
+                f"same data, none split across the replicas")
+    if not all(r == reps[0] for r in reps[1:]):
         return None
     objs = list(v.get("objects", {}).values())
     one_object = len(objs) >= 2 and all(o == objs[0] for o in objs[1:])
@@ -894,9 +913,11 @@ def seen(run) -> list[Seen]:
             if not v.get("lines") or len(v["replicas"]) < 2:
                 continue
             text = _values_fn_same(v)
+            same = _same_element(v)
             out.append(Seen("TFP202", int(v["lines"][0]), text or (
                 f"value_fn at line {v['lines'][0]} gave the {len(v['replicas'])} replicas different values, or values "
-                f"built per replica from its context"), tuple(v["lines"]), CONFIRMED if text else NOT_REPRODUCED))
+                f"built per replica from its context"), tuple(v["lines"]) + ((same[2],) if same and same[2] else ()),
+                CONFIRMED if text else NOT_REPRODUCED))
         for d in o.get("dataset_fns", []):
             if not d.get("lines"):
                 continue
