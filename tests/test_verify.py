@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import CONFIRMED, COULD_NOT_RUN, INCONCLUSIVE, NOT_REPRODUCED
 from tfpar_lint.verify.result import family_of
 from tfpar_lint.verify.testing import expected_findings
 
@@ -214,7 +214,7 @@ def test_crash_reported_with_error(verified):
     run = _run(verified, os.path.join(DATA, "crash_early.py"))
     assert run.outcome == "error" and run.exit_status == 1
     assert run.error.startswith("KeyError: 'global_batch'") and "crash_early.py:6" in run.error
-    assert run.status == INCONCLUSIVE
+    assert run.status == COULD_NOT_RUN and run.reason.startswith("crash before any training step: KeyError")
 
 
 def test_hang_killed_within_timeout(verified):
@@ -238,7 +238,7 @@ def test_two_worker_local_cluster(verified):
         assert "worker0/CPU:0,worker1/CPU:0" in run.summary()
     (f,) = verified["findings"][os.path.join(DATA, "mwms_bad_dataset_fn.py")]
     assert f.verification.status == CONFIRMED
-    assert "workers received the same data" in f.verification.evidence
+    assert "every worker reads the same data" in f.verification.evidence, f.verification.evidence
     assert good.status == NOT_REPRODUCED, good.summary()
 
 

@@ -204,11 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
                           ".tfpar_lint_cache in the project root)")
     ver = p.add_argument_group("runtime verification (needs tfpar-lint[verify])")
     ver.add_argument("--verify", action="store_true",
-                     help="run scripts on several devices: the files named on the command line, and the files "
-                          "with findings found in the folders given (other files in those folders are linted, "
-                          "never run). Each finding gets CONFIRMED, NOT_REPRODUCED or INCONCLUSIVE with its "
-                          "evidence; a mistake the run shows where the linter was silent is a finding of its "
-                          "own, RUNTIME. Each run is sandboxed: see README, Security")
+                     help="run scripts on several devices: the files named on the command line, and the entry "
+                          "points that use a strategy in the folders given, flagged or not (setup.py, tests and "
+                          "modules are skipped, and listed). Each finding gets CONFIRMED, NOT_REPRODUCED or "
+                          "INCONCLUSIVE with its evidence; a mistake the run shows where the linter was silent is "
+                          "a finding of its own, RUNTIME; a script that does not run through is COULD_NOT_RUN. "
+                          "Each run is sandboxed: see README, Security")
     ver.add_argument("--show-output", action="store_true",
                      help="print each verified script's stdout and stderr (always shown, last lines, when it fails)")
     ver.add_argument("--devices", type=_devices, default="auto",

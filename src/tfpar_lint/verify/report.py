@@ -41,7 +41,7 @@ def conclude(job, data: RunData, display: str, keep_root: str = "", ctx: Optiona
     run = _script_run(job, data, display, keep_root, ctx)
     for fam_digit, name in FAMILIES.items():
         try:
-            status, summary = probes_pkg.load(name).observe(data)
+            status, summary = probes_pkg.observe(name, data)
         except Exception as e:  # pragma: no cover - a probe bug must not lose the run
             status, summary = INCONCLUSIVE, f"probe error: {type(e).__name__}: {e}"
         if not ran_through(data) and status == NOT_REPRODUCED:
@@ -115,7 +115,7 @@ def judge(f: Finding, data: RunData) -> tuple[str, str]:
     if fam is None:
         return INCONCLUSIVE, f"no runtime probe for {f.code} yet"
     try:
-        verdict = probes_pkg.load(fam).judge(f, data)
+        verdict = probes_pkg.judge(fam, f, data)
     except Exception as e:  # pragma: no cover - a probe bug must not lose the run
         verdict = (INCONCLUSIVE, f"probe error: {type(e).__name__}: {e}")
     if verdict and verdict[0] == CONFIRMED:
@@ -152,11 +152,8 @@ def _seen(data: RunData) -> list:
     """What every probe saw at a place of the script (``probes.Seen``), one per code and line."""
     out, keys = [], set()
     for name in FAMILIES.values():
-        locate = getattr(probes_pkg.load(name), "locate", None)
-        if locate is None:
-            continue
         try:
-            seen = locate(data)
+            seen = probes_pkg.locate(name, data)
         except Exception:  # pragma: no cover - a probe bug must not lose the run
             continue
         for s in seen:

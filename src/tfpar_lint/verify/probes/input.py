@@ -328,7 +328,7 @@ def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
                                                           "iterators": 0, "datasets": {}}
                         if inner is not None:
                             inner["iterators"] += 1
-                            inner["datasets"][rid] = id(self)  # the same object on every replica: no split
+                            inner["datasets"][rid] = _pipeline(self)  # the same pipeline on every replica: no split
                             S.hand_refs.append(self)
                     it._tfpar_inner = inner
                     return it
@@ -385,6 +385,26 @@ def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
     patch(iterator_ops.OwnedIterator, "__next__", make_next, tag="input")
     # inside a tf.function AutoGraph turns next(iterator) into iterator.get_next()
     patch(iterator_ops.OwnedIterator, "get_next", make_next, tag="input")
+
+
+def _pipeline(ds) -> str:
+    """The identity of what iterating ``ds`` reads: its source dataset object and the chain of
+    transformations on it, with the index of every ``shard`` (two replicas whose pipelines are equal
+    read the same elements, whatever their values)."""
+    parts, root = [], ds
+    for _ in range(50):
+        name = type(root).__name__
+        if name.startswith("_Shard") or name == "ShardDataset":
+            try:
+                name += f"({int(root._index.numpy())}/{int(root._num_shards.numpy())})"  # noqa: SLF001
+            except Exception:
+                name += f"(#{id(root)})"  # not readable: count it as its own
+        parts.append(name)
+        nxt = getattr(root, "_input_dataset", None)
+        if nxt is None:
+            break
+        root = nxt
+    return f"{id(root)}:{'<'.join(parts)}"
 
 
 def _install_made(R, S, tf, patch) -> None:
@@ -833,8 +853,9 @@ def _inner_iter_text(rec: dict) -> Optional[str]:
     shape = f" {_shape_str({0: next(iter(reps.values()))[0]})}" if reps and n else ""
     site = rec["lines"][0] if rec.get("lines") else "?"
     return (f"the {len(ds)} replicas of strategy.run at line {site} each iterated the same undistributed dataset "
-            f"object (iter() at line {rec['made']}, inside the replica function), reading the same{shape} batches "
-            f"from its start: none split across the replicas by tf.distribute")
+            f"pipeline (iter() at line {rec['made']}, inside the replica function), reading the same{shape} batches "
+            f"from its start, identical on every replica by construction: none split across the replicas by "
+            f"tf.distribute")
 
 
 def _same_element(v: dict) -> Optional[tuple]:
@@ -901,9 +922,10 @@ def seen(run) -> list[Seen]:
                 out.append(Seen("TFP201", int(rec["lines"][0]), text, (int(rec["made"]),) + tuple(rec["lines"])))
             elif len(rec.get("datasets", {})) >= 2 and rec.get("lines"):
                 out.append(Seen("TFP201", int(rec["lines"][0]), (
-                    f"the replicas of strategy.run at line {rec['lines'][0]} iterated different datasets inside the "
-                    f"replica function (iter() at line {rec['made']})"), (int(rec["made"]),) + tuple(rec["lines"]),
-                    NOT_REPRODUCED))
+                    f"the replicas of strategy.run at line {rec['lines'][0]} read different data from the dataset they "
+                    f"iterated inside the replica function (iter() at line {rec['made']}): each its own pipeline "
+                    f"({' / '.join(sorted({v.split(':', 1)[-1] for v in rec['datasets'].values()}))[:200]})"),
+                    (int(rec["made"]),) + tuple(rec["lines"]), NOT_REPRODUCED))
         for rec in o.get("hand", []):
             text = _hand_text(rec)
             if text:
@@ -984,21 +1006,3 @@ def seen(run) -> list[Seen]:
                     status=NOT_REPRODUCED if multi and run.outcome in ("ok", "stopped") else INCONCLUSIVE,
                     anywhere=True))
     return out
-
-
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    from tfpar_lint.verify.probes import judge_from
-
-    return judge_from(seen(run), finding)
-
-
-def locate(run) -> list:
-    from tfpar_lint.verify.probes import locate_from
-
-    return locate_from(seen(run))
-
-
-def observe(run) -> tuple[str, str]:
-    from tfpar_lint.verify.probes import observe_from
-
-    return observe_from(run, seen(run), "input")

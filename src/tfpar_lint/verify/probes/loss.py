@@ -27,6 +27,7 @@ import threading
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen, errors_seen
 
 CODES = "TFP5xx"
 TOLERANCE = 0.05  # |ratio - 1| below this is "the same"
@@ -319,129 +320,7 @@ def _fmt(xs: list[dict]) -> str:
     return ", ".join(f"{x['name'].split(':')[0]} {x['n']:.4g} vs {x['one']:.4g} (ratio {x['ratio']:.2f})" for x in xs[:4])
 
 
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    from tfpar_lint.verify.probes import error_at_line
-
-    code, line = finding.code, finding.line
-    o = _obs(run)
-    if code == "TFP502":
-        v = error_at_line(run, line, ERRORS[code])
-        if v:
-            return v
-        if run.ran(line) and not run.error:
-            return NOT_REPRODUCED, f"line {line} ran on {run.ctx()} without the reduction error"
-        return None
-    if code == "TFP506":
-        ms = [m for m in o.get("misuse", []) if m["line"] == line]
-        if ms:
-            m = ms[0]
-            return CONFIRMED, (f"line {line} used the PerReplica result of strategy.run ({run.ctx()}) as one tensor "
-                               f"({m['kind']}): {m['error']}")
-        v = error_at_line(run, line, ERRORS[code])
-        if v:
-            return v
-        if run.ran(line):
-            return NOT_REPRODUCED, f"line {line} ran; no PerReplica value was used as a tensor there"
-        return None
-    if code == "TFP507":
-        us = [u for u in o.get("updates", []) if u["line"] == line]
-        for u in us:
-            if len(set(u["copies"])) > 1:
-                return CONFIRMED, (f"{u['kind']} of {u['name']} (aggregation {u['aggregation'].split('.')[-1]}) at line "
-                                   f"{line} inside strategy.run: the replica copies diverged, sums {u['copies']}")
-        if us:
-            return NOT_REPRODUCED, f"{us[0]['name']} updated at line {line}: replica copies agree {us[0]['copies']}"
-        return None
-    if code == "TFP505":
-        fed = [m for m in o.get("metric_fed", []) if line in (m["line"], m["loss_line"])]
-        if fed:
-            return CONFIRMED, _fed_text(fed[0], run)
-        return _judge_reported(run, o, line)
-    if code in ("TFP501", "TFP503", "TFP504"):
-        return _judge_update(run, code, line)
-    return INCONCLUSIVE, f"the loss probe has no observation for {code}"
-
-
-def _judge_update(run, code, line):
-    if run.rerun is None:
-        return None
-    fs, rs = _update_ratios(run)
-    n = run.replicas
-    if not fs:
-        return INCONCLUSIVE, "no training step (tf.function calling strategy.run) was observed to measure its update"
-    if not rs:
-        return INCONCLUSIVE, (f"the first step ({fs.get('fn')}) could not be compared with the one-replica run "
-                              f"(no variable moved there, or the runs started from different values)")
-    fn = fs.get("fn")
-    if code == "TFP503":
-        bad = [r for r in rs if r["ratio"] < 1 - TOLERANCE]
-        what = f"about 1/{n}: the gradients were scaled down twice"
-    else:
-        bad = [r for r in rs if r["ratio"] > 1 + TOLERANCE]
-        what = (f"about {n}: the regularisation was added on every replica and summed" if code == "TFP504"
-                else f"about {n}: each replica averaged over its own batch, then the gradients were summed")
-    if bad and run.ran(line) is not False:
-        return CONFIRMED, (f"first step {fn} on {run.ctx()} moved the variables {bad[0]['ratio']:.2f}x as far as the "
-                           f"same step on one replica (same data and seed), {what}; update norms "
-                           f"N replicas vs one: {_fmt(bad)}")
-    return NOT_REPRODUCED, (f"first step {fn} on {run.ctx()} applied the same update as on one replica: {_fmt(rs)}")
-
-
-def _judge_reported(run, o, line):
-    reds = [r for r in o.get("reduces", []) if line in r["lines"]]
-    if not reds:
-        return None
-    r = reds[0]
-    fn = r["fn"]
-    if run.rerun is None or not fn:
-        return None
-    mine = (o.get("outputs") or {}).get(fn) or []
-    ref = (_obs(run.rerun).get("outputs") or {}).get(fn) or []
-    if not mine or not ref or not mine[0] or not ref[0]:
-        return INCONCLUSIVE, f"the outputs of {fn} could not be compared with the one-replica run"
-    a, b = mine[0][0], ref[0][0]
-    ratio = _ratio(a, b)
-    if ratio is None:
-        return INCONCLUSIVE, f"{fn} returned 0 on one replica"
-    if abs(ratio - 1) > TOLERANCE:
-        return CONFIRMED, (f"strategy.reduce({r['op']}) at line {line}: {fn} reported loss {a:.4g} on {run.ctx()}, "
-                           f"{b:.4g} for the same step on one replica (same data): ratio {ratio:.2f}")
-    return NOT_REPRODUCED, (f"strategy.reduce({r['op']}) at line {line}: {fn} reported {a:.4g} on {run.ctx()} "
-                            f"and {b:.4g} on one replica")
-
-
-def observe(run) -> tuple[str, str]:
-    o = _obs(run)
-    if not o:
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    if o.get("misuse"):
-        m = o["misuse"][0]
-        return CONFIRMED, f"a PerReplica result used as one tensor at line {m['line']}: {m['error']}"
-    if o.get("metric_fed") and run.replicas >= 2:
-        return CONFIRMED, _fed_text(o["metric_fed"][0], run)
-    div = [u for u in o.get("updates", []) if len(set(u["copies"])) > 1]
-    if div:
-        u = div[0]
-        return CONFIRMED, f"replica copies of {u['name']} diverged after {u['kind']} at line {u['line']}: {u['copies']}"
-    from tfpar_lint.verify.probes import error_elsewhere
-
-    err = error_elsewhere(run, ERRORS["TFP502"]) or error_elsewhere(run, ERRORS["TFP506"])
-    if err:
-        return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
-    parts = []
-    fs, rs = _update_ratios(run)
-    if rs:
-        off = [r for r in rs if abs(r["ratio"] - 1) > TOLERANCE]
-        if off:
-            return CONFIRMED, f"first step update vs one replica: {_fmt(off)}"
-        parts.append(f"first step update equals the one-replica update ({_fmt(rs[:2])})")
-    elif fs:
-        parts.append(f"first step {fs.get('fn')} observed ({len(fs.get('deltas', []))} variables)")
-    n_up = len(o.get("updates", []))
-    parts.append(f"{n_up} mirrored variable(s) updated in replica functions, copies agree" if n_up
-                 else "no mirrored variable updated in a replica function")
-    parts.append("no PerReplica used as a tensor")
-    return NOT_REPRODUCED, "; ".join(parts)
+WHEN_RAN = {"TFP506": "no PerReplica value was used as a tensor there"}
 
 
 def _fed_text(m: dict, run) -> str:
@@ -452,19 +331,76 @@ def _fed_text(m: dict, run) -> str:
             f"{n} replicas reports 1/{n} of the loss ({run.ctx()})")
 
 
-def locate(run) -> list:
-    from tfpar_lint.verify.probes import Seen, located_errors
+def _seen_update(run) -> list[Seen]:
+    """TFP501/503/504: the first step's update on N replicas against the same step on one replica."""
+    if run.rerun is None:
+        return []
+    fs, rs = _update_ratios(run)
+    codes = ("TFP501", "TFP503", "TFP504")
+    if not fs:
+        return [Seen("TFP501", 0, "no training step (tf.function calling strategy.run) was observed to measure its "
+                                  "update", status=INCONCLUSIVE, also=codes, anywhere=True)]
+    if not rs:
+        return [Seen("TFP501", 0, (f"the first step ({fs.get('fn')}) could not be compared with the one-replica run "
+                                   f"(no variable moved there, or the runs started from different values)"),
+                     status=INCONCLUSIVE, also=codes, anywhere=True)]
+    fn, n = fs.get("fn"), run.replicas
+    out = []
+    for code, bad, what in (
+            ("TFP503", [r for r in rs if r["ratio"] < 1 - TOLERANCE], f"about 1/{n}: the gradients were scaled down twice"),
+            ("TFP504", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
+             f"about {n}: the regularisation was added on every replica and summed"),
+            ("TFP501", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
+             f"about {n}: each replica averaged over its own batch, then the gradients were summed")):
+        out.append(Seen(code, 0, (f"first step {fn} on {run.ctx()} moved the variables {bad[0]['ratio']:.2f}x as far as "
+                                  f"the same step on one replica (same data and seed), {what}; update norms N replicas "
+                                  f"vs one: {_fmt(bad)}"), anywhere=True, runtime=False) if bad else
+                   Seen(code, 0, f"first step {fn} on {run.ctx()} applied the same update as on one replica: "
+                                 f"{_fmt(rs)}", status=NOT_REPRODUCED, anywhere=True))
+    return out
 
+
+def _seen_reported(run, o) -> list[Seen]:
+    """TFP505: the loss a strategy.reduce reported against the same step on one replica."""
+    out = []
+    for r in o.get("reduces", []):
+        fn, lines = r["fn"], tuple(r["lines"])
+        if run.rerun is None or not fn or not lines:
+            continue
+        mine = (o.get("outputs") or {}).get(fn) or []
+        ref = (_obs(run.rerun).get("outputs") or {}).get(fn) or []
+        if not mine or not ref or not mine[0] or not ref[0]:
+            out.append(Seen("TFP505", lines[0], f"the outputs of {fn} could not be compared with the one-replica run",
+                            lines, INCONCLUSIVE))
+            continue
+        a, b = mine[0][0], ref[0][0]
+        ratio = _ratio(a, b)
+        if ratio is None:
+            out.append(Seen("TFP505", lines[0], f"{fn} returned 0 on one replica", lines, INCONCLUSIVE))
+        elif abs(ratio - 1) > TOLERANCE:
+            out.append(Seen("TFP505", lines[0], (f"strategy.reduce({r['op']}) at line {lines[0]}: {fn} reported loss "
+                                                 f"{a:.4g} on {run.ctx()}, {b:.4g} for the same step on one replica "
+                                                 f"(same data): ratio {ratio:.2f}"), lines, runtime=False))
+        else:
+            out.append(Seen("TFP505", lines[0], (f"strategy.reduce({r['op']}) at line {lines[0]}: {fn} reported {a:.4g} "
+                                                 f"on {run.ctx()} and {b:.4g} on one replica"), lines, NOT_REPRODUCED))
+    return out
+
+
+def seen(run) -> list[Seen]:
     o = _obs(run)
-    out = [Seen("TFP505", int(m["line"]), _fed_text(m, run), (int(m["loss_line"]),))
-           for m in o.get("metric_fed", [])[:1] if run.replicas >= 2]
-    for m in o.get("misuse", [])[:1]:
-        if m.get("line"):
-            out.append(Seen("TFP506", int(m["line"]), f"a PerReplica result of strategy.run used as one tensor at "
-                                                       f"line {m['line']}: {m['error']}"))
+    out = [Seen("TFP506", int(m["line"]), (f"line {m['line']} used the PerReplica result of strategy.run "
+                                           f"({run.ctx()}) as one tensor ({m['kind']}): {m['error']}"))
+           for m in o.get("misuse", [])]
+    out += errors_seen(run, ERRORS)
+    if run.replicas >= 2:
+        out += [Seen("TFP505", int(m["line"]), _fed_text(m, run), (int(m["loss_line"]),))
+                for m in o.get("metric_fed", [])]
     for u in o.get("updates", []):
-        if len(set(u["copies"])) > 1 and u.get("line"):
-            out.append(Seen("TFP507", int(u["line"]), f"replica copies of {u['name']} diverged after {u['kind']} at "
-                                                       f"line {u['line']}: {u['copies']}"))
-            break
-    return out + located_errors(run, ERRORS)
+        diverged = len(set(u["copies"])) > 1
+        out.append(Seen("TFP507", int(u["line"]), (
+            f"{u['kind']} of {u['name']} (aggregation {u['aggregation'].split('.')[-1]}) at line {u['line']} inside "
+            f"strategy.run: the replica copies diverged, sums {u['copies']}") if diverged else (
+            f"{u['name']} updated at line {u['line']}: replica copies agree {u['copies']}"),
+            status=CONFIRMED if diverged else NOT_REPRODUCED))
+    return out + _seen_reported(run, o) + _seen_update(run)

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Optional
+from typing import Any
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen
 
 CODES = "TFP3xx"
 MAX_ELEMENTS = 64
@@ -245,64 +246,27 @@ def _describe(v, n_lost: int) -> str:
             f"{v['stale']} writes overwrote a concurrent update)")
 
 
-KNOWN = ("TFP301",)
-
-
-def _at(v, line: int) -> bool:
-    """The variable was written (``sites``) or read from a thread at ``line``, or written by a
-    thread the script created or started at ``line``: a finding there is about this variable."""
-    return str(line) in v["sites"] or line in v.get("reads", []) or line in v.get("starts", [])
-
-
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    line = finding.line
-    if finding.code not in KNOWN:
-        return INCONCLUSIVE, f"the threads probe has no observation for {finding.code} yet"
-    vs = [v for o in run.probe("threads") for v in (o or {}).get("variables", []) if _at(v, line)]
-    if not vs:
-        return None
-    multi = [v for v in vs if v["threads"] >= 2]
-    for v in multi:
-        missing, n = _lost(v)
-        site = v["sites"].get(str(line))
-        if n > 0 or (site or {}).get("stale", 0) > 0 or (site is None and v["stale"] > 0):
-            return CONFIRMED, _describe(v, n)
-    if multi:
-        v = multi[0]
-        return NOT_REPRODUCED, (f"variable {v['name']}: {v['writes']} updates from {v['threads']} threads, final "
-                                f"value {v['final']:g} as expected; no lost update")
-    return INCONCLUSIVE, f"the variable assigned at line {line} was updated from one thread only"
-
-
-def observe(run) -> tuple[str, str]:
-    obs = run.probe("threads")
-    if not any(obs):
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    vs = [v for o in obs for v in (o or {}).get("variables", []) if v["threads"] >= 2]
-    for v in vs:
-        missing, n = _lost(v)
-        if n > 0 or v["stale"] > 0:
-            return CONFIRMED, _describe(v, n)
-    if vs:
-        return NOT_REPRODUCED, f"{len(vs)} variable(s) updated from several threads; no lost update"
-    return NOT_REPRODUCED, "no variable updated from more than one Python thread"
-
-
-def locate(run) -> list:
-    """Variables that lost updates, at the write (``assign``) the threads raced on."""
-    from tfpar_lint.verify.probes import Seen
-
+def seen(run) -> list[Seen]:
+    """TFP301, per variable updated from several Python threads: updates lost (at the write the threads
+    raced on), or none; a variable written from one thread only cannot show it."""
     out = []
     for o in run.probe("threads"):
         for v in (o or {}).get("variables", []):
-            if v["threads"] < 2:
-                continue
-            _missing, n = _lost(v)
-            if not (n > 0 or v["stale"] > 0) or not v["sites"]:
+            if not v["sites"]:
                 continue
             # Sites are script lines on the writer's stack, innermost first: the write itself.
             most = max(s["writes"] for s in v["sites"].values())
             line = next(int(k) for k, s in v["sites"].items() if s["writes"] == most)
-            out.append(Seen("TFP301", line, _describe(v, n), tuple(int(k) for k in v["sites"])
-                            + tuple(v.get("reads", [])) + tuple(v.get("starts", []))))
+            lines = tuple(int(k) for k in v["sites"]) + tuple(v.get("reads", [])) + tuple(v.get("starts", []))
+            if v["threads"] < 2:
+                out.append(Seen("TFP301", line, f"the variable assigned at line {line} was updated from one thread only",
+                                lines, INCONCLUSIVE))
+                continue
+            _missing, n = _lost(v)
+            if n > 0 or v["stale"] > 0:
+                out.append(Seen("TFP301", line, _describe(v, n), lines))
+            else:
+                out.append(Seen("TFP301", line, (f"variable {v['name']}: {v['writes']} updates from {v['threads']} "
+                                                 f"threads, final value {v['final']:g} as expected; no lost update"),
+                                lines, NOT_REPRODUCED))
     return out
