@@ -53,6 +53,8 @@ def main() -> int:
     ap.add_argument("--seeds", default=os.path.join(os.path.dirname(ROOT), "shared", "seeds"))
     ap.add_argument("--timeout", default="180")
     ap.add_argument("--only", default="", help="substring of the rows to run")
+    ap.add_argument("--select", default="", help="passed to tfpar-lint (e.g. TFP900: no static finding, so every "
+                                                 "mistake must be seen at runtime, RUNTIME)")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
     ok_rows = 0
@@ -63,7 +65,8 @@ def main() -> int:
                 continue
             t0 = time.time()
             p = subprocess.run([sys.executable, "-m", "tfpar_lint", "--verify", "--devices", "cpu:2", "--no-cache",
-                                "--no-config", "--timeout", args.timeout, "--format", "json", path],
+                                "--no-config", "--timeout", args.timeout, "--format", "json",
+                                *(["--select", args.select] if args.select else []), path],
                                capture_output=True, text=True, env=env, cwd=tmp)
             try:
                 found = json.loads(p.stdout or "[]")

@@ -771,10 +771,12 @@ def _seen_objects(run, o, mis, unlinked: set[str]) -> list[Seen]:
                 f"{ob['cls']} created at line {_l(ob)} outside any strategy scope ({dist}); then {use}"),
                 tuple(ob["lines"]), also=codes))
     plain = o.get("plain_used", [])
+    misused = {ln for ob, _use in mis for ln in ob.get("lines", ())}
     for i, v in enumerate(plain):
         if v.get("lines"):
+            # a variable of an object already reported as created outside the scope is the same mistake
             out.append(Seen("TFP105", int(v["lines"][-1]), _describe_plain(run, plain[i:]), tuple(v["lines"]),
-                            also=("TFP101", "TFP103"), runtime=i == 0))
+                            also=("TFP101", "TFP103"), runtime=i == 0 and not set(v["lines"]) & misused))
     for ob in o.get("objects", []):
         if not ob.get("lines") or ob["kind"] not in _KIND_CODE:
             continue
@@ -918,6 +920,12 @@ def seen(run) -> list[Seen]:
     errs, unlinked = _seen_errors(run, o, mis)
     if not o:
         return errs
+    if mis:  # the error is the symptom of the object created outside the scope: one finding, at the object
+        for e in errs:
+            if e.runtime and e.code == _KIND_CODE.get(mis[0][0]["kind"]):
+                e.runtime = False
+                ob, use = mis[0]
+                mis[0] = (ob, f"{use}; then, at line {e.line}, {e.evidence}")
     # checkpoints, apply_gradients and pins first: they decide TFP104/106/107/108 at their own lines
     return (errs + _seen_checkpoints(run, o) + _seen_applies(run, o) + _seen_pins(run, o)
             + _seen_objects(run, o, mis, unlinked))
