@@ -460,6 +460,8 @@ def fake_verify(monkeypatch):
             return runs
         mod = types.ModuleType("tfpar_lint.verify")
         mod.verify_findings = verify_findings
+        mod.__path__ = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "tfpar_lint",
+                                     "verify")]  # its TensorFlow-free parts (what --verify runs, --devices) are real
         monkeypatch.setitem(sys.modules, "tfpar_lint.verify", mod)
         monkeypatch.setattr("tfpar_lint.cli._tensorflow_available", lambda: True)
         return calls

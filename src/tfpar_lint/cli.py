@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--verify", action="store_true",
                      help="run scripts on several devices: the files named on the command line, and the entry "
                           "points that use a strategy in the folders given, flagged or not (setup.py, tests and "
-                          "modules are skipped, and listed). Each finding gets CONFIRMED, NOT_REPRODUCED or "
+                          "modules are skipped, and listed; files without a strategy are never run). Each finding gets CONFIRMED, NOT_REPRODUCED or "
                           "INCONCLUSIVE with its evidence; a mistake the run shows where the linter was silent is "
                           "a finding of its own, RUNTIME; a script that does not run through is COULD_NOT_RUN. "
                           "Each run is sandboxed: see README, Security")
@@ -431,9 +431,20 @@ def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
 # -- main ----------------------------------------------------------------------
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    program = argv is None  # run as the program (not called in-process)
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _main(argv)
+        rc = _main(argv)
+        if program and rc > 128:
+            # an interrupted --verify has reported what it had: leave now, since a signal that arrives
+            # while the interpreter shuts down (its handlers gone) would end the process with no status
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(rc)
+        return rc
     except UsageError as e:
         _err(str(e))
         return 2

@@ -165,7 +165,7 @@ def write_verified(report: Report, stream: TextIO) -> None:
         if getattr(run, "status", "") == COULD_NOT_RUN:
             not_run += 1
             for ln in getattr(run, "stderr_tail", []) or []:
-                stream.write(f"    | {one_line(ln)}\n")
+                stream.write(f"    | {one_line(ln)}".rstrip() + "\n")
         for f in fs:
             _write_finding(f, stream, report.verbose)
         if report.verbose:

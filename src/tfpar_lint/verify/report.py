@@ -26,7 +26,7 @@ from tfpar_lint.verify.probes import RunData
 from tfpar_lint.verify.result import FAMILIES, FamilyObservation, ScriptRun, family_of
 
 FORCED_SEED = 1234  # the global (and numpy) seed of a run that is compared with a second run
-STDERR_TAIL = 10  # last lines of the script's stderr kept with a COULD_NOT_RUN verdict
+STDERR_TAIL = 20  # last lines of the script's stderr kept with a COULD_NOT_RUN verdict
 _IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError")
 
 
@@ -61,7 +61,7 @@ def conclude(job, data: RunData, display: str, keep_root: str = "", ctx: Optiona
     statuses += [RUNTIME] * len(run.runtime_findings)
     run.verdict, run.reason = script_verdict(data, statuses)
     if run.verdict == COULD_NOT_RUN:
-        run.stderr_tail = [ln for ln in run.stderr.rstrip("\n").split("\n") if ln.strip()][-STDERR_TAIL:]
+        run.stderr_tail = run.stderr.rstrip("\n").split("\n")[-STDERR_TAIL:] if run.stderr.strip() else []
     return run
 
 
