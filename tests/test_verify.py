@@ -66,8 +66,8 @@ REQUIRED = {"TFP101", "TFP102", "TFP103", "TFP105", "TFP106", "TFP201", "TFP202"
 # Rules the verifier's design cannot show (documented on the rule page): the
 # verdict must say so (INCONCLUSIVE / NOT_REPRODUCED with the reason), never CONFIRMED.
 NOT_SHOWN_BY_VERIFIER = {
-    "TFP602": "the verifier sets TF_CONFIG before the script starts, so a TF_CONFIG written after the strategy "
-              "(here only with --worker_hosts) changes nothing",
+    "TFP602": "the fixture writes TF_CONFIG only when given --worker_hosts, which the verifier does not pass "
+              "(tests/test_verify_verdicts.py has a script that writes it after the strategy: CONFIRMED)",
 }
 # Rules whose symptom is an error raised before any strategy exists.
 NO_STRATEGY = {"TFP601"}
