@@ -38,6 +38,7 @@ import weakref
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen
 
 CODES = "TFP3xx"
 MAX_ELEMENTS = 64
@@ -615,115 +616,65 @@ def _describe_update(u) -> str:
             f"thread's update of the same variables was still running (nothing serialised them)")
 
 
-KNOWN = ("TFP301", "TFP302", "TFP303", "TFP304")
-# rules about updates no lock serialises: two threads' updates running at once is their symptom
-UNSERIALISED = ("TFP302", "TFP304")
+# TFP304's finding is on the lock (``with self.lock:``); the update it fails to serialise runs in the
+# block under it: a write within this many lines below the lock decides it.
+LOCK_REACH = 15
 
 
-def _at(v, line: int) -> bool:
-    """The variable was written (``sites``) or read from a thread at ``line``, or written by a
-    thread the script created or started at ``line``: a finding there is about this variable."""
-    return str(line) in v["sites"] or line in v.get("reads", []) or line in v.get("starts", [])
+def _under_lock(lines) -> tuple[int, ...]:
+    return tuple(sorted({k - d for k in lines for d in range(1, LOCK_REACH + 1)} | set(lines)))
 
 
-def _judge_late(finding, run) -> Optional[tuple[str, str]]:
-    line = finding.line
-    recs = [r for o in run.probe("threads") for r in (o or {}).get("late", [])
-            if r["line"] == line or r["made"] == line]
-    if not recs:
-        return None
-    n = sum(r["threads"] for r in recs)
-    k = sum(r["changed"] for r in recs)
-    names = sorted({x for r in recs for x in r["names"]})
-    if k:
-        return CONFIRMED, (f"{k} of {n} threads ran their target with {', '.join(f'`{x}`' for x in names)} "
-                           f"rebound after the thread was made (the loop had moved on)")
-    return NOT_REPRODUCED, f"{n} threads: each ran its target with the values it was made with"
-
-
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    line = finding.line
-    if finding.code == "TFP303":
-        return _judge_late(finding, run)
-    if finding.code not in KNOWN:
-        return INCONCLUSIVE, f"the threads probe has no observation for {finding.code} yet"
-    obs = [o or {} for o in run.probe("threads")]
-    vs = [v for o in obs for v in o.get("variables", []) if _at(v, line)]
-    if finding.code == "TFP304":
-        # the finding is on the lock (``with self.lock:``); the update runs in the block under it:
-        # the guarded call's line (``related_line``), else the lines of the block that follow
-        near = getattr(finding, "data", None) or {}
-        under = {int(near["related_line"])} if near.get("related_line") else set(range(line + 1, line + 16))
-        us = [u for o in obs for u in o.get("updates", []) if any(int(k) in under for k in u["sites"])]
-        vs = vs or [v for o in obs for v in o.get("variables", []) if any(_at(v, k) for k in under)]
-    else:
-        us = [u for o in obs for u in o.get("updates", []) if str(line) in u["sites"]] \
-            if finding.code in UNSERIALISED else []
-    if not vs and not us:
-        return None
-    multi = [v for v in vs if v["threads"] >= 2]
-    for v in multi:
-        missing, n = _lost(v)
-        site = v["sites"].get(str(line))
-        if n > 0 or (site or {}).get("stale", 0) > 0 or (site is None and v["stale"] > 0):
-            return CONFIRMED, _describe(v, n)
-    umulti = [u for u in us if u["threads"] >= 2]
-    for u in umulti:
-        if u["overlaps"] > 0:
-            return CONFIRMED, _describe_update(u)
-    if multi:
-        v = multi[0]
-        if v.get("graph"):
-            return NOT_REPRODUCED, (f"variable {v['name']}: {v['writes']} read-modify-write updates by session runs "
-                                    f"from {v['threads']} threads; no lost update")
-        return NOT_REPRODUCED, (f"variable {v['name']}: {v['writes']} updates from {v['threads']} threads, final "
-                                f"value {v['final']:g} as expected; no lost update")
-    if umulti:
-        u = umulti[0]
-        return NOT_REPRODUCED, _describe_update(u).replace(": 0 started while", ": none started while")
-    return INCONCLUSIVE, f"the variable updated at line {line} was updated from one thread only"
-
-
-def observe(run) -> tuple[str, str]:
-    obs = run.probe("threads")
-    if not any(obs):
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    vs = [v for o in obs for v in (o or {}).get("variables", []) if v["threads"] >= 2]
-    for v in vs:
-        missing, n = _lost(v)
-        if n > 0 or v["stale"] > 0:
-            return CONFIRMED, _describe(v, n)
-    us = [u for o in obs for u in (o or {}).get("updates", []) if u["threads"] >= 2]
-    for u in us:
-        if u["overlaps"] > 0:
-            return CONFIRMED, _describe_update(u)
-    for r in (r for o in obs for r in (o or {}).get("late", [])):
-        if r["changed"]:
-            return CONFIRMED, (f"{r['changed']} of {r['threads']} threads made at line {r['made']} ran their target "
-                               f"with {', '.join(r['names'])} rebound after the thread was made")
-    if vs or us:
-        return NOT_REPRODUCED, (f"{len(vs) + len(us)} variable(s) or update(s) from several threads; no lost update, "
-                                f"no overlapping update")
-    return NOT_REPRODUCED, "no variable updated from more than one Python thread"
-
-
-def locate(run) -> list:
-    """Variables that lost updates, at the write (``assign``) the threads raced on."""
-    from tfpar_lint.verify.probes import Seen
-
-    out = []
+def seen(run) -> list[Seen]:
+    """Per variable updated from Python threads: updates lost (TFP301, also deciding TFP302 at the same
+    places and TFP304 on a lock above them), or none, or written from one thread only (cannot show it);
+    per update op or optimizer step run from several threads (TFP302, TFP304): whether two ran at
+    once; per thread made in a loop (TFP303): whether it ran with the loop variable already rebound.
+    Only lost updates become findings of their own (RUNTIME): an overlap or a rebound name is
+    evidence for the static finding it judges, not a claim of lost updates."""
+    out: list[Seen] = []
     for o in run.probe("threads"):
-        for v in (o or {}).get("variables", []):
-            if v["threads"] < 2:
-                continue
-            _missing, n = _lost(v)
-            if not (n > 0 or v["stale"] > 0) or not v["sites"]:
+        o = o or {}
+        for v in o.get("variables", []):
+            if not v["sites"]:
                 continue
             # Sites are script lines on the writer's stack, innermost first: the write itself.
             most = max(s["writes"] for s in v["sites"].values())
             line = next(int(k) for k, s in v["sites"].items() if s["writes"] == most)
-            out.append(Seen("TFP301", line, _describe(v, n), tuple(int(k) for k in v["sites"])
-                            + tuple(v.get("reads", [])) + tuple(v.get("starts", []))))
-        # Overlapping updates are not listed: the driver would take them as evidence for any
-        # TFP3xx finding nearby (a TFP301 read-modify-write claims lost updates, not overlaps).
+            lines = tuple(int(k) for k in v["sites"]) + tuple(v.get("reads", [])) + tuple(v.get("starts", []))
+            if v["threads"] < 2:
+                status, evidence = INCONCLUSIVE, f"the variable assigned at line {line} was updated from one thread only"
+            else:
+                _missing, n = _lost(v)
+                if n > 0 or v["stale"] > 0:
+                    status, evidence = CONFIRMED, _describe(v, n)
+                elif v.get("graph"):
+                    status, evidence = NOT_REPRODUCED, (
+                        f"variable {v['name']}: {v['writes']} read-modify-write updates by session runs from "
+                        f"{v['threads']} threads; no lost update")
+                else:
+                    status, evidence = NOT_REPRODUCED, (
+                        f"variable {v['name']}: {v['writes']} updates from {v['threads']} threads, final value "
+                        f"{v['final']:g} as expected; no lost update")
+            out.append(Seen("TFP301", line, evidence, lines, status, also=("TFP302",)))
+            out.append(Seen("TFP304", line, evidence, _under_lock(lines), status, runtime=False))
+        for u in o.get("updates", []):
+            sites = tuple(int(k) for k in u["sites"])
+            if not sites or u["threads"] < 2:
+                continue
+            status = CONFIRMED if u["overlaps"] > 0 else NOT_REPRODUCED
+            evidence = _describe_update(u)
+            if status == NOT_REPRODUCED:
+                evidence = evidence.replace(": 0 started while", ": none started while")
+            out.append(Seen("TFP302", sites[0], evidence, sites, status, runtime=False))
+            out.append(Seen("TFP304", sites[0], evidence, _under_lock(sites), status, runtime=False))
+        for r in o.get("late", []):
+            if r["changed"]:
+                out.append(Seen("TFP303", r["line"], (
+                    f"{r['changed']} of {r['threads']} threads ran their target with "
+                    f"{', '.join(f'`{x}`' for x in r['names'])} rebound after the thread was made (the loop had moved "
+                    f"on)"), (r["made"],), CONFIRMED, runtime=False))
+            else:
+                out.append(Seen("TFP303", r["line"], f"{r['threads']} threads: each ran its target with the values it "
+                                                     f"was made with", (r["made"],), NOT_REPRODUCED, runtime=False))
     return out
