@@ -130,7 +130,7 @@ def _writes_tf_config(text: str) -> bool:
 
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deeply nested: the script's own fault
         return False
 
     def is_name(node) -> bool:

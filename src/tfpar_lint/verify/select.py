@@ -38,7 +38,7 @@ def _tree(path: str) -> Optional[ast.Module]:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 

@@ -91,7 +91,7 @@ def instrument(text: str, lines: list[int]) -> tuple[str, dict[int, int]]:
     new = "".join(src)
     try:
         ast.parse(new)
-    except SyntaxError:  # pragma: no cover - defensive: never break the script
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # pragma: no cover - defensive: never break the script
         return text, {}
     return new, marked
 

@@ -57,7 +57,7 @@ def _handlers(path: str) -> list[tuple[int, int, int, str]]:
     try:
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     out = []
     for node in ast.walk(tree):
