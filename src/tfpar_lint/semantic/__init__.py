@@ -38,6 +38,7 @@ from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
 from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
     arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
 )
+from tfpar_lint.semantic.uses import Uses
 from tfpar_lint.semantic.values import Inference
 
 # ============================================================================ strategy facts
@@ -118,6 +119,7 @@ class Module:
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)
+        self.uses = Uses(self)
         self.values = Inference(self)
         self.callgraph = CallGraph(self)
         self.contexts = Contexts(self)

@@ -20,9 +20,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 # Nested questions (an expression's value depends on a binding's, which depends on ...) followed
-# at most; deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
-MAX_DEPTH = 160
+# at most, counted over every module of a project together (a question about one file's value
+# asks another file's); deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
+MAX_DEPTH = 100
 NONE = Value(api.NONE)
+
+
+class _Open:
+    """The questions open now, over all modules (one analysis runs on one thread at a time)."""
+
+    depth = 0
+
+
+def open_questions() -> int:
+    """How many value questions are open now (0: between questions)."""
+    return _Open.depth
 
 
 class Inference:
@@ -31,6 +43,11 @@ class Inference:
         self._infer_memo: dict[int, list[Value]] = {}
         self._binding_memo: dict[int, list[Value]] = {}
         self._in_progress: set[int] = set()
+
+    def forget(self) -> None:
+        """Drop every memoised answer (the kinds from use are known now: see :mod:`.uses`)."""
+        self._infer_memo.clear()
+        self._binding_memo.clear()
 
     def infer_at(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
         return self.infer(expr, site.scope, site.order, site)
@@ -42,20 +59,30 @@ class Inference:
             return [UNKNOWN]
         if scope.module is not self.m and scope.module is not None:  # another file's code
             return scope.module.infer(expr, scope, order, site)
-        return self._guarded(id(expr), self._infer_memo, lambda: _drop_placeholders(self._infer(expr, scope, order, site)))
+        uses = self.m.uses
+        if not uses.ready():
+            uses.build()
+        return uses.refine(self._guarded(id(expr), self._infer_memo,
+                                         lambda: _drop_placeholders(self._infer(expr, scope, order, site))))
 
     def _guarded(self, key: int, memo: dict[int, list[Value]], compute: Callable[[], list[Value]]) -> list[Value]:
         """``compute()`` once per key (memoised), never while the same question is open (a cycle)
-        nor deeper than MAX_DEPTH nested questions: those answer UNKNOWN, not memoised."""
+        nor deeper than MAX_DEPTH nested questions over all modules: those answer UNKNOWN, not
+        memoised.  Python's own recursion limit, if some other recursion brings it closer, is a
+        budget too: reaching it answers UNKNOWN (not memoised), never an exception."""
         got = memo.get(key)
         if got is not None:
             return got
-        if key in self._in_progress or len(self._in_progress) >= MAX_DEPTH:
+        if key in self._in_progress or _Open.depth >= MAX_DEPTH:
             return [UNKNOWN]
         self._in_progress.add(key)
+        _Open.depth += 1
         try:
             vals = compute() or [UNKNOWN]
+        except RecursionError:
+            return [UNKNOWN]
         finally:
+            _Open.depth -= 1
             self._in_progress.discard(key)
         memo[key] = vals
         return vals
@@ -159,6 +186,11 @@ class Inference:
             out.extend(found)
         return out
 
+    def class_member(self, cls: ClassInfo, name: str) -> Optional[list[Value]]:
+        """Method ``name`` of a local class (or of its local bases), or the values its methods
+        assign to ``self.name``; None when the class does not define it."""
+        return self._class_member(cls, name)
+
     def _class_member(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[list[Value]]:
         """Method ``name`` of a local class (or of its local bases), or the values its methods
         assign to ``self.name``."""
@@ -229,7 +261,9 @@ class Inference:
                 if rv.kind == api.MODULE:  # models.build(...) with `from . import models`
                     out.extend(self._call_values(self._module_attr(rv, func.attr.value), call, scope, order, site))
                 else:
-                    out.append(self._infer_method(rv, func.attr.value, call, scope, order, site))
+                    got = self._infer_method(rv, func.attr.value, call, scope, order, site)
+                    # what an unknown method makes is still made here (its uses may tell its kind)
+                    out.append(Value(api.UNKNOWN, origin=call, site=site) if got is UNKNOWN else got)
             return out
         return self._call_values(self.infer(func, scope, order), call, scope, order, site)
 
@@ -244,8 +278,8 @@ class Inference:
                 out.append(self._instance_of(cv.info, call, site))
             elif cv.kind == api.API:
                 out.extend(self._infer_api_call(cv.qname, cv.raw_qname, call, scope, order, site))
-            else:
-                out.append(UNKNOWN)
+            else:  # an unknown callee: what it makes is made here (its uses may tell its kind)
+                out.append(Value(api.UNKNOWN, origin=call, site=site))
         return out
 
     def _returns_of(self, fn: FunctionInfo, call: cst.Call, site: Optional[CallSite]) -> list[Value]:
@@ -254,7 +288,7 @@ class Inference:
         out = []
         for expr, order in fn.returns:
             for v in self.infer(expr, fn.scope, order):
-                if v.kind != api.UNKNOWN and self.created_within(v.origin, fn):
+                if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn):
                     # created by the call: the creation context is the caller's
                     v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
                               info=v.info, source=v.source)
@@ -589,7 +623,10 @@ class Inference:
     def binding_values(self, b: Binding) -> list[Value]:
         if b.scope.module is not self.m and b.scope.module is not None:
             return b.scope.module.binding_values(b)
-        return self._guarded(id(b), self._binding_memo, lambda: self._binding_values(b))
+        uses = self.m.uses
+        if not uses.ready():
+            uses.build()
+        return uses.refine(self._guarded(id(b), self._binding_memo, lambda: self._binding_values(b)))
 
     def _binding_values(self, b: Binding) -> list[Value]:
         k = b.kind
@@ -684,6 +721,12 @@ class Inference:
             # a, b = strategy.run(fn) where fn returns a tuple: each item is per-replica too
             return Value(api.PER_REPLICA, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
                          source=v.source)
+        if v.kind == api.UNKNOWN and v.origin is not None and isinstance(v.origin, cst.Call):
+            # one item of what an unknown call made (``strategy, hw = detect()``): an object of its
+            # own, made at that call, named by its target (its uses may tell its kind)
+            target = _target_name(b)
+            if target is not None:
+                return Value(api.UNKNOWN, v.qname, origin=target, site=v.site, raw_qname=v.raw_qname)
         return UNKNOWN
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
@@ -822,6 +865,29 @@ def _unpack_target(b: Binding) -> Optional[cst.Name]:
             el = tgt.elements[b.path[0]].value
             if isinstance(el, cst.Name) and el.value == b.name:
                 return el
+    return None
+
+
+def _target_name(b: Binding) -> Optional[cst.Name]:
+    """The Name node ``b`` binds inside an unpacking target (``a, (b, c) = ...``), by its path."""
+    node = b.node
+    targets: list[cst.BaseExpression] = []
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.For, cst.CompFor)):
+        targets = [node.target]
+    for t in targets:
+        for i in b.path:
+            if isinstance(t, cst.StarredElement):
+                t = t.value
+            if not isinstance(t, (cst.Tuple, cst.List)) or i < 0 or i >= len(t.elements):
+                t = None
+                break
+            t = t.elements[i].value
+        if isinstance(t, cst.StarredElement):
+            t = t.value
+        if isinstance(t, cst.Name) and t.value == b.name:
+            return t
     return None
 
 
