@@ -52,6 +52,23 @@ def all_from(m: Module, expr: Optional[cst.BaseExpression], site: CallSite, orig
     return origin is not None and single_origin(m, expr, site) is origin
 
 
+def any_from(m: Module, expr: Optional[cst.BaseExpression], site: CallSite, origin: cst.CSTNode) -> bool:
+    """``expr`` holds the object created at ``origin`` on some path (every path counts: a
+    mistake on one branch is a mistake)."""
+    return origin is not None and expr is not None and any(v.origin is origin for v in m.infer_at(expr, site))
+
+
+def origins(m: Module, expr: Optional[cst.BaseExpression], site: CallSite) -> list[cst.CSTNode]:
+    """The nodes the possible values of ``expr`` were created at (one per path)."""
+    if expr is None:
+        return []
+    out: list[cst.CSTNode] = []
+    for v in m.infer_at(expr, site):
+        if v.origin is not None and all(o is not v.origin for o in out):
+            out.append(v.origin)
+    return out
+
+
 def single_origin(m: Module, expr: Optional[cst.BaseExpression], site: CallSite) -> Optional[cst.CSTNode]:
     """The node every possible value of ``expr`` was created at, when there is one."""
     if expr is None:
@@ -64,6 +81,21 @@ def single_origin(m: Module, expr: Optional[cst.BaseExpression], site: CallSite)
         if v.origin is not o:
             return None
     return o
+
+
+def scope_text(m: Module, site: CallSite) -> str:
+    """The ``with`` item that opens the strategy's scope at ``site``, as written
+    (``strategy.scope()``, ``self.strategy_scope()``)."""
+    for item in site.withs:
+        e = item.item
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "scope":
+            return m.code(e)
+    for item in reversed(site.withs):
+        if isinstance(item.item, cst.Call):
+            known, _ = m.scope_items(CallSite(site.node, site.scope, site.func, site.order, (item,), (), (), 0))
+            if known:
+                return m.code(item.item)
+    return "strategy.scope()"
 
 
 def strategy_text(m: Module, site: CallSite) -> str:
@@ -166,10 +198,10 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
     for cs in calls_using(m).get(id(origin), ()):
         f = cs.node.func
         meth = f.attr.value
-        if meth in methods and all_from(m, f.value, cs, origin):
+        if meth in methods and any_from(m, f.value, cs, origin):
             known, _ = m.scope_items(cs)
             if known:
-                yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
+                yield Use(cs.node, f"`{meth}` is called under `{scope_text(m, cs)}` "
                                    f"({{line}})", strategy_text(m, cs), m.code(f.value))
             elif cs.func is not None:
                 # in a function whose whole body runs under a scope (every caller is in one, or a
@@ -180,23 +212,24 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                                        f"scope ({{line}})", "strategy", m.code(f.value))
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
             known, _ = m.scope_items(cs)
-            where = f"under `{strategy_text(m, cs)}.scope()` ({{line}})"
+            where = f"under `{scope_text(m, cs)}` ({{line}})"
             if not known:
                 # compile outside the scope, of a model built in one: the model's strategy owns it
                 model = _scoped_model(m, f.value, cs)
                 if model is None:
                     continue
-                where = f"to `compile` of `{m.code(f.value)}`, a model built under a strategy's scope ({{line}})"
+                where = (f"to `compile` of `{m.code(f.value)}`, a model built under a strategy's scope"
+                         f"{_path_of(m, model, f.value, cs)} ({{line}})")
             hit = None
             if v.kind == api.OPTIMIZER:
                 e = keyword(cs.node, "optimizer") or arg(cs.node, 0)
-                hit = e if all_from(m, e, cs, origin) else None
+                hit = e if any_from(m, e, cs, origin) else None
             else:
                 for kw in ("metrics", "weighted_metrics"):
                     lst = keyword(cs.node, kw)
                     items = [el.value for el in lst.elements] if isinstance(lst, (cst.List, cst.Tuple)) else [lst]
                     for e in items:
-                        if hit is None and (all_from(m, e, cs, origin)
+                        if hit is None and (any_from(m, e, cs, origin)
                                             or any(x.origin is origin for x in returned_items(m, e, cs))):
                             hit = e
             if hit is not None:
@@ -205,8 +238,8 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
         elif v.kind in (api.MODEL, api.LAYER) and meth in ("Sequential", "Model", "Functional"):
             known, _ = m.scope_items(cs)
             if known and api.kind_of_constructor(m.qualified_name(f, cs.scope, cs.order)[0]) == api.MODEL \
-                    and any(all_from(m, e, cs, origin) for e in _arg_items(cs.node)):
-                yield Use(cs.node, f"it is built into `{meth}(...)` under `{strategy_text(m, cs)}.scope()` "
+                    and any(any_from(m, e, cs, origin) for e in _arg_items(cs.node)):
+                yield Use(cs.node, f"it is built into `{meth}(...)` under `{scope_text(m, cs)}` "
                                    f"({{line}}): its variables stay outside the strategy",
                           strategy_text(m, cs), "")
     # used inside a replica function
@@ -259,7 +292,7 @@ def calls_using(m: Module) -> dict[int, list[CallSite]]:
         elif meth in _BUILDERS:
             exprs.extend(_arg_items(cs.node))
         seen: set[int] = set()
-        for o in [single_origin(m, e, cs) for e in exprs] + extra:
+        for o in [o for e in exprs for o in origins(m, e, cs)] + extra:
             if o is not None and id(o) not in seen:
                 seen.add(id(o))
                 table.setdefault(id(o), []).append(cs)
@@ -268,11 +301,21 @@ def calls_using(m: Module) -> dict[int, list[CallSite]]:
 
 
 def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite) -> Optional[Value]:
-    """The model ``expr`` holds when it certainly was created under a strategy's scope."""
-    vals = m.infer_at(expr, cs)
-    if len(vals) == 1 and vals[0].kind == api.MODEL and created_in_scope(m, vals[0]):
-        return vals[0]
+    """The model ``expr`` holds when it was created under a strategy's scope, on some path (the
+    model built in the scope when ``n_gpus > 1``, and plainly otherwise)."""
+    for v in m.infer_at(expr, cs):
+        if v.kind == api.MODEL and created_in_scope(m, v):
+            return v
     return None
+
+
+def _path_of(m: Module, v: Value, expr: cst.BaseExpression, cs: CallSite) -> str:
+    """" on the path where `cond`" when ``expr`` holds ``v`` only on some paths (its values
+    disagree), from the branches ``v`` was created on; "" otherwise."""
+    if v.site is None or len(origins(m, expr, cs)) < 2:
+        return ""
+    text = m.path_text(v.site.ifs)
+    return f" on the path where {text}" if text else ""
 
 
 def _arg_items(call: cst.Call) -> Iterator[cst.BaseExpression]:

@@ -106,6 +106,12 @@ class DatasetFnIgnoresInputContext(Rule):
                         where = passed[size.value]
                 if where[0] is not None and per_replica_size(m, *where):
                     return True
+            elif not m.resolve_function(f, cs.scope, cs.order) and any(
+                    not a.star and isinstance(a.value, cst.BinaryOperation)
+                    and per_replica_size(m, a.value, cs.scope, cs.order) for a in cs.node.args):
+                # a builder we cannot see handed a size computed per replica by hand
+                # (``buffer.as_dataset(batch_size // strategy.num_replicas_in_sync)``)
+                return True
             if depth < 4:
                 for callee in m.resolve_function(f, cs.scope, cs.order):
                     if callee is not fn and self._batches_per_replica(callee, depth + 1, _passed(callee, cs)):

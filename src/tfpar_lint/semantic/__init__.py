@@ -72,7 +72,8 @@ _DELEGATES = {
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
-                 "strategies", "strategy_method_calls"),
+                 "strategies", "strategy_method_calls", "owns_scope", "single_replica_path", "path_text",
+                 "replica_run_sites"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings"),
 }
@@ -116,6 +117,11 @@ class Module:
         self.fstring_exprs: list[tuple[cst.FormattedStringExpression, Scope, int]] = []
         # x[key] = value, del x[key]
         self.stores: list[StoreSite] = []
+        # the enclosing ``if`` branches of the nodes above that have no site of their own
+        # (arithmetic, augmented assignments): id(node) -> ((If, in body?), ...)
+        self.ifs_at: dict[int, tuple] = {}
+        # (order, the if branches in force from that order on): see Bindings.ifs_at_order
+        self.ifs_timeline: list[tuple[int, tuple]] = [(0, ())]
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)

@@ -20,6 +20,7 @@ class Bindings:
         self.m = m
         self._qn_memo: dict[tuple[int, int, int], tuple[str, str]] = {}
         self._orders: dict[int, tuple[list[Binding], Optional[list[int]]]] = {}  # see _last_before
+        self._tl_orders: Optional[list[int]] = None
 
     def lookup(self, name: str, scope: Scope, order: int) -> list[Binding]:
         s: Optional[Scope] = scope
@@ -37,11 +38,40 @@ class Bindings:
                 if first:
                     before = self._last_before(bs, order)
                     if before is not None:
-                        return [before]
+                        return self._reaching(bs, before, order) if before.ifs else [before]
                 return list(bs)
             s = s.parent
             first = False
         return []
+
+    def ifs_at_order(self, order: int) -> tuple:
+        """The if branches in force at ``order`` (in the function being walked then)."""
+        tl = self.m.ifs_timeline
+        if self._tl_orders is None or len(self._tl_orders) != len(tl):
+            self._tl_orders = [o for o, _ in tl]
+        i = bisect.bisect_right(self._tl_orders, order) - 1
+        return tl[i][1] if i >= 0 else ()
+
+    def _reaching(self, bs: list[Binding], last: Binding, order: int) -> list[Binding]:
+        """Every binding of ``bs`` that may reach ``order``: the last one before it, and, while
+        that one sits in an ``if`` branch the point is not in, the ones before it (the other
+        branch's, or the one before the ``if``), skipping those in a branch excluded at the point
+        (``if a: x = 1 / else: x = 2`` then ``use(x)``: both)."""
+        at = self.ifs_at_order(order)
+        out: list[Binding] = []
+        seen = 0
+        for b in reversed(bs):  # in source order, as the traversal bound them
+            if b.order >= order:
+                continue
+            seen += 1
+            if seen > 64:
+                break
+            if _excluded(b.ifs, at):
+                continue
+            out.append(b)
+            if b.ifs == at[:len(b.ifs)]:
+                break  # it runs on every way to the point (as far as ifs go): earlier ones are overwritten
+        return list(reversed(out)) or [last]
 
     def _last_before(self, bs: list[Binding], order: int) -> Optional[Binding]:
         """The last of ``bs`` (in list order) bound before ``order``.  A name bound 20,000 times in
@@ -97,3 +127,10 @@ class Bindings:
             return "", ""  # ambiguous, or a relative import (the project's own module, never an API)
         raw = f"{q}.{rest}" if rest else q
         return api.canonical(raw), raw
+
+
+def _excluded(b_ifs: tuple, at: tuple) -> bool:
+    """A binding made under the branches ``b_ifs`` cannot run on a way to a point under ``at``: they
+    take different branches of one ``if``."""
+    taken = {id(node): branch for node, branch in at}
+    return any(id(node) in taken and taken[id(node)] != branch for node, branch in b_ifs)

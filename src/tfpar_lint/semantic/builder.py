@@ -48,6 +48,8 @@ class Builder(TaskVisitor):
         scope = self.scope
         if name in scope.globals:
             scope = self.m.scope
+        if self.ifs and "ifs" not in kw:
+            kw["ifs"] = tuple(self.ifs)
         b = Binding(name=name, kind=kind, scope=scope, order=self._order(), node=node, **kw)
         scope.add(b)
         if kind == "import":
@@ -111,6 +113,7 @@ class Builder(TaskVisitor):
         if parent.kind == "class":
             self.cls = None
         self.withs, self.ifs, self.trys, self.loops = [], [], [], 0
+        self._mark_ifs()
         for p in all_params:
             self.skip_names.add(id(p.name))
             ann = p.annotation.annotation if p.annotation is not None else None
@@ -119,6 +122,7 @@ class Builder(TaskVisitor):
 
     def _pop(self) -> None:
         (self.scope, self.func, self.cls, self.withs, self.ifs, self.trys, self.loops) = self.stack.pop()
+        self._mark_ifs()
 
     def _add_loop(self, n: int) -> None:
         self.loops += n
@@ -240,6 +244,8 @@ class Builder(TaskVisitor):
         return [node.value, node.target, partial(self._aug_target, node)]
 
     def _aug_target(self, node: cst.AugAssign) -> None:
+        if self.ifs:
+            self.m.ifs_at[id(node)] = tuple(self.ifs)
         if isinstance(node.target, cst.Name):
             self._bind(node.target.value, "aug", node, value=None)
 
@@ -284,9 +290,15 @@ class Builder(TaskVisitor):
 
     def _push_if(self, entry: tuple) -> None:
         self.ifs.append(entry)
+        self._mark_ifs()
 
     def _pop_if(self) -> None:
         self.ifs.pop()
+        self._mark_ifs()
+
+    def _mark_ifs(self) -> None:
+        """Record the if branches in force from the next order on (Bindings.ifs_at reads it)."""
+        self.m.ifs_timeline.append((self._order(), tuple(self.ifs)))
 
     def visit_Try(self, node: cst.Try) -> list:
         tasks: list = [partial(self._push_try, node), node.body, self._pop_try]
@@ -329,6 +341,8 @@ class Builder(TaskVisitor):
             isinstance(node.left, (cst.Name, cst.Attribute)) or isinstance(node.right, (cst.Name, cst.Attribute))
         ):
             self.m.arithmetic.append((node, self.scope, self._order()))
+            if self.ifs:
+                self.m.ifs_at[id(node)] = tuple(self.ifs)
         if isinstance(node.operator, cst.Multiply) and (
             isinstance(node.left, (cst.List, cst.Tuple)) or isinstance(node.right, (cst.List, cst.Tuple))
         ):

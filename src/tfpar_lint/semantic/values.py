@@ -131,7 +131,9 @@ class Inference:
                     for b in bs:
                         out.extend(self.binding_values(b))
                     return out
-                return [UNKNOWN]
+                # a method of a local base class, or what the base's methods assign to self.x
+                inherited = self._class_member(fn.cls, attr)
+                return inherited if inherited is not None else [UNKNOWN]
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
                 return inst
@@ -758,7 +760,15 @@ class Inference:
             return ann
         args = self.param_args(b)
         if args is None:
-            return [UNKNOWN]
+            # some caller cannot be seen: an object of its own (its uses may tell its kind), or
+            # the default, made once where the function is defined, on the path where the caller
+            # leaves it out
+            out = [Value(api.UNKNOWN, origin=b.node)]
+            if isinstance(b.node, cst.Param) and b.node.default is not None and fn is not None \
+                    and not b.node.star:
+                out.extend(v for v in self.infer(b.node.default, fn.parent, fn.order)
+                           if v.kind not in (api.UNKNOWN, api.NONE))
+            return out
         out: list[Value] = []
         for e, scope, order, site in args:
             out.extend(self.infer(e, scope, order, site))
