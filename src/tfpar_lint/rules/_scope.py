@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, Module, Value, arg, keyword
+from tfpar_lint.semantic import CallSite, Module, Value, arg, keyword, replicated
 
 
 @dataclass
@@ -215,7 +215,7 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
             where = f"under `{scope_text(m, cs)}` ({{line}})"
             if not known:
                 # compile outside the scope, of a model built in one: the model's strategy owns it
-                model = _scoped_model(m, f.value, cs)
+                model = _scoped_model(m, f.value, cs, v)
                 if model is None:
                     continue
                 where = (f"to `compile` of `{m.code(f.value)}`, a model built under a strategy's scope"
@@ -235,6 +235,15 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
             if hit is not None:
                 how = (f"it is passed to `compile` {where}" if known else f"it is passed {where}")
                 yield Use(cs.node, how, strategy_text(m, cs), m.code(hit))
+        elif meth in _APPLY and v.kind == api.OPTIMIZER and any_from(m, f.value, cs, origin):
+            # applied to the variables of a model built under a strategy's scope (mirrored variables)
+            for recv in _variables_owners(cs.node):
+                model = _scoped_model(m, recv, cs, v)
+                if model is not None:
+                    yield Use(cs.node, f"`{meth}` applies it to the variables of `{m.code(recv)}`, a model built "
+                                       f"under a strategy's scope{_path_of(m, model, recv, cs)} ({{line}})",
+                              "strategy", m.code(f.value))
+                    break
         elif v.kind in (api.MODEL, api.LAYER) and meth in ("Sequential", "Model", "Functional"):
             known, _ = m.scope_items(cs)
             if known and api.kind_of_constructor(m.qualified_name(f, cs.scope, cs.order)[0]) == api.MODEL \
@@ -242,6 +251,8 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                 yield Use(cs.node, f"it is built into `{meth}(...)` under `{scope_text(m, cs)}` "
                                    f"({{line}}): its variables stay outside the strategy",
                           strategy_text(m, cs), "")
+    if v.kind == api.MODEL:
+        yield from _trained_beside_unused_strategy(m, v)
     # used inside a replica function
     table = m.replica_functions()
     for fid, strategies in table.items():
@@ -254,7 +265,90 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                                     f"`strategy.run` ({{line}})", "strategy", m.code(refs[0].node))
 
 
-_USE_METHODS = frozenset(meth for ms in SCOPED_METHODS.values() for meth in ms) | {"compile"}
+def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
+    """``fit`` (or ``compile``) of the model, outside any scope, in the function (or module code)
+    that creates a strategy of several replicas on the same path and never enters its scope: the
+    strategy is unused, the model trains on one device.  Not when any ``with`` may enter that
+    scope (a stored scope, an unresolved one): then one path may be the single-device one."""
+    origin = v.origin
+    trained = False
+    for cs in calls_using(m).get(id(origin), ()):
+        f = cs.node.func
+        if f.attr.value not in ("fit", "compile") or not any_from(m, f.value, cs, origin):
+            continue
+        trained = True
+        known, maybe = m.scope_strategies(cs)
+        if known or maybe or m.in_replica_fn(cs.scope):
+            continue
+        for made, s in m.strategies_made_in(cs.func):
+            if made.order > cs.order or not replicated([s]) or _exclusive(made.ifs, cs.ifs) \
+                    or (v.site is not None and _exclusive(made.ifs, v.site.ifs)):
+                continue
+            if m.scope_entered(s) is not False:
+                continue
+            name = m.code(made.stmt.body[0].targets[0].target) if isinstance(made.stmt, cst.SimpleStatementLine) \
+                and isinstance(made.stmt.body[0], cst.Assign) else "the strategy"
+            yield Use(cs.node, f"`{f.attr.value}` ({{line}}) runs beside `{name}`, a strategy created on the same path "
+                               f"whose scope is never entered: the model trains on one device and the strategy is "
+                               f"unused", name, m.code(f.value))
+            return
+    if trained or v.site is None:
+        return
+    # not trained here: only beside a strategy made on the same path and never used at all (no
+    # reference to it): nothing can bring the model under it
+    for made, s in m.strategies_made_in(v.site.func):
+        if not replicated([s]) or _exclusive(made.ifs, v.site.ifs) or m.scope_entered(s) is not False:
+            continue
+        target = _assigned_name(made)
+        if target is None or _referenced_after(m, target, made):
+            continue
+        model_name = _assigned_name(v.site)
+        yield Use(made.node, f"`{target.value}` ({{line}}), a strategy created on the same path, is never used: the "
+                             f"model is under no strategy", target.value, model_name.value if model_name else "")
+        return
+
+
+def _assigned_name(site: CallSite) -> Optional[cst.Name]:
+    """``x`` of ``x = <the call of site>``."""
+    stmt = site.stmt
+    if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign) \
+            and stmt.body[0].value is site.node and len(stmt.body[0].targets) == 1 \
+            and isinstance(stmt.body[0].targets[0].target, cst.Name):
+        return stmt.body[0].targets[0].target
+    return None
+
+
+def _referenced_after(m: Module, target: cst.Name, made: CallSite) -> bool:
+    """Some reference of the module may read the name ``target`` binds at ``made``."""
+    for r in m.refs:
+        if r.node.value == target.value and any(b.node is made.stmt.body[0] for b in m.lookup(r.node.value, r.scope, r.order)):
+            return True
+    return False
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Two sites under these if branches never run in one pass (they take different branches of
+    one ``if``)."""
+    taken = {id(node): branch for node, branch in a}
+    return any(id(node) in taken and taken[id(node)] != branch for node, branch in b)
+
+
+_APPLY = ("apply_gradients", "minimize")
+_USE_METHODS = frozenset(meth for ms in SCOPED_METHODS.values() for meth in ms) | {"compile"} | frozenset(_APPLY)
+
+
+def _variables_owners(call: cst.Call) -> Iterator[cst.BaseExpression]:
+    """``X`` of each ``X.trainable_variables`` (``trainable_weights``) in ``call``'s arguments
+    (``zip(grads, model.trainable_variables)``, ``var_list=model.trainable_weights``)."""
+    work: list[cst.CSTNode] = [a.value for a in call.args]
+    while work:
+        n = work.pop()
+        if isinstance(n, cst.Attribute) and n.attr.value in TRAINABLE:
+            yield n.value
+        elif isinstance(n, (cst.Lambda, cst.FunctionDef)):
+            continue
+        else:
+            work.extend(n.children)
 _BUILDERS = ("Sequential", "Model", "Functional")
 
 
@@ -300,11 +394,14 @@ def calls_using(m: Module) -> dict[int, list[CallSite]]:
     return table
 
 
-def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite) -> Optional[Value]:
+def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite, along: Optional[Value] = None) -> Optional[Value]:
     """The model ``expr`` holds when it was created under a strategy's scope, on some path (the
-    model built in the scope when ``n_gpus > 1``, and plainly otherwise)."""
+    model built in the scope when ``n_gpus > 1``, and plainly otherwise) that the object
+    ``along`` can be on too (not the other branch of an ``if`` that made ``along``)."""
     for v in m.infer_at(expr, cs):
-        if v.kind == api.MODEL and created_in_scope(m, v):
+        if v.kind == api.MODEL and created_in_scope(m, v) and not (
+                along is not None and along.site is not None and v.site is not None
+                and _exclusive(v.site.ifs, along.site.ifs)):
             return v
     return None
 

@@ -73,6 +73,7 @@ _DELEGATES = {
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
                  "strategies", "strategy_method_calls", "owns_scope", "single_replica_path", "path_text",
+                 "strategies_made_in", "scope_entered",
                  "replica_run_sites"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings"),
@@ -120,6 +121,8 @@ class Module:
         # the enclosing ``if`` branches of the nodes above that have no site of their own
         # (arithmetic, augmented assignments): id(node) -> ((If, in body?), ...)
         self.ifs_at: dict[int, tuple] = {}
+        # every ``with`` item: (WithItem, scope, order, enclosing function, if branches)
+        self.with_items: list[tuple] = []
         # (order, the if branches in force from that order on): see Bindings.ifs_at_order
         self.ifs_timeline: list[tuple[int, tuple]] = [(0, ())]
         Builder(self).walk(tree)

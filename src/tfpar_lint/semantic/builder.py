@@ -271,6 +271,7 @@ class Builder(TaskVisitor):
     def visit_With(self, node: cst.With) -> list:
         tasks: list = []
         for item in node.items:
+            self.m.with_items.append((item, self.scope, self._order(), self.func, tuple(self.ifs)))
             tasks.append(item.item)
             if item.asname is not None:
                 tasks.append(partial(self._bind_target, item.asname.name, "with", item, item.item))

@@ -28,6 +28,7 @@ class Contexts:
         self._traced_memo: dict[int, Optional[bool]] = {}
         self._fn_scope_memo: dict[int, tuple[list[Value], bool]] = {}
         self._owns_memo: dict[int, bool] = {}
+        self._made_memo: dict[int, list] = {}
         self.replica_fn_infos: dict[int, FunctionInfo] = {}
         self.thread_fn_infos: dict[int, FunctionInfo] = {}
 
@@ -157,6 +158,39 @@ class Contexts:
                 break
         memo[id(fn)] = found
         return found
+
+    def strategies_made_in(self, fn: Optional[FunctionInfo]) -> list[tuple[CallSite, Value]]:
+        """The strategies the body of ``fn`` (None: module-level code) creates, with the call that
+        creates each (constructors, and local factories that make one; not ``get_strategy()``)."""
+        memo = self._made_memo
+        key = id(fn) if fn is not None else 0
+        if key not in memo:
+            memo[key] = []
+            calls = fn.calls if fn is not None else [cs for cs in self.m.calls if cs.func is None]
+            for cs in calls:
+                if cs.func is not fn:
+                    continue
+                vals = self.m.infer_at(cs.node, cs)
+                memo[key].extend((cs, v) for v in vals if v.kind == api.STRATEGY and v.origin is cs.node
+                                 and v.qname not in api.STRATEGY_GETTERS)
+        return memo[key]
+
+    def scope_entered(self, strategy: Value) -> Optional[bool]:
+        """Whether some ``with`` of the module enters ``strategy``'s scope: True (a with item gives
+        that strategy's scope), None (a with item might: an unresolved scope, a stored scope or
+        context entered by name), False (none does)."""
+        maybe = False
+        for item, scope, order, func, ifs in self.m.with_items:
+            e = item.item
+            if not isinstance(e, cst.Call):
+                maybe = True  # `with strategy_scope:` (a scope made earlier), `with lock:`
+                continue
+            site = CallSite(e, scope, func, order, (item,), ifs, (), 0)
+            known, mb = self.scope_items(site)
+            if any(v.origin is strategy.origin for v in known):
+                return True
+            maybe = maybe or mb
+        return None if maybe else False
 
     def _decorator_scope(self, fn: FunctionInfo) -> list[Value]:
         """Strategies a local decorator of ``fn`` opens around every call of it: the decorator's
