@@ -38,6 +38,7 @@ from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
 from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
     arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
 )
+from tfpar_lint.semantic.inputs import Inputs
 from tfpar_lint.semantic.uses import Uses
 from tfpar_lint.semantic.values import Inference
 
@@ -62,6 +63,24 @@ def replicated(strategies: list[Value]) -> bool:
     return True
 
 
+def one_replica(strategies: list[Value]) -> bool:
+    """Every strategy has a single replica by construction: ``OneDeviceStrategy``, the default
+    strategy (``get_strategy()`` outside any scope), ``MirroredStrategy(devices=[one])``.  (A
+    parameter-server strategy runs a scheduled function on every worker: not one replica.)"""
+    if not strategies:
+        return False
+    for v in strategies:
+        if v.qname == "tensorflow.distribute.OneDeviceStrategy" or v.qname in api.STRATEGY_GETTERS:
+            continue
+        o = v.origin
+        if isinstance(o, cst.Call):
+            devs = keyword(o, "devices")
+            if isinstance(devs, (cst.List, cst.Tuple)) and len(devs.elements) <= 1:
+                continue
+        return False
+    return True
+
+
 # Module method -> the part that answers it.
 _DELEGATES = {
     "bindings": ("lookup", "qualified_name"),
@@ -77,6 +96,7 @@ _DELEGATES = {
                  "replica_run_sites"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings"),
+    "inputs": ("made_with_strategy", "forward_calls", "feeds_model", "captured_data"),
 }
 
 
@@ -134,6 +154,7 @@ class Module:
         self.contexts = Contexts(self)
         self.environment = Environment(self)
         self.flow = Flow(self)
+        self.inputs = Inputs(self)
         # facts several rules derive from the model, computed once (rules/_scope.values_of_kind)
         self.rule_memo: dict[str, dict] = {}
         if project is not None:

@@ -151,7 +151,7 @@ class Inference:
                     out.extend(self.infer(e, s, o))
                 return out
             base = self.infer(expr.value, scope, order)
-            if all(v.kind in (api.ELEMENT, api.DIST_VALUES) for v in base):
+            if all(v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH) for v in base):
                 return list(base)
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
@@ -367,8 +367,10 @@ class Inference:
                     out.append(Value(api.ITERATOR, origin=call, site=site, source=v))
                 elif v.kind == api.DIST_DATASET:
                     out.append(Value(api.DIST_ITERATOR, origin=call, site=site, source=v))
-                elif v.kind in (api.ITERATOR, api.DIST_ITERATOR):
+                elif v.kind in (api.ITERATOR, api.DIST_ITERATOR, api.PLAIN_ITERATOR):
                     out.append(v)
+                elif _made_object(v):  # iter(train_generator): a Keras iterator, a generator, an array
+                    out.append(Value(api.PLAIN_ITERATOR, origin=call, site=site, source=v))
                 else:
                     out.append(UNKNOWN)
             return out
@@ -459,8 +461,11 @@ class Inference:
             return Value(api.ELEMENT, origin=node, site=site, source=v)
         if v.kind in (api.DIST_DATASET, api.DIST_ITERATOR):
             return Value(api.DIST_VALUES, origin=node, site=site, source=v)
-        if v.kind in (api.ELEMENT, api.DIST_VALUES):
+        if v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH):
             return v
+        if v.kind == api.PLAIN_ITERATOR or _made_object(v):
+            # drawn from something no distribution API made (next(iter(train_generator)))
+            return Value(api.BATCH, origin=node, site=site, source=v)
         return UNKNOWN
 
     def _infer_method(self, rv: Value, meth: str, call, scope, order, site) -> Value:
@@ -660,13 +665,15 @@ class Inference:
             builtin = it.func.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) \
                 and it.func.value in ("enumerate", "zip") and not self.m.lookup(it.func.value, b.scope, b.order) \
                 else None
-            if builtin == "enumerate":  # for i, x in enumerate(xs)
-                if b.path[:1] == (1,) and len(b.path) == 1:
-                    return self.elements(arg(it, 0), b.scope, b.order, b.node, None)
+            if builtin == "enumerate":  # for i, x in enumerate(xs); for i, (x, y) in enumerate(ds)
+                if b.path[:1] == (1,):
+                    els = self.elements(arg(it, 0), b.scope, b.order, b.node, None)
+                    return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
                 return [UNKNOWN]
             if builtin == "zip":  # for g, v in zip(grads, model.trainable_variables)
-                if len(b.path) == 1 and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
-                    return self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
+                if b.path and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
+                    els = self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
+                    return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
                 return [UNKNOWN]
             if b.path:
                 return [UNKNOWN] if self.container_items(it, b.scope, b.order) is not None else \
@@ -717,7 +724,7 @@ class Inference:
         return out
 
     def _unpack(self, v: Value, b: Binding) -> Value:
-        if v.kind in (api.ELEMENT, api.DIST_VALUES):
+        if v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH):
             return v
         if v.kind == api.PER_REPLICA:
             # a, b = strategy.run(fn) where fn returns a tuple: each item is per-replica too
@@ -876,6 +883,13 @@ def _unpack_target(b: Binding) -> Optional[cst.Name]:
             if isinstance(el, cst.Name) and el.value == b.name:
                 return el
     return None
+
+
+def _made_object(v: Value) -> bool:
+    """``v`` is an object of unknown kind that a call made (not an argument from unseen callers,
+    which may be anything, a distributed dataset included)."""
+    return v.kind == api.UNKNOWN and v.origin is not None and not isinstance(v.origin, cst.Param) \
+        and not isinstance(v.info, (FunctionInfo, ClassInfo))
 
 
 def _target_name(b: Binding) -> Optional[cst.Name]:
