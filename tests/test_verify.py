@@ -45,6 +45,8 @@ EXPECTED_VERDICTS = {
     # (TFP401 fires only where the replica fn or the step runs eagerly: both of its fixtures are CONFIRMED;
     # set_seed in a tf.function is applied at trace time, good_traced.py, and is not reported)
     ("TFP403", "TFP401/bad_train_step.py"): (NOT_REPRODUCED, "dropout in the replica fn: draws differ"),
+    ("TFP403", "TFP404/bad.py"): (NOT_REPRODUCED, "the shuffle TFP404 flags: replicas draw different permutations "
+                                                  "(that is TFP404's point), two runs with the same seed agree"),
     # set_seed runs eagerly in the replica fn right before the dropout: both replicas draw the same mask.
     ("TFP403", "TFP401/bad.py"): (CONFIRMED, "dropout right after set_seed in the replica fn: identical masks"),
     ("TFP403", "TFP401/bad_keras.py"): (CONFIRMED, "dropout right after set_seed in the eager replica fn: "

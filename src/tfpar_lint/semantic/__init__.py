@@ -95,7 +95,7 @@ _DELEGATES = {
                  "strategies_made_in", "scope_entered",
                  "replica_run_sites"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
-    "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings"),
+    "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings", "depends_on_replica_id"),
     "inputs": ("made_with_strategy", "forward_calls", "feeds_model", "captured_data"),
 }
 
@@ -132,6 +132,8 @@ class Module:
         # a + b, a / b, ... with a name or attribute operand: (node, scope, order)
         self.arithmetic: list[tuple[cst.BinaryOperation, Scope, int]] = []
         self.comprehensions: list[tuple[cst.BaseExpression, Scope, int]] = []
+        # x[i], x[a:b], self.x[k] (a name or attribute indexed): (Subscript, scope, order)
+        self.subscripts: list[tuple[cst.Subscript, Scope, int]] = []
         # obj.attr = value (any receiver): (target, value, scope, order)
         self.attr_assigns: list[tuple[cst.Attribute, cst.BaseExpression, Scope, int]] = []
         # {expr[:spec]} inside f-strings: (FormattedStringExpression, scope, order)

@@ -337,6 +337,10 @@ class Builder(TaskVisitor):
         if isinstance(node.value, cst.Name):
             self.m.attr_refs.append(NameRef(node, self.scope, self._order(), self.func))
 
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, (cst.Name, cst.Attribute)):
+            self.m.subscripts.append((node, self.scope, self._order()))
+
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, _ARITHMETIC) and (
             isinstance(node.left, (cst.Name, cst.Attribute)) or isinstance(node.right, (cst.Name, cst.Attribute))

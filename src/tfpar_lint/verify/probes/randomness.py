@@ -10,7 +10,8 @@ and call number, a fingerprint of the values drawn (eagerly, or through a
 A finding is confirmed when the replicas drew identical values at the same
 call (after ``set_seed`` inside the replica function for TFP401, at the
 flagged call for TFP402/TFP403), or, for TFP403, when two runs with the same
-global seed drew different values.  Draws inside library code (e.g. Keras
+global seed drew different values; TFP404 the other way round: when the
+replicas drew different values at the draw that is split by replica id.  Draws inside library code (e.g. Keras
 ``Dropout``) are not counted.
 """
 from __future__ import annotations
@@ -225,7 +226,7 @@ def _rerun_diff(run, line: int) -> Optional[tuple[int, int]]:
     return (diff, comp) if comp else None
 
 
-KNOWN = ("TFP401", "TFP402", "TFP403")
+KNOWN = ("TFP401", "TFP402", "TFP403", "TFP404")
 
 
 def judge(finding, run) -> Optional[tuple[str, str]]:
@@ -270,6 +271,13 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
     comps = [(s, c) for s, c in comps if c]
     if not comps:
         return INCONCLUSIVE, f"random draws at line {line} were seen on fewer than 2 replicas"
+    if code == "TFP404":  # the split by replica id assumes one shared draw: different draws break it
+        for s, (same, n, _rep) in comps:
+            if same < n:
+                return CONFIRMED, (f"{s['api']} at line {line}: the replicas drew different values ({n - same} of {n} "
+                                   f"draws differ), so the parts split by replica id do not partition one draw")
+        s, (same, n, _rep) = comps[0]
+        return NOT_REPRODUCED, f"{s['api']} at line {line}: the replicas drew identical values ({n} draws)"
     for s, (same, n, rep) in comps:
         if same > 0:
             seeded = "with a constant seed " if s.get("seeded") else ""
