@@ -57,3 +57,8 @@ def pair_step(x, y):
 
 for i, (x, y) in enumerate(ds):
     pair_step(x, y)
+
+
+@tf.function
+def whole_array_step():
+    return strategy.run(train_step, args=((features, labels), 0.1))  # expect: TFP201

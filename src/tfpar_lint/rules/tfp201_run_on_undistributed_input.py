@@ -9,6 +9,28 @@ from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import Value, arg, is_constant, one_replica, replicated
 
 
+def _path(m, vals: list[Value]) -> str:
+    """" (on the path where `cond`)": the branch a plain value was made on, or the other branch
+    of the innermost ``if`` a distributed one was made on (its chain of sources, nearest first);
+    "" when it cannot be told."""
+    for v in vals:
+        plain = v.kind in PLAIN
+        seen = 0
+        while v is not None and seen < 30:
+            if v.site is not None and v.site.ifs:
+                ifs = v.site.ifs if plain else v.site.ifs[:-1] + ((v.site.ifs[-1][0], not v.site.ifs[-1][1]),)
+                return f" (on the path where {m.path_text(ifs)})"
+            v, seen = v.source, seen + 1
+    return ""
+
+
+def _array(v: Value) -> bool:
+    """An array a data library made (``np.load(...)``, ``pd.read_csv(...)``): whole, on the host."""
+    from tfpar_lint.semantic.inputs import DATA_LIBRARIES
+
+    return v.kind == api.UNKNOWN and isinstance(v.origin, cst.Call) and v.qname.split(".", 1)[0] in DATA_LIBRARIES
+
+
 def _maker(v: Value):
     """The expression that made the object a batch ``v`` was drawn from (``train_generator``'s
     ``flow_from_directory(...)``)."""
@@ -51,24 +73,27 @@ class RunOnUndistributedInput(Rule):
                     # args=((x, y), lr): the items of a literal (the nested loop targets of a dataset)
                     for el in e.elements:
                         got = m.infer_at(el.value, cs)
-                        if got and all(v.kind in PLAIN + (api.BATCH,) for v in got):
+                        if got and all(v.kind in PLAIN + (api.BATCH,) or _array(v) for v in got):
                             vals = got
                             break
-                if vals and all(v.kind in PLAIN for v in vals):
+                if vals and any(v.kind in PLAIN for v in vals):  # on every path: one plain path is enough
+                    path = "" if all(v.kind in PLAIN for v in vals) else _path(m, vals)
                     yield Report(
                         cs.node,
                         f"`{m.code(cs.node.func)}` receives `{m.code(e)}`, drawn from a tf.data dataset that was "
-                        f"never distributed: every replica gets the same full batch (N-times updates, no "
+                        f"never distributed{path}: every replica gets the same full batch (N-times updates, no "
                         f"speed-up); iterate `{m.code(recv)}.experimental_distribute_dataset(...)` instead",
                         {"argument": m.code(e)},
                     )
                     break
-                if vals and all(v.kind == api.BATCH for v in vals) and not any(m.made_with_strategy(v) for v in vals) \
+                if vals and all(v.kind == api.BATCH or _array(v) for v in vals) \
+                        and not any(m.made_with_strategy(v) for v in vals) \
                         and isinstance(args, (cst.Tuple, cst.List)) and self._fed_to_model(fns, i):
                     src = _maker(vals[0])
+                    what = "a batch drawn from" if vals[0].kind == api.BATCH else "an array made by"
                     yield Report(
                         cs.node,
-                        f"`{m.code(cs.node.func)}` receives `{m.code(e)}`, a batch drawn from "
+                        f"`{m.code(cs.node.func)}` receives `{m.code(e)}`, {what} "
                         f"`{m.code(src) if src is not None else m.code(e)}`, which no distribution API made: "
                         f"every replica gets the same full batch (N-times updates, no speed-up); feed a "
                         f"`tf.data.Dataset` through `{m.code(recv)}.experimental_distribute_dataset(...)` "

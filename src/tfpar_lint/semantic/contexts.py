@@ -103,8 +103,6 @@ class Contexts:
             # it makes its strategy, or enters a strategy's scope itself: no caller runs it under
             # that scope (the strategy does not exist yet, or its scope would be entered twice)
             res = ([], False)
-        elif self.m.is_passed_around(fn):
-            res = ([], True)
         else:
             callers = self.m.callers(fn)
             if not callers and self.m.enclosing_method(fn) is not None:
