@@ -45,7 +45,7 @@ PLAIN = (api.ELEMENT, api.ITERATOR, api.DATASET)
 class RunOnUndistributedInput(Rule):
     CODE = "TFP201"
     NAME = "run-on-undistributed-input"
-    SUMMARY = "`strategy.run` fed from a tf.data dataset that was never distributed"
+    SUMMARY = "`strategy.run` fed input no distribution API made (a plain tf.data dataset, a generator's batches, captured arrays)"
     FIX_HINT = ("Iterate `strategy.experimental_distribute_dataset(ds)` (or "
                 "`distribute_datasets_from_function`) and pass its elements to `strategy.run`.")
     PROBE = "input"
