@@ -96,6 +96,7 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
             mod = Module(tree, src, fpath, options.strategy_factories,
                          options.dataset_distributors, tf_version=options.tf_version, project=project)
             mod.opaque = opaque  # the note, should this module be linted itself
+            mod.uses.enabled = False  # kinds from use: only for the module being linted (analyse)
             return mod
 
         store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
@@ -310,6 +311,8 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     ``deps``, when given, receives the other project files the answers read (path -> sha256);
     ``notes`` the notes for the user (expressions analysed as unknown values)."""
     project = project_for(path, options)
+    if project is not None:
+        project.begin(source)
     known = project.modules.get(os.path.abspath(path)) if project is not None else None
     if known is not None and known.source == source:
         module, tree = known, known.tree  # already built as another file's import: the same object
@@ -321,6 +324,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
             raise NestingTooDeep() from exc
         module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
                         tf_version=options.tf_version, project=project)
+    module.uses.enabled = True  # built as an import before, it is the one linted now
     if opaque and notes is not None:
         notes.append(deep.note(opaque))
     try:

@@ -47,16 +47,19 @@ class Uses:
         self.m = m
         self._index: Optional[dict[int, str]] = None
         self.building = False
+        # the index is built for the module being linted; a project module read only to answer
+        # another file's questions keeps none (building each in turn cascaded over the project)
+        self.enabled = True
 
     def ready(self) -> bool:
-        return self._index is not None
+        return self._index is not None or not self.enabled
 
     def build(self) -> None:
         """Infer the receivers of the telling uses and file their unknown origins by kind.  Only
         between questions (none open, in any module): built in the middle of one, the inference
         it runs would re-enter half-computed tables; until then the module's values are not
         refined."""
-        if self._index is not None or self.building or open_questions():
+        if self._index is not None or self.building or not self.enabled or open_questions():
             return
         self.building = True
         index: dict[int, str] = {}
@@ -74,13 +77,10 @@ class Uses:
         finally:
             self.building = False
             self._index = index
-        # answers given while the index was built may hold values it now refines (here, or in
-        # the project's other modules that asked about this one)
+        # answers given while the index was built may hold values derived from ones it now
+        # refines (the dataset an unrefined strategy distributes); the project's other modules
+        # refine this module's values as they return them (see refine), their memos stay
         self.m.values.forget()
-        if self.m.project is not None:
-            for other in list(self.m.project.modules.values()):
-                if other is not None and other is not self.m:
-                    other.values.forget()
 
     def _telling_uses(self) -> Iterator[tuple[cst.BaseExpression, CallSite, str, str]]:
         """(expression, where, the kind it tells, the method called on it or "")"""
@@ -130,9 +130,7 @@ class Uses:
             k = self.kind_of(v)
             owner = v.site.scope.module if v.site is not None else None
             if k is None and owner is not None and owner is not self.m:
-                if not owner.uses.ready():
-                    owner.uses.build()
-                k = owner.uses.kind_of(v)
+                k = owner.uses.kind_of(v)  # its uses there, when that module was linted
             if k is None:
                 continue
             if out is None:
