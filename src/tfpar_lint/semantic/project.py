@@ -48,8 +48,8 @@ MAX_MODULES = 200  # project files read beyond the linted one
 # BUDGET_FACTOR times the linted file's own size (parsing dominates whole-project analysis: a
 # framework module imported by 80 others parsed them all, 6x its per-file time; issue 20 asks for
 # at most 1.5x, measured in benchmarks/project_per_file.py).  Past the budget, a module is unknown.
-BUDGET_BASE = 64 * 1024
-BUDGET_FACTOR = 0.5
+BUDGET_BASE = 48 * 1024
+BUDGET_FACTOR = 0.4
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(?P<mod>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#]+)"
                           r"|import[ \t]+(?P<plain>[^\n#]+))", re.M)
 MAX_SCAN = 5000  # project files scanned (text only) for importers
