@@ -33,7 +33,9 @@ How selection is resolved (ruff's algorithm)
     Two layers, the file then the command line.  Within a layer the selectors
     are applied from least to most specific (``ALL`` < shorter prefix <
     longer prefix < full code or name); at equal specificity ``ignore`` beats
-    ``select``.  A layer with ``select`` starts from nothing, a layer without
+    ``select``.  A rule that is off by default is turned on only by its own
+    code or name, or ``ALL``: a prefix (``TFP``, ``TFP4``) selects the rules
+    under it that are on by default (the flake8 plugin decides the same way).  A layer with ``select`` starts from nothing, a layer without
     it changes the result of the layer before (the defaults for the first
     layer).  So ``--select`` on the command line replaces the file's
     ``select``/``ignore``/``extend-select`` entirely, while ``--extend-select``
@@ -202,7 +204,7 @@ class Settings:
                 entries.append((_specificity(s), 1, s, "ignore"))
             entries.sort(key=lambda e: (e[0], e[1]))
             for _spec, is_ignore, s, kind in entries:
-                for code in registry.expand_selector(s):
+                for code in (registry.expand_selector(s) if is_ignore else registry.select_codes(s)):
                     updates[code] = (not is_ignore, f"{kind} {s!r} ({layer.source})")
             if layer.select is not None:
                 state = {c: (False, f"not selected ({layer.source} has select)") for c in state}
@@ -372,8 +374,15 @@ def check_globs(patterns: Iterable[str], key: str, where: str) -> None:
             raise ConfigError(f"{where}: '{key}' has an invalid glob {pat!r}: {why}")
 
 
+# Upper bounds of the limits: larger values are surely typos (1e308), and past them the numbers no
+# longer fit what they are given to (a read size, a select() time-out in milliseconds).
+MAX_SIZE = 1 << 40  # 1 TiB
+MAX_SECONDS = 1e6  # about 11.5 days
+
+
 def parse_size(value: Any) -> int:
-    """``10485760``, ``"10M"``, ``"512 KiB"``, ``"1.5G"`` -> bytes (K, M, G are powers of 1024).
+    """``10485760``, ``"10M"``, ``"512 KiB"``, ``"1.5G"`` -> bytes (K, M, G are powers of 1024),
+    at most :data:`MAX_SIZE`.
 
     Raises ValueError with the reason.
     """
@@ -391,11 +400,14 @@ def parse_size(value: Any) -> int:
         raise ValueError(f"expected a size such as 10M, got {value!r}")
     if n < 0:
         raise ValueError(f"a size cannot be negative, got {value!r}")
+    if n > MAX_SIZE:
+        raise ValueError(f"a size of at most 1T ({MAX_SIZE} bytes) is accepted, got {value!r}")
     return n
 
 
 def parse_seconds(value: Any) -> float:
-    """A finite number of seconds >= 0 (0: no limit); raises ValueError with the reason."""
+    """A finite number of seconds >= 0 (0: no limit), at most :data:`MAX_SECONDS`; raises ValueError
+    with the reason."""
     import math
 
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -406,6 +418,8 @@ def parse_seconds(value: Any) -> float:
         raise ValueError(f"expected a number of seconds, got {value!r}") from None
     if not math.isfinite(v) or v < 0:
         raise ValueError(f"expected a finite number of seconds >= 0, got {value!r}")
+    if v > MAX_SECONDS:
+        raise ValueError(f"expected at most {MAX_SECONDS:g} seconds (0: no limit), got {value!r}")
     return v
 
 

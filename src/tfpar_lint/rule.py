@@ -30,12 +30,12 @@ class Report:
         self.related = related
 
 
-# A strategy is created (``...Strategy(``, ``get_strategy``) or one arriving from elsewhere is used
-# in a way only a strategy is (semantic/uses.py: its scope entered, data distributed, a replica
-# function run, a ReduceOp reduction).
-STRATEGY_MARKERS: tuple[str, ...] = ("Strategy", "get_strategy", ".scope():", "experimental_run_v2",
-                                     "distribute_dataset", "distribute_datasets_from_function",
-                                     "call_for_each_replica", "ReduceOp")
+# A strategy is made here, or used (a receiver the module cannot resolve is a strategy by its use:
+# ``semantic.contexts.strategy_by_use``, and semantic/uses.py: its scope entered, data distributed,
+# a replica function run, a ReduceOp reduction).
+STRATEGY_MARKERS: tuple[str, ...] = ("Strategy", "get_strategy", "strategy", "num_replicas_in_sync",
+                                     "experimental_run", "ReduceOp", ".scope():", "distribute_dataset",
+                                     "distribute_datasets_from_function", "call_for_each_replica")
 
 
 class Rule:

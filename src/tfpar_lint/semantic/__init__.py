@@ -10,6 +10,9 @@ call sites with their ``with``/``if``/``try`` context, stores and name reference
 * :mod:`.contexts` - strategy scopes, replica functions, thread targets, ``tf.function``;
 * :mod:`.flow` - which right-hand sides feed an expression through local names;
 * :mod:`.environment` - environment variables the module writes;
+* :mod:`.threads` - what Python threads run, what they share, the updates they make (TFP3xx);
+* :mod:`.loss` - what a loss is made of and how it is scaled (TFP5xx);
+* :mod:`.lifecycle` - multi-worker facts: chief tests, saves and their paths (TFP6xx);
 * :mod:`tfpar_lint.tfapi` - what TensorFlow and Keras APIs create and do.
 
 :class:`Module` ties them together; rules query it and never walk the tree themselves.
@@ -39,6 +42,7 @@ from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
     arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
 )
 from tfpar_lint.semantic.inputs import Inputs
+from tfpar_lint.semantic.threads import Threads
 from tfpar_lint.semantic.uses import Uses
 from tfpar_lint.semantic.values import Inference
 
@@ -91,9 +95,8 @@ _DELEGATES = {
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
-                 "strategies", "strategy_method_calls", "owns_scope", "single_replica_path", "path_text",
-                 "strategies_made_in", "scope_entered",
-                 "replica_run_sites"),
+                 "strategies", "strategy_method_calls", "strategy_by_use", "receiver_key", "owns_scope",
+                 "single_replica_path", "path_text", "strategies_made_in", "scope_entered", "replica_run_sites"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings", "depends_on_replica_id"),
     "inputs": ("made_with_strategy", "forward_calls", "feeds_model", "captured_data"),
@@ -145,8 +148,8 @@ class Module:
         self.ifs_at: dict[int, tuple] = {}
         # every ``with`` item: (WithItem, scope, order, enclosing function, if branches)
         self.with_items: list[tuple] = []
-        # (order, the if branches in force from that order on): see Bindings.ifs_at_order
-        self.ifs_timeline: list[tuple[int, tuple]] = [(0, ())]
+        # order -> the enclosing if branches in its function, as (id(If), in body); absent: none
+        self.if_context: dict[int, tuple[tuple[int, bool], ...]] = {}
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)
@@ -157,6 +160,7 @@ class Module:
         self.environment = Environment(self)
         self.flow = Flow(self)
         self.inputs = Inputs(self)
+        self.threads = Threads(self)
         # facts several rules derive from the model, computed once (rules/_scope.values_of_kind)
         self.rule_memo: dict[str, dict] = {}
         if project is not None:

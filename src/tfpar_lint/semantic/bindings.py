@@ -15,12 +15,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
 
 
+# Names that stand for a module when the code never binds them (``tf.distribute...`` in a snippet
+# whose ``import tensorflow as tf`` was left out, or came from ``from helpers import *``).
+FREE_ALIASES = {"tf": "tensorflow"}
+
+
 class Bindings:
     def __init__(self, m: "Module") -> None:
         self.m = m
         self._qn_memo: dict[tuple[int, int, int], tuple[str, str]] = {}
         self._orders: dict[int, tuple[list[Binding], Optional[list[int]]]] = {}  # see _last_before
-        self._tl_orders: Optional[list[int]] = None
 
     def lookup(self, name: str, scope: Scope, order: int) -> list[Binding]:
         s: Optional[Scope] = scope
@@ -38,40 +42,55 @@ class Bindings:
                 if first:
                     before = self._last_before(bs, order)
                     if before is not None:
-                        return self._reaching(bs, before, order) if before.ifs else [before]
+                        return self._reaching(bs, before, order)
                 return list(bs)
             s = s.parent
             first = False
         return []
 
-    def ifs_at_order(self, order: int) -> tuple:
-        """The if branches in force at ``order`` (in the function being walked then)."""
-        tl = self.m.ifs_timeline
-        if self._tl_orders is None or len(self._tl_orders) != len(tl):
-            self._tl_orders = [o for o, _ in tl]
-        i = bisect.bisect_right(self._tl_orders, order) - 1
-        return tl[i][1] if i >= 0 else ()
+    def _reaching(self, bs: list[Binding], before: Binding, order: int) -> list[Binding]:
+        """The bindings of one scope that may reach a use at ``order``, given ``before``, the last
+        one bound before it: ``before`` alone, unless it sits in an ``if`` branch the use is not
+        in; then also the earlier ones, back to one that is on every path to the use or until
+        both branches of one ``if`` bound the name (``if gpus > 1: s = Mirrored() else: s =
+        OneDevice()`` reaches the use below as either)."""
+        ctx = self.m.if_context
+        b_ifs = ctx.get(before.order, ())
+        use = ctx.get(order, ())
+        if use[:len(b_ifs)] == b_ifs:
+            return [before]  # on every path from its block to the use
+        out = [before]
+        covered: dict[int, set[bool]] = {}
 
-    def _reaching(self, bs: list[Binding], last: Binding, order: int) -> list[Binding]:
-        """Every binding of ``bs`` that may reach ``order``: the last one before it, and, while
-        that one sits in an ``if`` branch the point is not in, the ones before it (the other
-        branch's, or the one before the ``if``), skipping those in a branch excluded at the point
-        (``if a: x = 1 / else: x = 2`` then ``use(x)``: both)."""
-        at = self.ifs_at_order(order)
-        out: list[Binding] = []
-        seen = 0
-        for b in reversed(bs):  # in source order, as the traversal bound them
-            if b.order >= order:
-                continue
-            seen += 1
-            if seen > 64:
+        def diverge(ifs: tuple) -> Optional[tuple[int, bool]]:
+            k = 0
+            while k < len(ifs) and k < len(use) and ifs[k] == use[k]:
+                k += 1
+            return ifs[k] if k < len(ifs) else None
+
+        first = diverge(b_ifs)
+        if first is not None:
+            covered.setdefault(first[0], set()).add(first[1])
+        earlier = [x for x in bs if x.order < before.order]
+        if any(earlier[i].order > earlier[i + 1].order for i in range(len(earlier) - 1)):
+            earlier.sort(key=lambda x: x.order)
+        for b in reversed(earlier[-64:]):  # a name rebound many times: the last 64 are enough
+            ifs = ctx.get(b.order, ())
+            if use[:len(ifs)] == ifs:
+                out.append(b)  # on every path: nothing earlier reaches
                 break
-            if _excluded(b.ifs, at):
+            d = diverge(ifs)
+            if d is None:
                 continue
+            k = next((i for i, e in enumerate(use) if e[0] == d[0]), None)
+            if k is not None and use[k][1] != d[1]:
+                continue  # the other branch of an `if` the use is in: does not reach it
             out.append(b)
-            if b.ifs == at[:len(b.ifs)]:
-                break  # it runs on every way to the point (as far as ifs go): earlier ones are overwritten
-        return list(reversed(out)) or [last]
+            got = covered.setdefault(d[0], set())
+            got.add(d[1])
+            if len(got) == 2:
+                break  # both branches of one `if` bound the name: nothing earlier reaches
+        return out
 
     def _last_before(self, bs: list[Binding], order: int) -> Optional[Binding]:
         """The last of ``bs`` (in list order) bound before ``order``.  A name bound 20,000 times in
@@ -120,6 +139,12 @@ class Bindings:
                 return "", ""
             raw = f"{raw_head}.{rest}" if rest else raw_head
             return api.canonical(raw), raw
+        if not bs and head in FREE_ALIASES:
+            # `tf` bound nowhere: a snippet from a bug report, a notebook cell run after the import
+            # cell, a star import (`from utils import *`); TensorFlow's documented alias
+            q = FREE_ALIASES[head]
+            raw = f"{q}.{rest}" if rest else q
+            return api.canonical(raw), raw
         if not bs or any(b.kind != "import" or not b.qname for b in bs):
             return "", ""
         q = bs[0].qname
@@ -127,10 +152,3 @@ class Bindings:
             return "", ""  # ambiguous, or a relative import (the project's own module, never an API)
         raw = f"{q}.{rest}" if rest else q
         return api.canonical(raw), raw
-
-
-def _excluded(b_ifs: tuple, at: tuple) -> bool:
-    """A binding made under the branches ``b_ifs`` cannot run on a way to a point under ``at``: they
-    take different branches of one ``if``."""
-    taken = {id(node): branch for node, branch in at}
-    return any(id(node) in taken and taken[id(node)] != branch for node, branch in b_ifs)

@@ -42,14 +42,15 @@ class Builder(TaskVisitor):
 
     # ---------------------------------------------------------------- utilities
     def _order(self) -> int:
-        return next(self.counter)
+        o = next(self.counter)
+        if self.ifs:  # the if branches this point is in (same function), for two-path bindings
+            self.m.if_context[o] = tuple((id(n), branch) for n, branch in self.ifs)
+        return o
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode, **kw: Any) -> Binding:
         scope = self.scope
         if name in scope.globals:
             scope = self.m.scope
-        if self.ifs and "ifs" not in kw:
-            kw["ifs"] = tuple(self.ifs)
         b = Binding(name=name, kind=kind, scope=scope, order=self._order(), node=node, **kw)
         scope.add(b)
         if kind == "import":
@@ -113,7 +114,6 @@ class Builder(TaskVisitor):
         if parent.kind == "class":
             self.cls = None
         self.withs, self.ifs, self.trys, self.loops = [], [], [], 0
-        self._mark_ifs()
         for p in all_params:
             self.skip_names.add(id(p.name))
             ann = p.annotation.annotation if p.annotation is not None else None
@@ -122,7 +122,6 @@ class Builder(TaskVisitor):
 
     def _pop(self) -> None:
         (self.scope, self.func, self.cls, self.withs, self.ifs, self.trys, self.loops) = self.stack.pop()
-        self._mark_ifs()
 
     def _add_loop(self, n: int) -> None:
         self.loops += n
@@ -291,15 +290,9 @@ class Builder(TaskVisitor):
 
     def _push_if(self, entry: tuple) -> None:
         self.ifs.append(entry)
-        self._mark_ifs()
 
     def _pop_if(self) -> None:
         self.ifs.pop()
-        self._mark_ifs()
-
-    def _mark_ifs(self) -> None:
-        """Record the if branches in force from the next order on (Bindings.ifs_at reads it)."""
-        self.m.ifs_timeline.append((self._order(), tuple(self.ifs)))
 
     def visit_Try(self, node: cst.Try) -> list:
         tasks: list = [partial(self._push_try, node), node.body, self._pop_try]

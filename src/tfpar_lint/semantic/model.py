@@ -39,7 +39,6 @@ class Binding:
     annotation: Optional[cst.BaseExpression] = None
     func: Optional["FunctionInfo"] = None  # def / param: the function
     cls: Optional["ClassInfo"] = None
-    ifs: tuple = ()  # enclosing if branches in its function: ((If, in body?), ...), outermost first
 
 
 @dataclass(eq=False)

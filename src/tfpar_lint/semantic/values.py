@@ -7,6 +7,7 @@ silent on it.  Inference never recurses without bound: past ``MAX_DEPTH`` nested
 answer is ``UNKNOWN``."""
 from __future__ import annotations
 
+import threading
 from typing import Callable, Iterable, Iterator, Optional, TYPE_CHECKING, Union
 
 import libcst as cst
@@ -23,18 +24,13 @@ if TYPE_CHECKING:  # pragma: no cover
 # at most, counted over every module of a project together (a question about one file's value
 # asks another file's); deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
 MAX_DEPTH = 100
+_NESTED = threading.local()  # questions open on this thread, in every module
 NONE = Value(api.NONE)
 
 
-class _Open:
-    """The questions open now, over all modules (one analysis runs on one thread at a time)."""
-
-    depth = 0
-
-
 def open_questions() -> int:
-    """How many value questions are open now (0: between questions)."""
-    return _Open.depth
+    """How many value questions are open now on this thread (0: between questions)."""
+    return getattr(_NESTED, "n", 0)
 
 
 class Inference:
@@ -73,17 +69,19 @@ class Inference:
         got = memo.get(key)
         if got is not None:
             return got
-        if key in self._in_progress or _Open.depth >= MAX_DEPTH:
+        # the nesting counts across the project's modules too (each has its own Inference)
+        depth = getattr(_NESTED, "n", 0)
+        if key in self._in_progress or depth >= MAX_DEPTH:
             return [UNKNOWN]
         self._in_progress.add(key)
-        _Open.depth += 1
+        _NESTED.n = depth + 1
         try:
             vals = compute() or [UNKNOWN]
         except RecursionError:
             return [UNKNOWN]
         finally:
-            _Open.depth -= 1
             self._in_progress.discard(key)
+            _NESTED.n = depth
         memo[key] = vals
         return vals
 
@@ -131,8 +129,7 @@ class Inference:
                     for b in bs:
                         out.extend(self.binding_values(b))
                     return out
-                # a method of a local base class, or what the base's methods assign to self.x
-                inherited = self._class_member(fn.cls, attr)
+                inherited = self._base_member(fn.cls, attr)  # a method or attribute of a base class here
                 return inherited if inherited is not None else [UNKNOWN]
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
@@ -156,6 +153,11 @@ class Inference:
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
             return [UNKNOWN]
+        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+            # `strategy or tf.distribute.get_strategy()`: either operand
+            return self.infer(expr.left, scope, order) + self.infer(expr.right, scope, order)
+        if isinstance(expr, cst.IfExp):  # `a if cond else b`: either branch
+            return self.infer(expr.body, scope, order) + self.infer(expr.orelse, scope, order)
         if isinstance(expr, cst.Await):
             return [UNKNOWN]
         return [UNKNOWN]
@@ -213,6 +215,33 @@ class Inference:
                     found = self._class_member(v.info, name, _depth + 1)
                     if found is not None:
                         return found
+        return None
+
+    def _base_member(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[list[Value]]:
+        """``name`` defined by a base class of ``cls`` that this module defines (a base named by a
+        plain name bound to a class statement here; other bases are not followed, so that a
+        ``self.<name>`` question never walks a project's class hierarchy)."""
+        if _depth > 8:
+            return None
+        for base in cls.bases:
+            if not isinstance(base, cst.Name):
+                continue
+            bs = self.m.lookup(base.value, cls.scope.parent or self.m.scope, 10**9)
+            if len(bs) != 1 or bs[0].kind != "class" or bs[0].cls is None or bs[0].cls is cls:
+                continue
+            base_cls = bs[0].cls
+            if name in base_cls.methods:
+                f = base_cls.methods[name]
+                return [Value(api.FUNCTION, info=f, origin=f.node)]
+            got = base_cls.attrs.get(name)
+            if got:
+                out: list[Value] = []
+                for b in got:
+                    out.extend(self.binding_values(b))
+                return out
+            deeper = self._base_member(base_cls, name, _depth + 1)
+            if deeper is not None:
+                return deeper
         return None
 
     def _method_of(self, scope: Scope) -> Optional[FunctionInfo]:
@@ -292,8 +321,9 @@ class Inference:
             for v in self.infer(expr, fn.scope, order):
                 if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn):
                     # created by the call: the creation context is the caller's
+                    # (a dataset keeps the helper's last method call in its chain: `.batch(n)`)
                     v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
-                              info=v.info, source=v.source)
+                              info=v.info, source=v if v.kind == api.DATASET else v.source)
                 out.append(v)
         return out
 
@@ -311,14 +341,9 @@ class Inference:
             return None
         for base in cls.bases:
             q, _ = self.m.qualified_name(base, cls.scope.parent or self.m.scope, 10**9)
-            if q in api.MODEL_BASES:
-                return api.MODEL
-            if q in api.LAYER_BASES:
-                return api.LAYER
-            if q.startswith("keras.metrics.") and q[len("keras.metrics."):][:1].isupper():
-                return api.METRIC
-            if q.startswith("keras.optimizers.") and q[len("keras.optimizers."):][:1].isupper():
-                return api.OPTIMIZER
+            k = api.class_kind(q) if q else None  # from the API table: every spelling, every release
+            if k in (api.MODEL, api.LAYER, api.METRIC, api.OPTIMIZER):
+                return k
             if not q:
                 for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
                     if v.kind == api.CLASS and v.info is not cls:
@@ -561,6 +586,8 @@ class Inference:
                 out.extend(items)
             if all(isinstance(e, (cst.Dict, cst.List)) for e, _s, _o in reaching):
                 out.extend(self._stored_items(expr, scope, order, key))
+                if key is None and all(isinstance(e, cst.List) for e, _s, _o in reaching):
+                    out.extend(self._appended_items(expr, scope, order))
             return out
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             # self.buffers = [tf.Variable(...) for ...] set in another method
@@ -609,6 +636,28 @@ class Inference:
             return []
         bs = fn.cls.attrs.get(expr.attr.value) or []
         return bs if bs and all(b.value is not None for b in bs) else []
+
+    def _appended_items(self, name: cst.Name, scope: Scope, order: int) -> list:
+        """``workers = []; workers.append(Worker(...))`` (and ``insert``, ``extend`` of a literal)
+        before ``order``, on the list ``name`` holds: the items added."""
+        bound = {id(b) for b in self.m.lookup(name.value, scope, order)}
+        out = []
+        for cs in self.m.calls:
+            f = cs.node.func
+            if cs.order >= order or not isinstance(f, cst.Attribute) or not isinstance(f.value, cst.Name) \
+                    or f.value.value != name.value or f.attr.value not in ("append", "insert", "extend"):
+                continue
+            if {id(b) for b in self.m.lookup(name.value, cs.scope, cs.order)} != bound:
+                continue
+            item = arg(cs.node, 1 if f.attr.value == "insert" else 0)
+            if item is None:
+                continue
+            if f.attr.value == "extend":
+                items = self.container_items(item, cs.scope, cs.order)
+                out.extend(items or ())
+            else:
+                out.append((item, cs.scope, cs.order))
+        return out
 
     def _stored_items(self, name: cst.Name, scope: Scope, order: int, key: object) -> list:
         """``d[k] = v`` stores into the dict / list that ``name`` holds, made before ``order``
