@@ -133,18 +133,43 @@ def test_configured_strategy_factory():
     with strategy.scope():
         model.compile(loss="mse")
     """
-    assert codes(src) == []
+    # the scope entered tells that `make()` returns a strategy (kinds from use), configured or not
+    assert codes(src) == [(5, "TFP101")]
     assert codes(src, AnalysisOptions(strategy_factories=("mylib.dist.make",))) == [(5, "TFP101")]
+    # a use that does not tell (`run(step)` with no arguments): only the configured factory does
+    quiet = """
+    from mylib.dist import make
+    import tensorflow as tf
+    strategy = make()
+    v = tf.Variable(0.0)
+    def step():
+        v.assign_add(1.0)
+    strategy.run(step)
+    """
+    assert codes(quiet) == []
+    assert codes(quiet, AnalysisOptions(strategy_factories=("mylib.dist.make",))) == [(5, "TFP105")]
+
+
+def test_strategy_parameter_known_by_its_use():
+    """A strategy that arrives as a parameter is one by its use (its scope entered in the same
+    function that builds the model outside it): the "by design" silence on parameters is gone."""
+    src = """
+    import keras
+    def train(strategy):
+        model = keras.Sequential()
+        with strategy.scope():
+            model.compile(loss="mse")
+    """
+    assert codes(src) == [(4, "TFP101")]
 
 
 # --------------------------------------------------------------------------- precision
 SILENT = {
-    "unannotated strategy parameter": """
+    "strategy parameter used with no telling use": """
         import keras
-        def train(strategy):
-            model = keras.Sequential()
-            with strategy.scope():
-                model.compile(loss="mse")
+        def train(strategy, model):
+            model.fit(x, y)
+            helper(strategy)
         """,
     "model imported from another module": """
         import tensorflow as tf

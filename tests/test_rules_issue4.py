@@ -839,12 +839,14 @@ def test_tfp505_variants():
     """, "TFP505")
 
 
-def test_tfp505_unknown_strategy_is_silent():
+def test_tfp505_strategy_parameter_known_by_its_use():
+    """A strategy parameter is one by its use (run(fn, args=...), a ReduceOp reduction): reported,
+    as no one-replica strategy is made here (kinds from use, issue 17)."""
     check("""
     import tensorflow as tf
     def steps(strategy, x):
         a = strategy.run(lambda v: tf.nn.compute_average_loss(v), args=(x,))
-        return strategy.reduce(tf.distribute.ReduceOp.MEAN, a, axis=None)
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, a, axis=None)  # <-
     """, "TFP505")
 
 

@@ -147,6 +147,87 @@ def test_inference_depth_is_bounded():
     assert [v.kind for v in m2.infer_at(m2.calls[-1].node.func.value, m2.calls[-1])] == [api.STRATEGY]
 
 
+# ------------------------------------------------------------------ kinds from use
+def test_kinds_from_use_of_objects_unknown_code_makes():
+    """What a third-party factory or an unknown helper makes gets the kind its uses show: a scope
+    taken / a local function run with arguments (strategy), compile (model and its optimizer),
+    apply_gradients (optimizer); one item of an unknown call's tuple is an object of its own."""
+    m = module("import tensorflow as tf\n"
+               "import hwlib, zoo\n"
+               "strategy, env = hwlib.detect()\n"
+               "with strategy.scope():\n"
+               "    net = zoo.models[name](classes=3)\n"
+               "opt = zoo.opt.SGD(0.1)\n"
+               "net.compile(optimizer=opt, loss='mse')\n"
+               "sgd = zoo.make_opt()\n"
+               "def step(x):\n"
+               "    sgd.apply_gradients([])\n"
+               "strategy.run(step, args=(1,))\n"
+               "env.describe()\n")
+    assert kinds_at(m, "strategy.run", lambda c: c.func.value) == {api.STRATEGY}
+    assert kinds_at(m, "net.compile", lambda c: c.func.value) == {api.MODEL}
+    assert kinds_at(m, "net.compile", lambda c: c.args[0].value) == {api.OPTIMIZER}
+    assert kinds_at(m, "sgd.apply_gradients", lambda c: c.func.value) == {api.OPTIMIZER}
+    assert kinds_at(m, "env.describe", lambda c: c.func.value) == {api.UNKNOWN}  # the tuple's other item
+    # the model made under the scope is made there: its creation context is the scope
+    net = m.infer_at(call_site(m, "net.compile").node.func.value, call_site(m, "net.compile"))[0]
+    assert net.site is not None and m.scope_strategies(net.site)[0]
+
+
+def test_kinds_from_use_leave_other_libraries_and_own_methods_alone():
+    """``fit`` of a scikit-learn estimator is not a Keras model's; a local class's own ``fit`` is not
+    one either; an object used as two kinds stays unknown."""
+    m = module("import tensorflow as tf\n"
+               "from sklearn.linear_model import LogisticRegression\n"
+               "import lib\n"
+               "clf = LogisticRegression()\n"
+               "clf.fit(x, y)\n"
+               "class Trainer:\n"
+               "    def fit(self, ds):\n"
+               "        pass\n"
+               "t = Trainer()\n"
+               "t.fit(ds)\n"
+               "both = lib.make()\n"
+               "both.fit(x)\n"
+               "both.apply_gradients([])\n")
+    assert kinds_at(m, "clf.fit", lambda c: c.func.value) == {api.UNKNOWN}
+    assert kinds_at(m, "t.fit", lambda c: c.func.value) == {api.UNKNOWN}
+    assert kinds_at(m, "both.fit", lambda c: c.func.value) == {api.UNKNOWN}
+
+
+def test_inference_depth_is_bounded_across_modules(tmp_path):
+    """The budget of nested questions counts every module's: a chain that runs through two files
+    gives UNKNOWN past the budget, never a RecursionError."""
+    from tfpar_lint.engine import AnalysisOptions, lint_file
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    n = 4 * MAX_DEPTH
+    (tmp_path / "a.py").write_text("import tensorflow as tf\nimport b\n"
+                                   "a0 = tf.distribute.MirroredStrategy()\n"
+                                   + "".join(f"a{i + 1} = b.b{i}\n" for i in range(n)))
+    (tmp_path / "b.py").write_text("import a\n" + "".join(f"b{i} = a.a{i}\n" for i in range(n))
+                                   + f"def f():\n    pass\nb{n - 1}.run(f, args=())\n")
+    res = lint_file(str(tmp_path / "b.py"), options=AnalysisOptions())
+    assert res.error is None, res.error
+
+
+def test_a_recursion_error_in_the_analysis_is_an_internal_error_with_its_cause(monkeypatch):
+    """Only the parse hitting Python's recursion limit is "too deeply nested"; the analysis hitting
+    it is an internal error that names the functions that recursed."""
+    from tfpar_lint.engine import lint_source
+    from tfpar_lint.semantic.contexts import Contexts
+
+    def runaway(self, n=0):
+        return runaway(self, n + 1)
+
+    monkeypatch.setattr(Contexts, "replica_runs", runaway)
+    src = "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\nstrategy.run(f)\n"
+    err = lint_source(src, "x.py").error
+    assert err is not None and err.code == "E903"
+    assert "internal error: RecursionError" in err.message and "runaway" in err.message
+    assert "too deeply nested" not in err.message
+
+
 # ------------------------------------------------------------------ callgraph
 def test_instantiation_calls_init_and_passes_its_parameters():
     m = module("import tensorflow as tf\n"

@@ -682,10 +682,11 @@ def _main(argv: list[str]) -> int:
             for note in getattr(r, "notes", None) or ():
                 _warn(f"{r.path}: {note}")
     if any(getattr(r, "capped", False) for r in results) and not quiet:
-        from tfpar_lint.semantic.project import MAX_MODULES
+        from tfpar_lint.semantic.project import BUDGET_BASE, BUDGET_FACTOR, MAX_MODULES
 
-        _warn(f"whole-project analysis read at most {MAX_MODULES} of the project's other files per "
-              f"process; imports beyond that were not followed (some findings may be missing)")
+        _warn(f"whole-project analysis read, per linted file, at most {BUDGET_BASE // 1024} KB plus "
+              f"{BUDGET_FACTOR:g} times the file's size of the project's other files (and {MAX_MODULES} files "
+              f"per process); imports beyond that were not followed (some findings may be missing)")
 
     if not found.files and not found.stdin and not found.problems and args.paths and not quiet:
         _warn("no Python files or notebooks found under the given paths")

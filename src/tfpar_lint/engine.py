@@ -102,6 +102,7 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
             mod.normalised = fixed  # its indentation, rewritten for libcst (columns map back)
             mod.original_source = src
             mod.pieces = deep.take_pieces(tree)  # parsed in pieces: where they start (positions)
+            mod.uses.enabled = False  # kinds from use: only for the module being linted (analyse)
             return mod
 
         store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
@@ -309,6 +310,25 @@ def code_text(source: str) -> str:
     return "".join(parts)
 
 
+class NestingTooDeep(Exception):
+    """Parsing the file hit Python's recursion limit (the nesting itself is too deep)."""
+
+
+def recursion_reason(exc: BaseException) -> str:
+    """The E903 reason of a RecursionError raised after the parse: an internal error of the
+    analysis (no file nesting causes it), named by the functions that recursed."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)[-60:]
+    counts: dict[str, int] = {}
+    for fr in frames:
+        where = f"{os.path.basename(os.path.dirname(fr.filename))}/{os.path.basename(fr.filename)}:{fr.name}"
+        counts[where] = counts.get(where, 0) + 1
+    loop = [w for w, _ in sorted(counts.items(), key=lambda kv: -kv[1])[:3]]
+    return ("internal error: RecursionError (Python's recursion limit) in the analysis, recursing through "
+            + ", ".join(loop) + "; please report it")
+
+
 def gave_up(path: str, reason: str) -> FileError:
     """The E903 error of a file whose analysis gave up."""
     return FileError(path, f"analysis gave up: {reason}", code="E903")
@@ -347,17 +367,23 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     ``deps``, when given, receives the other project files the answers read (path -> sha256);
     ``notes`` the notes for the user (expressions analysed as unknown values)."""
     project = project_for(path, options)
+    if project is not None:
+        project.begin(source)
     known = project.modules.get(os.path.abspath(path)) if project is not None else None
     if known is not None and getattr(known, "original_source", known.source) == source:
         module, tree = known, known.tree  # already built as another file's import: the same object
         opaque = getattr(known, "opaque", 0)
         fixed = getattr(known, "normalised", None)
     else:
-        tree, opaque, fixed = deep.parse(source)
+        try:
+            tree, opaque, fixed = deep.parse(source)
+        except RecursionError as exc:  # the parse itself: the nesting is the reason
+            raise NestingTooDeep() from exc
         module = Module(tree, fixed.text if fixed is not None else source, path, options.strategy_factories,
                         options.dataset_distributors, tf_version=options.tf_version, project=project)
         module.normalised, module.original_source = fixed, source
         module.pieces = deep.take_pieces(tree)
+    module.uses.enabled = True  # built as an import before, it is the one linted now
     if opaque and notes is not None:
         notes.append(deep.note(opaque))
     try:
@@ -778,8 +804,10 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
         return FileResult(path, error=FileError(path, f"syntax error: {exc.message}", line=exc.line, col=exc.col))
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, source=source))
-    except RecursionError:
+    except NestingTooDeep:
         return FileResult(path, error=gave_up(path, "file too deeply nested (Python's recursion limit)"))
+    except RecursionError as exc:
+        return FileResult(path, error=gave_up(path, recursion_reason(exc)))
     except MemoryError:
         return FileResult(path, error=gave_up(path, "out of memory"))
     except Exception as exc:  # an engine bug must not lose the other files
@@ -901,8 +929,10 @@ def _lint_notebook(text: str, path: str, enabled, options, apply_noqa) -> FileRe
         return FileResult(path, error=FileError(path, f"syntax error: {exc.message}"))
     except cst.ParserSyntaxError as exc:
         return FileResult(path, error=_syntax_error(path, exc, where, source))
-    except RecursionError:
+    except NestingTooDeep:
         return FileResult(path, error=gave_up(path, "notebook too deeply nested (Python's recursion limit)"))
+    except RecursionError as exc:
+        return FileResult(path, error=gave_up(path, recursion_reason(exc)))
     except MemoryError:
         return FileResult(path, error=gave_up(path, "out of memory"))
     except Exception as exc:

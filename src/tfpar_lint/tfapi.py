@@ -47,6 +47,11 @@ DIST_ITERATOR = "dist_iterator"
 ELEMENT = "element"  # a value drawn from a plain dataset / iterator
 DIST_VALUES = "dist_values"  # PerReplica values from a distributed dataset / values fn
 PER_REPLICA = "per_replica"  # result of strategy.run
+# iterating something that is neither a tf.data dataset nor a distribution API's output (a Keras
+# directory iterator, a generator, a numpy array, a builder's result): an iterator over it, and
+# what is drawn from it (``next(it)``, a ``for`` target)
+PLAIN_ITERATOR = "plain_iterator"
+BATCH = "batch"
 THREAD = "thread"  # threading.Thread
 EXECUTOR = "executor"  # ThreadPoolExecutor, multiprocessing.dummy.Pool, ThreadPool
 LOCK = "lock"

@@ -171,7 +171,7 @@ def _loop(conn: Any) -> None:
         except MemoryError:
             reply = (False, "out of memory")
         except RecursionError:
-            reply = (False, "nested too deeply (Python's recursion limit)")
+            reply = (False, "internal error: RecursionError (Python's recursion limit)")
         except BaseException as exc:  # noqa: B036 - everything becomes this file's error
             reply = (False, f"{type(exc).__name__}: {exc}")
         try:

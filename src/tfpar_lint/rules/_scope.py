@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, Module, Value, arg, keyword
+from tfpar_lint.semantic import CallSite, Module, Value, arg, keyword, replicated
 
 
 @dataclass
@@ -53,6 +53,23 @@ def all_from(m: Module, expr: Optional[cst.BaseExpression], site: CallSite, orig
     return origin is not None and single_origin(m, expr, site) is origin
 
 
+def any_from(m: Module, expr: Optional[cst.BaseExpression], site: CallSite, origin: cst.CSTNode) -> bool:
+    """``expr`` holds the object created at ``origin`` on some path (every path counts: a
+    mistake on one branch is a mistake)."""
+    return origin is not None and expr is not None and any(v.origin is origin for v in m.infer_at(expr, site))
+
+
+def origins(m: Module, expr: Optional[cst.BaseExpression], site: CallSite) -> list[cst.CSTNode]:
+    """The nodes the possible values of ``expr`` were created at (one per path)."""
+    if expr is None:
+        return []
+    out: list[cst.CSTNode] = []
+    for v in m.infer_at(expr, site):
+        if v.origin is not None and all(o is not v.origin for o in out):
+            out.append(v.origin)
+    return out
+
+
 def single_origin(m: Module, expr: Optional[cst.BaseExpression], site: CallSite) -> Optional[cst.CSTNode]:
     """The node every possible value of ``expr`` was created at, when there is one."""
     if expr is None:
@@ -65,6 +82,21 @@ def single_origin(m: Module, expr: Optional[cst.BaseExpression], site: CallSite)
         if v.origin is not o:
             return None
     return o
+
+
+def scope_text(m: Module, site: CallSite) -> str:
+    """The ``with`` item that opens the strategy's scope at ``site``, as written
+    (``strategy.scope()``, ``self.strategy_scope()``)."""
+    for item in site.withs:
+        e = item.item
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value == "scope":
+            return m.code(e)
+    for item in reversed(site.withs):
+        if isinstance(item.item, cst.Call):
+            known, _ = m.scope_items(CallSite(site.node, site.scope, site.func, site.order, (item,), (), (), 0))
+            if known:
+                return m.code(item.item)
+    return "strategy.scope()"
 
 
 def strategy_text(m: Module, site: CallSite) -> str:
@@ -167,10 +199,10 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
     for cs in calls_using(m).get(id(origin), ()):
         f = cs.node.func
         meth = f.attr.value
-        if meth in methods and all_from(m, f.value, cs, origin):
+        if meth in methods and any_from(m, f.value, cs, origin):
             known, _ = m.scope_items(cs)
             if known:
-                yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
+                yield Use(cs.node, f"`{meth}` is called under `{scope_text(m, cs)}` "
                                    f"({{line}})", strategy_text(m, cs), m.code(f.value), cs)
             elif cs.func is not None:
                 # in a function whose whole body runs under a scope (every caller is in one, or a
@@ -181,35 +213,47 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                                        f"scope ({{line}})", "strategy", m.code(f.value), cs)
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
             known, _ = m.scope_items(cs)
-            where = f"under `{strategy_text(m, cs)}.scope()` ({{line}})"
+            where = f"under `{scope_text(m, cs)}` ({{line}})"
             if not known:
                 # compile outside the scope, of a model built in one: the model's strategy owns it
-                model = _scoped_model(m, f.value, cs)
+                model = _scoped_model(m, f.value, cs, v)
                 if model is None:
                     continue
-                where = f"to `compile` of `{m.code(f.value)}`, a model built under a strategy's scope ({{line}})"
+                where = (f"to `compile` of `{m.code(f.value)}`, a model built under a strategy's scope"
+                         f"{_path_of(m, model, f.value, cs)} ({{line}})")
             hit = None
             if v.kind == api.OPTIMIZER:
                 e = keyword(cs.node, "optimizer") or arg(cs.node, 0)
-                hit = e if all_from(m, e, cs, origin) else None
+                hit = e if any_from(m, e, cs, origin) else None
             else:
                 for kw in ("metrics", "weighted_metrics"):
                     lst = keyword(cs.node, kw)
                     items = [el.value for el in lst.elements] if isinstance(lst, (cst.List, cst.Tuple)) else [lst]
                     for e in items:
-                        if hit is None and (all_from(m, e, cs, origin)
+                        if hit is None and (any_from(m, e, cs, origin)
                                             or any(x.origin is origin for x in returned_items(m, e, cs))):
                             hit = e
             if hit is not None:
                 how = (f"it is passed to `compile` {where}" if known else f"it is passed {where}")
                 yield Use(cs.node, how, strategy_text(m, cs), m.code(hit), cs)
+        elif meth in _APPLY and v.kind == api.OPTIMIZER and any_from(m, f.value, cs, origin):
+            # applied to the variables of a model built under a strategy's scope (mirrored variables)
+            for recv in _variables_owners(cs.node):
+                model = _scoped_model(m, recv, cs, v)
+                if model is not None:
+                    yield Use(cs.node, f"`{meth}` applies it to the variables of `{m.code(recv)}`, a model built "
+                                       f"under a strategy's scope{_path_of(m, model, recv, cs)} ({{line}})",
+                              "strategy", m.code(f.value), cs)
+                    break
         elif v.kind in (api.MODEL, api.LAYER) and meth in ("Sequential", "Model", "Functional"):
             known, _ = m.scope_items(cs)
             if known and api.kind_of_constructor(m.qualified_name(f, cs.scope, cs.order)[0]) == api.MODEL \
-                    and any(all_from(m, e, cs, origin) for e in _arg_items(cs.node)):
-                yield Use(cs.node, f"it is built into `{meth}(...)` under `{strategy_text(m, cs)}.scope()` "
+                    and any(any_from(m, e, cs, origin) for e in _arg_items(cs.node)):
+                yield Use(cs.node, f"it is built into `{meth}(...)` under `{scope_text(m, cs)}` "
                                    f"({{line}}): its variables stay outside the strategy",
                           strategy_text(m, cs), "", cs)
+    if v.kind == api.MODEL:
+        yield from _trained_beside_unused_strategy(m, v)
     # used inside a replica function
     table = m.replica_functions()
     for fid, strategies in table.items():
@@ -222,7 +266,90 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                                     f"`strategy.run` ({{line}})", "strategy", m.code(refs[0].node))
 
 
-_USE_METHODS = frozenset(meth for ms in SCOPED_METHODS.values() for meth in ms) | {"compile"}
+def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
+    """``fit`` (or ``compile``) of the model, outside any scope, in the function (or module code)
+    that creates a strategy of several replicas on the same path and never enters its scope: the
+    strategy is unused, the model trains on one device.  Not when any ``with`` may enter that
+    scope (a stored scope, an unresolved one): then one path may be the single-device one."""
+    origin = v.origin
+    trained = False
+    for cs in calls_using(m).get(id(origin), ()):
+        f = cs.node.func
+        if f.attr.value not in ("fit", "compile") or not any_from(m, f.value, cs, origin):
+            continue
+        trained = True
+        known, maybe = m.scope_strategies(cs)
+        if known or maybe or m.in_replica_fn(cs.scope):
+            continue
+        for made, s in m.strategies_made_in(cs.func):
+            if made.order > cs.order or not replicated([s]) or _exclusive(made.ifs, cs.ifs) \
+                    or (v.site is not None and _exclusive(made.ifs, v.site.ifs)):
+                continue
+            if m.scope_entered(s) is not False:
+                continue
+            name = m.code(made.stmt.body[0].targets[0].target) if isinstance(made.stmt, cst.SimpleStatementLine) \
+                and isinstance(made.stmt.body[0], cst.Assign) else "the strategy"
+            yield Use(cs.node, f"`{f.attr.value}` ({{line}}) runs beside `{name}`, a strategy created on the same path "
+                               f"whose scope is never entered: the model trains on one device and the strategy is "
+                               f"unused", name, m.code(f.value))
+            return
+    if trained or v.site is None:
+        return
+    # not trained here: only beside a strategy made on the same path and never used at all (no
+    # reference to it): nothing can bring the model under it
+    for made, s in m.strategies_made_in(v.site.func):
+        if not replicated([s]) or _exclusive(made.ifs, v.site.ifs) or m.scope_entered(s) is not False:
+            continue
+        target = _assigned_name(made)
+        if target is None or _referenced_after(m, target, made):
+            continue
+        model_name = _assigned_name(v.site)
+        yield Use(made.node, f"`{target.value}` ({{line}}), a strategy created on the same path, is never used: the "
+                             f"model is under no strategy", target.value, model_name.value if model_name else "")
+        return
+
+
+def _assigned_name(site: CallSite) -> Optional[cst.Name]:
+    """``x`` of ``x = <the call of site>``."""
+    stmt = site.stmt
+    if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign) \
+            and stmt.body[0].value is site.node and len(stmt.body[0].targets) == 1 \
+            and isinstance(stmt.body[0].targets[0].target, cst.Name):
+        return stmt.body[0].targets[0].target
+    return None
+
+
+def _referenced_after(m: Module, target: cst.Name, made: CallSite) -> bool:
+    """Some reference of the module may read the name ``target`` binds at ``made``."""
+    for r in m.refs:
+        if r.node.value == target.value and any(b.node is made.stmt.body[0] for b in m.lookup(r.node.value, r.scope, r.order)):
+            return True
+    return False
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Two sites under these if branches never run in one pass (they take different branches of
+    one ``if``)."""
+    taken = {id(node): branch for node, branch in a}
+    return any(id(node) in taken and taken[id(node)] != branch for node, branch in b)
+
+
+_APPLY = ("apply_gradients", "minimize")
+_USE_METHODS = frozenset(meth for ms in SCOPED_METHODS.values() for meth in ms) | {"compile"} | frozenset(_APPLY)
+
+
+def _variables_owners(call: cst.Call) -> Iterator[cst.BaseExpression]:
+    """``X`` of each ``X.trainable_variables`` (``trainable_weights``) in ``call``'s arguments
+    (``zip(grads, model.trainable_variables)``, ``var_list=model.trainable_weights``)."""
+    work: list[cst.CSTNode] = [a.value for a in call.args]
+    while work:
+        n = work.pop()
+        if isinstance(n, cst.Attribute) and n.attr.value in TRAINABLE:
+            yield n.value
+        elif isinstance(n, (cst.Lambda, cst.FunctionDef)):
+            continue
+        else:
+            work.extend(n.children)
 _BUILDERS = ("Sequential", "Model", "Functional")
 
 
@@ -260,7 +387,7 @@ def calls_using(m: Module) -> dict[int, list[CallSite]]:
         elif meth in _BUILDERS:
             exprs.extend(_arg_items(cs.node))
         seen: set[int] = set()
-        for o in [single_origin(m, e, cs) for e in exprs] + extra:
+        for o in [o for e in exprs for o in origins(m, e, cs)] + extra:
             if o is not None and id(o) not in seen:
                 seen.add(id(o))
                 table.setdefault(id(o), []).append(cs)
@@ -268,12 +395,25 @@ def calls_using(m: Module) -> dict[int, list[CallSite]]:
     return table
 
 
-def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite) -> Optional[Value]:
-    """The model ``expr`` holds when it certainly was created under a strategy's scope."""
-    vals = m.infer_at(expr, cs)
-    if len(vals) == 1 and vals[0].kind == api.MODEL and created_in_scope(m, vals[0]):
-        return vals[0]
+def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite, along: Optional[Value] = None) -> Optional[Value]:
+    """The model ``expr`` holds when it was created under a strategy's scope, on some path (the
+    model built in the scope when ``n_gpus > 1``, and plainly otherwise) that the object
+    ``along`` can be on too (not the other branch of an ``if`` that made ``along``)."""
+    for v in m.infer_at(expr, cs):
+        if v.kind == api.MODEL and created_in_scope(m, v) and not (
+                along is not None and along.site is not None and v.site is not None
+                and _exclusive(v.site.ifs, along.site.ifs)):
+            return v
     return None
+
+
+def _path_of(m: Module, v: Value, expr: cst.BaseExpression, cs: CallSite) -> str:
+    """" on the path where `cond`" when ``expr`` holds ``v`` only on some paths (its values
+    disagree), from the branches ``v`` was created on; "" otherwise."""
+    if v.site is None or len(origins(m, expr, cs)) < 2:
+        return ""
+    text = m.path_text(v.site.ifs)
+    return f" on the path where {text}" if text else ""
 
 
 def _arg_items(call: cst.Call) -> Iterator[cst.BaseExpression]:

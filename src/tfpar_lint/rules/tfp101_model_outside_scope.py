@@ -9,3 +9,5 @@ class ModelOutsideScope(CreatedOutsideScopeRule):
     FIX_HINT = "Build the model inside `with strategy.scope():` (call the builder there)."
     KIND = api.MODEL
     WHAT = "Keras model"
+    # also a strategy created and never entered or used, beside a model (no scope, no run)
+    MARKERS = (CreatedOutsideScopeRule.MARKERS[0], CreatedOutsideScopeRule.MARKERS[1] + ("Strategy(",))

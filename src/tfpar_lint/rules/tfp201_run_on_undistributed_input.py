@@ -6,7 +6,38 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import arg, replicated
+from tfpar_lint.semantic import Value, arg, is_constant, one_replica, replicated
+
+
+def _path(m, vals: list[Value]) -> str:
+    """" (on the path where `cond`)": the branch a plain value was made on, or the other branch
+    of the innermost ``if`` a distributed one was made on (its chain of sources, nearest first);
+    "" when it cannot be told."""
+    for v in vals:
+        plain = v.kind in PLAIN
+        seen = 0
+        while v is not None and seen < 30:
+            if v.site is not None and v.site.ifs:
+                ifs = v.site.ifs if plain else v.site.ifs[:-1] + ((v.site.ifs[-1][0], not v.site.ifs[-1][1]),)
+                return f" (on the path where {m.path_text(ifs)})"
+            v, seen = v.source, seen + 1
+    return ""
+
+
+def _array(v: Value) -> bool:
+    """An array a data library made (``np.load(...)``, ``pd.read_csv(...)``): whole, on the host."""
+    from tfpar_lint.semantic.inputs import DATA_LIBRARIES
+
+    return v.kind == api.UNKNOWN and isinstance(v.origin, cst.Call) and v.qname.split(".", 1)[0] in DATA_LIBRARIES
+
+
+def _maker(v: Value):
+    """The expression that made the object a batch ``v`` was drawn from (``train_generator``'s
+    ``flow_from_directory(...)``)."""
+    seen = 0
+    while v is not None and seen < 20 and v.kind in (api.BATCH, api.PLAIN_ITERATOR):
+        v, seen = v.source, seen + 1
+    return v.origin if v is not None else None
 
 PLAIN = (api.ELEMENT, api.ITERATOR, api.DATASET)
 
@@ -14,7 +45,7 @@ PLAIN = (api.ELEMENT, api.ITERATOR, api.DATASET)
 class RunOnUndistributedInput(Rule):
     CODE = "TFP201"
     NAME = "run-on-undistributed-input"
-    SUMMARY = "`strategy.run` fed from a tf.data dataset that was never distributed"
+    SUMMARY = "`strategy.run` fed input no distribution API made (a plain tf.data dataset, a generator's batches, captured arrays)"
     FIX_HINT = ("Iterate `strategy.experimental_distribute_dataset(ds)` (or "
                 "`distribute_datasets_from_function`) and pass its elements to `strategy.run`.")
     PROBE = "input"
@@ -24,7 +55,7 @@ class RunOnUndistributedInput(Rule):
         m = self.module
         for cs, recv, _meth, _strat in m.replica_runs():
             strat = m.strategies(recv, cs)  # every possible receiver is a strategy
-            if not replicated(strat):
+            if not strat or one_replica(strat):
                 continue  # one replica (OneDeviceStrategy, one device) cannot duplicate data
             args = arg(cs.node, 1, "args")
             exprs: list[cst.BaseExpression] = []
@@ -35,18 +66,60 @@ class RunOnUndistributedInput(Rule):
             kwargs = arg(cs.node, 2, "kwargs")
             if isinstance(kwargs, cst.Dict):
                 exprs += [el.value for el in kwargs.elements if isinstance(el, cst.DictElement)]
-            for e in exprs:
+            fns = m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order)
+            for i, e in enumerate(exprs):
                 vals = m.infer_at(e, cs)
-                if vals and all(v.kind in PLAIN for v in vals):
+                if isinstance(e, (cst.Tuple, cst.List)) and not vals[0].kind in PLAIN + (api.BATCH,):
+                    # args=((x, y), lr): the items of a literal (the nested loop targets of a dataset)
+                    for el in e.elements:
+                        got = m.infer_at(el.value, cs)
+                        if got and all(v.kind in PLAIN + (api.BATCH,) or _array(v) for v in got):
+                            vals = got
+                            break
+                if vals and any(v.kind in PLAIN for v in vals):  # on every path: one plain path is enough
+                    path = "" if all(v.kind in PLAIN for v in vals) else _path(m, vals)
                     yield Report(
                         cs.node,
                         f"`{m.code(cs.node.func)}` receives `{m.code(e)}`, drawn from a tf.data dataset that was "
-                        f"never distributed: every replica gets the same full batch (N-times updates, no "
+                        f"never distributed{path}: every replica gets the same full batch (N-times updates, no "
                         f"speed-up); iterate `{m.code(recv)}.experimental_distribute_dataset(...)` instead",
                         {"argument": m.code(e)},
                     )
                     break
+                if vals and all(v.kind == api.BATCH or _array(v) for v in vals) \
+                        and not any(m.made_with_strategy(v) for v in vals) \
+                        and isinstance(args, (cst.Tuple, cst.List)) and self._fed_to_model(fns, i):
+                    src = _maker(vals[0])
+                    what = "a batch drawn from" if vals[0].kind == api.BATCH else "an array made by"
+                    yield Report(
+                        cs.node,
+                        f"`{m.code(cs.node.func)}` receives `{m.code(e)}`, {what} "
+                        f"`{m.code(src) if src is not None else m.code(e)}`, which no distribution API made: "
+                        f"every replica gets the same full batch (N-times updates, no speed-up); feed a "
+                        f"`tf.data.Dataset` through `{m.code(recv)}.experimental_distribute_dataset(...)` "
+                        f"(or `distribute_datasets_from_function`)",
+                        {"argument": m.code(e)},
+                    )
+                    break
             else:
+                if not [e for e in exprs if not is_constant(e)]:
+                    captured = self._captured(fns)
+                    if captured is not None:
+                        node, expr, v = captured
+                        how = m.code(v.origin) if v.origin is not None else m.code(expr)
+                        yield Report(
+                            node,
+                            f"the function run by `{m.code(cs.node.func)}` ({{line}}) gets no input from the "
+                            f"strategy and feeds `{m.code(expr)}` (made by `{how}` outside it) to the model: every "
+                            f"replica{' and worker' if not replicated(strat) else ''} computes on the same data "
+                            f"(N-times the work, no speed-up); distribute it "
+                            f"(`{m.code(recv)}.experimental_distribute_dataset(...)`, "
+                            f"`distribute_datasets_from_function`, or the coordinator's per-worker dataset) and "
+                            f"pass it in `args=`",
+                            {"argument": m.code(expr)},
+                            related=cs.node,
+                        )
+                        continue
                 read = self._closure_read(cs)
                 if read is not None:
                     yield Report(
@@ -57,6 +130,30 @@ class RunOnUndistributedInput(Rule):
                         f"`{m.code(recv)}.experimental_distribute_dataset(...)` and pass its elements in `args=`",
                         {"argument": m.code(read)},
                     )
+
+    def _fed_to_model(self, fns, index: int) -> bool:
+        """Argument ``index`` of the run goes, in every function it runs, into a model's forward
+        pass (input, not a learning rate or a step number every replica should get)."""
+        m = self.module
+        if not fns:
+            return False
+        for fn in fns:
+            params = [p for p in fn.params if not p.star]
+            if fn.cls is not None and params and not fn.is_lambda:
+                params = params[1:]  # a bound method (self.step): self is not an argument
+            if index >= len(params) or m.feeds_model(fn, params[index].name.value) is None:
+                return False
+        return True
+
+    def _captured(self, fns):
+        """(the model call, the data expression, its value) where a function run with no input
+        feeds data from outside it to a model."""
+        for fn in fns:
+            got = self.module.captured_data(fn)
+            if got is not None:
+                cs, expr, v = got
+                return cs.node, expr, v
+        return None
 
     def _closure_read(self, cs) -> "cst.Call | None":
         """A ``next(it)`` / ``it.get_next()`` inside the replica function on an iterator of a plain

@@ -45,6 +45,8 @@ class PerReplicaResultAsTensor(Rule):
         tail = ("is the per-replica result of `strategy.run` (a PerReplica value when there are several "
                 "replicas); reduce it with `strategy.reduce(...)` or use `strategy.experimental_local_results(...)`")
         for cs in m.calls:
+            if m.single_replica_path(cs.ifs):
+                continue
             cm = call_method(cs.node)
             if cm is not None and cm[1] == "numpy" and not cs.node.args \
                     and self._per_replica(cm[0], cs.scope, cs.order):
@@ -70,6 +72,8 @@ class PerReplicaResultAsTensor(Rule):
         (PerReplica...)``)."""
         m = self.module
         for node, scope, order in m.arithmetic:
+            if m.single_replica_path(m.ifs_at.get(id(node), ())):
+                continue  # `else` of `if strategy.num_replicas_in_sync > 1:`: a plain tensor there
             for side in (node.left, node.right):
                 if isinstance(side, (cst.Name, cst.Attribute)) and self._per_replica(side, scope, order):
                     yield Report(node, f"`{m.code(node)}` raises `TypeError` (unsupported operand type for "
@@ -80,7 +84,8 @@ class PerReplicaResultAsTensor(Rule):
             for bs in sc.bindings.values():
                 for b in bs:
                     node = b.node
-                    if b.kind != "aug" or not isinstance(node, cst.AugAssign):
+                    if b.kind != "aug" or not isinstance(node, cst.AugAssign) \
+                            or m.single_replica_path(m.ifs_at.get(id(node), ())):
                         continue
                     if isinstance(node.value, (cst.Name, cst.Attribute)) \
                             and self._per_replica(node.value, b.scope, b.order):

@@ -42,7 +42,9 @@ from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
 from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
     arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
 )
+from tfpar_lint.semantic.inputs import Inputs
 from tfpar_lint.semantic.threads import Threads
+from tfpar_lint.semantic.uses import Uses
 from tfpar_lint.semantic.values import Inference
 
 # ============================================================================ strategy facts
@@ -66,6 +68,24 @@ def replicated(strategies: list[Value]) -> bool:
     return True
 
 
+def one_replica(strategies: list[Value]) -> bool:
+    """Every strategy has a single replica by construction: ``OneDeviceStrategy``, the default
+    strategy (``get_strategy()`` outside any scope), ``MirroredStrategy(devices=[one])``.  (A
+    parameter-server strategy runs a scheduled function on every worker: not one replica.)"""
+    if not strategies:
+        return False
+    for v in strategies:
+        if v.qname == "tensorflow.distribute.OneDeviceStrategy" or v.qname in api.STRATEGY_GETTERS:
+            continue
+        o = v.origin
+        if isinstance(o, cst.Call):
+            devs = keyword(o, "devices")
+            if isinstance(devs, (cst.List, cst.Tuple)) and len(devs.elements) <= 1:
+                continue
+        return False
+    return True
+
+
 # Module method -> the part that answers it.
 _DELEGATES = {
     "bindings": ("lookup", "qualified_name"),
@@ -76,9 +96,12 @@ _DELEGATES = {
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
-                 "strategies", "strategy_method_calls", "strategy_by_use", "receiver_key", "exclusive", "caught"),
+                 "strategies", "strategy_method_calls", "strategy_by_use", "receiver_key", "exclusive", "caught",
+                 "owns_scope", "single_replica_path", "path_text", "strategies_made_in", "scope_entered",
+                 "replica_run_sites"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
-    "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings"),
+    "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings", "depends_on_replica_id"),
+    "inputs": ("made_with_strategy", "forward_calls", "feeds_model", "captured_data"),
 }
 
 
@@ -116,22 +139,31 @@ class Module:
         # a + b, a / b, ... with a name or attribute operand: (node, scope, order)
         self.arithmetic: list[tuple[cst.BinaryOperation, Scope, int]] = []
         self.comprehensions: list[tuple[cst.BaseExpression, Scope, int]] = []
+        # x[i], x[a:b], self.x[k] (a name or attribute indexed): (Subscript, scope, order)
+        self.subscripts: list[tuple[cst.Subscript, Scope, int]] = []
         # obj.attr = value (any receiver): (target, value, scope, order)
         self.attr_assigns: list[tuple[cst.Attribute, cst.BaseExpression, Scope, int]] = []
         # {expr[:spec]} inside f-strings: (FormattedStringExpression, scope, order)
         self.fstring_exprs: list[tuple[cst.FormattedStringExpression, Scope, int]] = []
         # x[key] = value, del x[key]
         self.stores: list[StoreSite] = []
+        # the enclosing ``if`` branches of the nodes above that have no site of their own
+        # (arithmetic, augmented assignments): id(node) -> ((If, in body?), ...)
+        self.ifs_at: dict[int, tuple] = {}
+        # every ``with`` item: (WithItem, scope, order, enclosing function, if branches)
+        self.with_items: list[tuple] = []
         # order -> the enclosing if branches in its function, as (id(If), in body); absent: none
         self.if_context: dict[int, tuple[tuple[int, bool], ...]] = {}
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)
+        self.uses = Uses(self)
         self.values = Inference(self)
         self.callgraph = CallGraph(self)
         self.contexts = Contexts(self)
         self.environment = Environment(self)
         self.flow = Flow(self)
+        self.inputs = Inputs(self)
         self.threads = Threads(self)
         # facts several rules derive from the model, computed once (rules/_scope.values_of_kind)
         self.rule_memo: dict[str, dict] = {}

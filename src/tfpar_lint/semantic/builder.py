@@ -243,6 +243,8 @@ class Builder(TaskVisitor):
         return [node.value, node.target, partial(self._aug_target, node)]
 
     def _aug_target(self, node: cst.AugAssign) -> None:
+        if self.ifs:
+            self.m.ifs_at[id(node)] = tuple(self.ifs)
         if isinstance(node.target, cst.Name):
             self._bind(node.target.value, "aug", node, value=None)
 
@@ -268,6 +270,7 @@ class Builder(TaskVisitor):
     def visit_With(self, node: cst.With) -> list:
         tasks: list = []
         for item in node.items:
+            self.m.with_items.append((item, self.scope, self._order(), self.func, tuple(self.ifs)))
             tasks.append(item.item)
             if item.asname is not None:
                 tasks.append(partial(self._bind_target, item.asname.name, "with", item, item.item))
@@ -327,11 +330,17 @@ class Builder(TaskVisitor):
         if isinstance(node.value, cst.Name):
             self.m.attr_refs.append(NameRef(node, self.scope, self._order(), self.func))
 
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, (cst.Name, cst.Attribute)):
+            self.m.subscripts.append((node, self.scope, self._order()))
+
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, _ARITHMETIC) and (
             isinstance(node.left, (cst.Name, cst.Attribute)) or isinstance(node.right, (cst.Name, cst.Attribute))
         ):
             self.m.arithmetic.append((node, self.scope, self._order()))
+            if self.ifs:
+                self.m.ifs_at[id(node)] = tuple(self.ifs)
         if isinstance(node.operator, cst.Multiply) and (
             isinstance(node.left, (cst.List, cst.Tuple)) or isinstance(node.right, (cst.List, cst.Tuple))
         ):

@@ -27,6 +27,8 @@ class Contexts:
         self._threads: Optional[dict[int, list[CallSite]]] = None
         self._traced_memo: dict[int, Optional[bool]] = {}
         self._fn_scope_memo: dict[int, tuple[list[Value], bool]] = {}
+        self._owns_memo: dict[int, bool] = {}
+        self._made_memo: dict[int, list] = {}
         self.replica_fn_infos: dict[int, FunctionInfo] = {}
         self.thread_fn_infos: dict[int, FunctionInfo] = {}
 
@@ -44,7 +46,35 @@ class Contexts:
                     known.extend(strat)
                 else:
                     maybe = True
+            elif isinstance(e, cst.Call):
+                k, mb = self._scope_helper(e, site)
+                known.extend(k)
+                maybe = maybe or mb
         return known, maybe
+
+    def _scope_helper(self, call: cst.Call, site: CallSite) -> tuple[list[Value], bool]:
+        """A ``with`` item that calls a helper for the scope: a local function or method that
+        returns ``strategy.scope()`` (on some path: ``s.scope() if s else nullcontext()``) gives
+        that strategy; an unknown helper handed a strategy (``get_strategy_scope(strategy)``)
+        may open its scope."""
+        q, _ = self.m.qualified_name(call.func, site.scope, site.order)
+        if q.split(".", 1)[0] in ("tensorflow", "keras", "contextlib", "threading"):
+            return [], False  # tf.device, tf.GradientTape, nullcontext, a lock: not a strategy's scope
+        fns = self.m.resolve_function(call.func, site.scope, site.order)
+        if fns:
+            known: list[Value] = []
+            for fn in fns:
+                for ret, order in fn.returns:
+                    for e in (ret.body, ret.orelse) if isinstance(ret, cst.IfExp) else (ret,):
+                        if isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) \
+                                and e.func.attr.value == "scope" and not e.args:
+                            known.extend(v for v in self.m.infer(e.func.value, fn.scope, order)
+                                         if v.kind == api.STRATEGY)
+            return known, False
+        for a in call.args:
+            if not a.star and any(v.kind == api.STRATEGY for v in self.m.infer(a.value, site.scope, site.order)):
+                return [], True
+        return [], False
 
     def scope_strategies(self, site: CallSite) -> tuple[list[Value], bool]:
         """Strategies in scope at ``site``: lexical ones plus, when the enclosing
@@ -69,8 +99,10 @@ class Contexts:
         decorated = self._decorator_scope(fn)
         if decorated:
             res: tuple[list[Value], bool] = (decorated, False)
-        elif self.m.is_passed_around(fn):
-            res = ([], True)
+        elif self.owns_scope(fn):
+            # it makes its strategy, or enters a strategy's scope itself: no caller runs it under
+            # that scope (the strategy does not exist yet, or its scope would be entered twice)
+            res = ([], False)
         else:
             callers = self.m.callers(fn)
             if not callers and self.m.enclosing_method(fn) is not None:
@@ -102,6 +134,65 @@ class Contexts:
                     res = ([], maybe or any(per_caller))
         self._fn_scope_memo[key] = res
         return res
+
+    def owns_scope(self, fn: FunctionInfo) -> bool:
+        """``fn``'s own body creates a strategy (a constructor, or a local factory that makes one)
+        or takes a strategy's ``scope()`` (of a strategy or of an object whose kind is unknown)."""
+        memo = self._owns_memo
+        if id(fn) in memo:
+            return memo[id(fn)]
+        memo[id(fn)] = False
+        found = False
+        for cs in fn.calls:
+            if cs.func is not fn:
+                continue
+            cm = call_method(cs.node)
+            if cm is not None and cm[1] == "scope" and not cs.node.args:
+                recv = self.m.infer(cm[0], cs.scope, cs.order)
+                if all(v.kind in (api.STRATEGY, api.UNKNOWN) for v in recv):
+                    found = True
+                    break
+                continue
+            vals = self.m.infer_at(cs.node, cs)
+            if vals and all(v.kind == api.STRATEGY and v.origin is cs.node and v.qname not in api.STRATEGY_GETTERS
+                            for v in vals):
+                found = True
+                break
+        memo[id(fn)] = found
+        return found
+
+    def strategies_made_in(self, fn: Optional[FunctionInfo]) -> list[tuple[CallSite, Value]]:
+        """The strategies the body of ``fn`` (None: module-level code) creates, with the call that
+        creates each (constructors, and local factories that make one; not ``get_strategy()``)."""
+        memo = self._made_memo
+        key = id(fn) if fn is not None else 0
+        if key not in memo:
+            memo[key] = []
+            calls = fn.calls if fn is not None else [cs for cs in self.m.calls if cs.func is None]
+            for cs in calls:
+                if cs.func is not fn:
+                    continue
+                vals = self.m.infer_at(cs.node, cs)
+                memo[key].extend((cs, v) for v in vals if v.kind == api.STRATEGY and v.origin is cs.node
+                                 and v.qname not in api.STRATEGY_GETTERS)
+        return memo[key]
+
+    def scope_entered(self, strategy: Value) -> Optional[bool]:
+        """Whether some ``with`` of the module enters ``strategy``'s scope: True (a with item gives
+        that strategy's scope), None (a with item might: an unresolved scope, a stored scope or
+        context entered by name), False (none does)."""
+        maybe = False
+        for item, scope, order, func, ifs in self.m.with_items:
+            e = item.item
+            if not isinstance(e, cst.Call):
+                maybe = True  # `with strategy_scope:` (a scope made earlier), `with lock:`
+                continue
+            site = CallSite(e, scope, func, order, (item,), ifs, (), 0)
+            known, mb = self.scope_items(site)
+            if any(v.origin is strategy.origin for v in known):
+                return True
+            maybe = maybe or mb
+        return None if maybe else False
 
     def _decorator_scope(self, fn: FunctionInfo) -> list[Value]:
         """Strategies a local decorator of ``fn`` opens around every call of it: the decorator's
@@ -345,6 +436,29 @@ class Contexts:
                         out.append(fn)  # the factory defines the decorator and returns it
         return out
 
+    def replica_run_sites(self, fn: FunctionInfo) -> list[CallSite]:
+        """The ``strategy.run``-like call sites (of this module or of the project's modules that
+        import it) that run ``fn`` on every replica: directly, or by running a local function
+        that calls it."""
+        out: list[CallSite] = []
+        seen: set[int] = set()
+        work = [fn]
+        runs = [(self.m, r) for r in self.replica_runs()] + \
+            [(other, r) for other in self.m.importers() for r in other.replica_runs()]
+        table = self.replica_functions()
+        while work and len(seen) <= MAX_CALL_DEPTH:
+            f = work.pop()
+            if id(f) in seen or id(f) not in table:
+                continue
+            seen.add(id(f))
+            for mod, (cs, _recv, _meth, _strat) in runs:
+                if any(g is f for g in mod.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order)):
+                    out.append(cs)
+            for cs in self.m.callers(f):
+                if cs.func is not None:
+                    work.extend(self.m.enclosing_functions(cs.scope))
+        return out
+
     def replica_strategies(self, scope: Scope) -> list[Value]:
         """Strategies whose replica function contains ``scope`` (empty if none)."""
         table = self.replica_functions()
@@ -475,6 +589,37 @@ class Contexts:
                     memo.add(id(f))
             self._tf_wrapped_memo = memo
         return memo
+
+    def path_text(self, ifs: Iterable[tuple[cst.If, bool]]) -> str:
+        """The ``if`` branches ``ifs`` as words: "`n_gpus > 1`", "`args.mosaic` is false"."""
+        parts = []
+        for node, in_body in ifs:
+            cond = self.m.code(node.test)
+            parts.append(f"`{cond}`" if in_body else f"`{cond}` is false")
+        return " and ".join(parts)
+
+    @staticmethod
+    def single_replica_path(ifs: Iterable[tuple[cst.If, bool]]) -> bool:
+        """The ``if`` branches ``ifs`` (as a site records them) run only with one replica: the
+        ``else`` of ``if strategy.num_replicas_in_sync > 1:``, the body of ``... == 1:``."""
+        for node, in_body in ifs:
+            test = node.test
+            if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+                continue
+            left, comp = test.left, test.comparisons[0]
+            if not (isinstance(left, cst.Attribute) and left.attr.value == "num_replicas_in_sync") \
+                    or not isinstance(comp.comparator, cst.Integer):
+                continue
+            n = int(comp.comparator.value, 0)
+            op = {cst.GreaterThan: lambda k: k > n, cst.GreaterThanEqual: lambda k: k >= n,
+                  cst.LessThan: lambda k: k < n, cst.LessThanEqual: lambda k: k <= n,
+                  cst.Equal: lambda k: k == n, cst.NotEqual: lambda k: k != n}.get(type(comp.operator))
+            if op is None:
+                continue
+            taken = (lambda k: op(k)) if in_body else (lambda k: not op(k))
+            if taken(1) and not any(taken(k) for k in (2, 3, 4, 8, 64)):
+                return True
+        return False
 
     def strategies(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
         """The strategy values ``expr`` holds at ``site``; [] unless every possibility is a strategy

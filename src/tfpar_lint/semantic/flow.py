@@ -66,6 +66,19 @@ class Flow:
                         work.append((b.node.target, b.scope, b.order))  # what reached the name before
         return out
 
+    def depends_on_replica_id(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
+        """``expr`` is computed, through local names, from the replica's id
+        (``tf.distribute.get_replica_context().replica_id_in_sync_group``)."""
+        for e, _s, _o in self.feeding_exprs(expr, scope, order):
+            work: list[cst.CSTNode] = [e]
+            while work:
+                n = work.pop()
+                if isinstance(n, cst.Attribute) and n.attr.value == "replica_id_in_sync_group":
+                    return True
+                if not isinstance(n, cst.Lambda):
+                    work.extend(n.children)
+        return False
+
     def constant_exprs(self, expr: Optional[cst.BaseExpression], scope: Scope,
                        order: int) -> Optional[list[cst.BaseExpression]]:
         """The literals ``expr`` can hold (``seed=SEED`` with ``SEED = 42``; ``CONFIG["seed"]``;

@@ -22,10 +22,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 # Nested questions (an expression's value depends on a binding's, which depends on ...) followed
-# at most; deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
-MAX_DEPTH = 160
+# at most, counted over every module of a project together (a question about one file's value
+# asks another file's); deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
+MAX_DEPTH = 100
 _NESTED = threading.local()  # questions open on this thread, in every module
 NONE = Value(api.NONE)
+
+
+def open_questions() -> int:
+    """How many value questions are open now on this thread (0: between questions)."""
+    return getattr(_NESTED, "n", 0)
 
 
 class Inference:
@@ -34,6 +40,11 @@ class Inference:
         self._infer_memo: dict[int, list[Value]] = {}
         self._binding_memo: dict[int, list[Value]] = {}
         self._in_progress: set[int] = set()
+
+    def forget(self) -> None:
+        """Drop every memoised answer (the kinds from use are known now: see :mod:`.uses`)."""
+        self._infer_memo.clear()
+        self._binding_memo.clear()
 
     def infer_at(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
         return self.infer(expr, site.scope, site.order, site)
@@ -45,22 +56,30 @@ class Inference:
             return [UNKNOWN]
         if scope.module is not self.m and scope.module is not None:  # another file's code
             return scope.module.infer(expr, scope, order, site)
-        return self._guarded(id(expr), self._infer_memo, lambda: _drop_placeholders(self._infer(expr, scope, order, site)))
+        uses = self.m.uses
+        if not uses.ready():
+            uses.build()
+        return uses.refine(self._guarded(id(expr), self._infer_memo,
+                                         lambda: _drop_placeholders(self._infer(expr, scope, order, site))))
 
     def _guarded(self, key: int, memo: dict[int, list[Value]], compute: Callable[[], list[Value]]) -> list[Value]:
         """``compute()`` once per key (memoised), never while the same question is open (a cycle)
-        nor deeper than MAX_DEPTH nested questions: those answer UNKNOWN, not memoised."""
+        nor deeper than MAX_DEPTH nested questions over all modules: those answer UNKNOWN, not
+        memoised.  Python's own recursion limit, if some other recursion brings it closer, is a
+        budget too: reaching it answers UNKNOWN (not memoised), never an exception."""
         got = memo.get(key)
         if got is not None:
             return got
         # the nesting counts across the project's modules too (each has its own Inference)
         depth = getattr(_NESTED, "n", 0)
-        if key in self._in_progress or len(self._in_progress) >= MAX_DEPTH or depth >= MAX_DEPTH:
+        if key in self._in_progress or depth >= MAX_DEPTH:
             return [UNKNOWN]
         self._in_progress.add(key)
         _NESTED.n = depth + 1
         try:
             vals = compute() or [UNKNOWN]
+        except RecursionError:
+            return [UNKNOWN]
         finally:
             self._in_progress.discard(key)
             _NESTED.n = depth
@@ -130,7 +149,7 @@ class Inference:
                     out.extend(self.infer(e, s, o))
                 return out
             base = self.infer(expr.value, scope, order)
-            if all(v.kind in (api.ELEMENT, api.DIST_VALUES) for v in base):
+            if all(v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH) for v in base):
                 return list(base)
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
@@ -171,6 +190,11 @@ class Inference:
                 return None
             out.extend(found)
         return out
+
+    def class_member(self, cls: ClassInfo, name: str) -> Optional[list[Value]]:
+        """Method ``name`` of a local class (or of its local bases), or the values its methods
+        assign to ``self.name``; None when the class does not define it."""
+        return self._class_member(cls, name)
 
     def _class_member(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[list[Value]]:
         """Method ``name`` of a local class (or of its local bases), or the values its methods
@@ -269,7 +293,9 @@ class Inference:
                 if rv.kind == api.MODULE:  # models.build(...) with `from . import models`
                     out.extend(self._call_values(self._module_attr(rv, func.attr.value), call, scope, order, site))
                 else:
-                    out.append(self._infer_method(rv, func.attr.value, call, scope, order, site))
+                    got = self._infer_method(rv, func.attr.value, call, scope, order, site)
+                    # what an unknown method makes is still made here (its uses may tell its kind)
+                    out.append(Value(api.UNKNOWN, origin=call, site=site) if got is UNKNOWN else got)
             return out
         return self._call_values(self.infer(func, scope, order), call, scope, order, site)
 
@@ -284,8 +310,8 @@ class Inference:
                 out.append(self._instance_of(cv.info, call, site))
             elif cv.kind == api.API:
                 out.extend(self._infer_api_call(cv.qname, cv.raw_qname, call, scope, order, site))
-            else:
-                out.append(UNKNOWN)
+            else:  # an unknown callee: what it makes is made here (its uses may tell its kind)
+                out.append(Value(api.UNKNOWN, origin=call, site=site))
         return out
 
     def _returns_of(self, fn: FunctionInfo, call: cst.Call, site: Optional[CallSite]) -> list[Value]:
@@ -294,7 +320,7 @@ class Inference:
         out = []
         for expr, order in fn.returns:
             for v in self.infer(expr, fn.scope, order):
-                if v.kind != api.UNKNOWN and self.created_within(v.origin, fn):
+                if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn):
                     # created by the call: the creation context is the caller's
                     # (a dataset keeps the helper's last method call in its chain: `.batch(n)`)
                     v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
@@ -367,8 +393,10 @@ class Inference:
                     out.append(Value(api.ITERATOR, origin=call, site=site, source=v))
                 elif v.kind == api.DIST_DATASET:
                     out.append(Value(api.DIST_ITERATOR, origin=call, site=site, source=v))
-                elif v.kind in (api.ITERATOR, api.DIST_ITERATOR):
+                elif v.kind in (api.ITERATOR, api.DIST_ITERATOR, api.PLAIN_ITERATOR):
                     out.append(v)
+                elif _made_object(v):  # iter(train_generator): a Keras iterator, a generator, an array
+                    out.append(Value(api.PLAIN_ITERATOR, origin=call, site=site, source=v))
                 else:
                     out.append(UNKNOWN)
             return out
@@ -459,8 +487,11 @@ class Inference:
             return Value(api.ELEMENT, origin=node, site=site, source=v)
         if v.kind in (api.DIST_DATASET, api.DIST_ITERATOR):
             return Value(api.DIST_VALUES, origin=node, site=site, source=v)
-        if v.kind in (api.ELEMENT, api.DIST_VALUES):
+        if v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH):
             return v
+        if v.kind == api.PLAIN_ITERATOR or _made_object(v):
+            # drawn from something no distribution API made (next(iter(train_generator)))
+            return Value(api.BATCH, origin=node, site=site, source=v)
         return UNKNOWN
 
     def _infer_method(self, rv: Value, meth: str, call, scope, order, site) -> Value:
@@ -649,7 +680,10 @@ class Inference:
     def binding_values(self, b: Binding) -> list[Value]:
         if b.scope.module is not self.m and b.scope.module is not None:
             return b.scope.module.binding_values(b)
-        return self._guarded(id(b), self._binding_memo, lambda: self._binding_values(b))
+        uses = self.m.uses
+        if not uses.ready():
+            uses.build()
+        return uses.refine(self._guarded(id(b), self._binding_memo, lambda: self._binding_values(b)))
 
     def _binding_values(self, b: Binding) -> list[Value]:
         k = b.kind
@@ -681,13 +715,15 @@ class Inference:
             builtin = it.func.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) \
                 and it.func.value in ("enumerate", "zip") and not self.m.lookup(it.func.value, b.scope, b.order) \
                 else None
-            if builtin == "enumerate":  # for i, x in enumerate(xs)
-                if b.path[:1] == (1,) and len(b.path) == 1:
-                    return self.elements(arg(it, 0), b.scope, b.order, b.node, None)
+            if builtin == "enumerate":  # for i, x in enumerate(xs); for i, (x, y) in enumerate(ds)
+                if b.path[:1] == (1,):
+                    els = self.elements(arg(it, 0), b.scope, b.order, b.node, None)
+                    return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
                 return [UNKNOWN]
             if builtin == "zip":  # for g, v in zip(grads, model.trainable_variables)
-                if len(b.path) == 1 and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
-                    return self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
+                if b.path and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
+                    els = self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
+                    return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
                 return [UNKNOWN]
             if b.path:
                 return [UNKNOWN] if self.container_items(it, b.scope, b.order) is not None else \
@@ -738,12 +774,18 @@ class Inference:
         return out
 
     def _unpack(self, v: Value, b: Binding) -> Value:
-        if v.kind in (api.ELEMENT, api.DIST_VALUES):
+        if v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH):
             return v
         if v.kind == api.PER_REPLICA:
             # a, b = strategy.run(fn) where fn returns a tuple: each item is per-replica too
             return Value(api.PER_REPLICA, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
                          source=v.source)
+        if v.kind == api.UNKNOWN and v.origin is not None and isinstance(v.origin, cst.Call):
+            # one item of what an unknown call made (``strategy, hw = detect()``): an object of its
+            # own, made at that call, named by its target (its uses may tell its kind)
+            target = _target_name(b)
+            if target is not None:
+                return Value(api.UNKNOWN, v.qname, origin=target, site=v.site, raw_qname=v.raw_qname)
         return UNKNOWN
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
@@ -775,7 +817,15 @@ class Inference:
             return ann
         args = self.param_args(b)
         if args is None:
-            return [UNKNOWN]
+            # some caller cannot be seen: an object of its own (its uses may tell its kind), or
+            # the default, made once where the function is defined, on the path where the caller
+            # leaves it out
+            out = [Value(api.UNKNOWN, origin=b.node)]
+            if isinstance(b.node, cst.Param) and b.node.default is not None and fn is not None \
+                    and not b.node.star:
+                out.extend(v for v in self.infer(b.node.default, fn.parent, fn.order)
+                           if v.kind not in (api.UNKNOWN, api.NONE))
+            return out
         out: list[Value] = []
         for e, scope, order, site in args:
             out.extend(self.infer(e, scope, order, site))
@@ -877,6 +927,36 @@ def _unpack_target(b: Binding) -> Optional[cst.Name]:
             el = tgt.elements[b.path[0]].value
             if isinstance(el, cst.Name) and el.value == b.name:
                 return el
+    return None
+
+
+def _made_object(v: Value) -> bool:
+    """``v`` is an object of unknown kind that a call made (not an argument from unseen callers,
+    which may be anything, a distributed dataset included)."""
+    return v.kind == api.UNKNOWN and v.origin is not None and not isinstance(v.origin, cst.Param) \
+        and not isinstance(v.info, (FunctionInfo, ClassInfo))
+
+
+def _target_name(b: Binding) -> Optional[cst.Name]:
+    """The Name node ``b`` binds inside an unpacking target (``a, (b, c) = ...``), by its path."""
+    node = b.node
+    targets: list[cst.BaseExpression] = []
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.For, cst.CompFor)):
+        targets = [node.target]
+    for t in targets:
+        for i in b.path:
+            if isinstance(t, cst.StarredElement):
+                t = t.value
+            if not isinstance(t, (cst.Tuple, cst.List)) or i < 0 or i >= len(t.elements):
+                t = None
+                break
+            t = t.elements[i].value
+        if isinstance(t, cst.StarredElement):
+            t = t.value
+        if isinstance(t, cst.Name) and t.value == b.name:
+            return t
     return None
 
 

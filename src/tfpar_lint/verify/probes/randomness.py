@@ -10,7 +10,8 @@ and call number, a fingerprint of the values drawn (eagerly, or through a
 A finding is confirmed when the replicas drew identical values at the same
 call (after ``set_seed`` inside the replica function for TFP401, at the
 flagged call for TFP402/TFP403), or, for TFP403, when two runs with the same
-global seed drew different values.  Draws inside library code (e.g. Keras
+global seed drew different values; TFP404 the other way round: when the
+replicas drew different values at the draw that is split by replica id.  Draws inside library code (e.g. Keras
 ``Dropout``) are not counted.
 """
 from __future__ import annotations
@@ -345,6 +346,15 @@ def _seen_draws(run) -> list[Seen]:
                             status=INCONCLUSIVE, also=("TFP402", "TFP403")))
             continue
         same, n, rep = c
+        # TFP404: the draw is split by replica id as if shared; different draws break the split
+        # (no mistake of its own without the split: runtime=False)
+        if same < n:
+            out.append(Seen("TFP404", line, (f"{s['api']} at line {line}: the replicas drew different values "
+                                             f"({n - same} of {n} draws differ), so the parts split by replica id do "
+                                             f"not partition one draw"), runtime=False))
+        else:
+            out.append(Seen("TFP404", line, f"{s['api']} at line {line}: the replicas drew identical values ({n} draws)",
+                            status=NOT_REPRODUCED))
         if same > 0:
             seeded = "with a constant seed " if s.get("seeded") else ""
             out.append(Seen(code, line, (f"{s['api']} {seeded}at line {line}: the replicas drew identical values ({same} "

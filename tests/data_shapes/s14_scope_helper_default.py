@@ -1,0 +1,23 @@
+# The scope comes from a method that returns `strategy.scope()` (or a null context); the optimizer
+# is a parameter default, made once when the class is defined, outside any scope.
+from contextlib import nullcontext
+
+import tensorflow as tf
+
+
+class BaseTrainer:
+    def __init__(self, model, strategy=None):
+        self.model = model
+        if strategy is None:
+            strategy = tf.distribute.MirroredStrategy()
+        self.strategy = strategy
+
+    def strategy_scope(self):
+        return self.strategy.scope() if self.strategy else nullcontext()
+
+
+class KerasTrainer(BaseTrainer):
+    def train(self, ds, optimizer=tf.keras.optimizers.Adam(0.003), epochs=1):  # expect: TFP102
+        with self.strategy_scope():
+            self.model.compile(optimizer=optimizer, loss="mse")
+            return self.model.fit(ds, epochs=epochs)
