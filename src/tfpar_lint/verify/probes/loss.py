@@ -19,6 +19,13 @@ the first step: the update each variable got on N replicas vs on one
 replica (TFP501 about N, TFP503 about 1/N, TFP504 N for the regularised
 kernel), and the reported loss (TFP505 about 1/N with MEAN).  TFP502 is
 confirmed by the tf_keras reduction error at the line.
+
+TFP508: a ``PerReplica`` of several replicas handed to host code in
+cross-replica context at the line: converted to a tensor (a conversion
+function registered ahead of TensorFlow's records the line, then defers to
+TensorFlow's, which raises), turned into a NumPy array (``__array__``, which
+makes the same 0-d object array NumPy makes without it), or asked for
+``.numpy`` (the misuse record above).
 """
 from __future__ import annotations
 
@@ -44,6 +51,7 @@ class _State:
         self.outputs: dict[str, list] = {}
         self.reduces: list[dict[str, Any]] = []
         self.misuse: list[dict[str, Any]] = []
+        self.host_uses: list[dict[str, Any]] = []
         self.updates: dict[int, dict[str, Any]] = {}
         self.update_refs: dict[int, Any] = {}
         self.local = threading.local()
@@ -185,6 +193,12 @@ def install(R) -> None:
         if k not in cls.__dict__:
             setattr(cls, k, fn)
 
+    # ---- a PerReplica handed to host code (TFP508)
+    try:
+        _install_host_uses(R, L)
+    except Exception:  # pragma: no cover - a TensorFlow without these hooks
+        pass
+
     # ---- mirrored variables updated in a replica function
     def make_update(kind):
         def make(orig):
@@ -209,6 +223,43 @@ def install(R) -> None:
         patch(dv.DistributedVariable, m, make_update(m), tag="loss")
 
 
+def _install_host_uses(R, L: _State) -> None:
+    from tensorflow.python.distribute import distribute_lib
+    from tensorflow.python.distribute import values as dv
+    from tensorflow.python.framework import tensor_conversion_registry
+
+    def record(kind: str, value) -> None:
+        try:
+            n = len(getattr(value, "values", ()))
+            if n < 2 or R.in_replica_fn() or len(L.host_uses) >= 20:
+                return
+            lines = R.script_lines(3)
+            if not lines:
+                return
+            with R.lock:
+                L.host_uses.append({"line": lines[0], "lines": lines[:4], "kind": kind, "replicas": n})
+        except Exception:  # pragma: no cover
+            pass
+
+    def convert(value, dtype=None, name=None, as_ref=False):
+        if distribute_lib.in_cross_replica_context() or not distribute_lib.has_strategy():
+            record("converted to a tensor", value)
+        return NotImplemented  # TensorFlow's own conversion function decides (and raises)
+
+    tensor_conversion_registry.register_tensor_conversion_function(dv.PerReplica, convert, priority=1)
+
+    if "__array__" not in dv.PerReplica.__dict__:
+        def __array__(self, dtype=None, copy=None):
+            import numpy as np
+
+            record("turned into a NumPy array", self)
+            out = np.empty((), dtype=object)
+            out[()] = self  # what NumPy makes of an object without __array__
+            return out
+
+        dv.PerReplica.__array__ = __array__
+
+
 def collect(R) -> dict[str, Any]:
     L: _State = getattr(R, "loss", None)
     if L is None:
@@ -222,7 +273,7 @@ def collect(R) -> dict[str, Any]:
             copies = []
         updates.append(dict(rec, copies=copies))
     return {"first_step": L.first_step, "outputs": L.outputs, "reduces": L.reduces, "misuse": L.misuse,
-            "updates": updates}
+            "updates": updates, "host_uses": L.host_uses}
 
 
 # ================================================================== parent
@@ -280,6 +331,17 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
                                f"({m['kind']}): {m['error']}")
         if run.ran(line):
             return NOT_REPRODUCED, f"line {line} ran; no PerReplica value was used as a tensor there"
+        return None
+    if code == "TFP508":
+        uses = [u for u in o.get("host_uses", []) if u["line"] == line]
+        uses += [dict(m, kind=f"asked for {m['kind']} ({m['error']})") for m in o.get("misuse", []) if m["line"] == line]
+        if uses:
+            u = uses[0]
+            n = u.get("replicas")
+            return CONFIRMED, (f"at line {line} a PerReplica value{f' of {n} replicas' if n else ''} was {u['kind']} "
+                               f"in cross-replica context ({run.ctx()})")
+        if run.ran(line):
+            return NOT_REPRODUCED, f"line {line} ran on {run.ctx()}; no PerReplica value reached host code there"
         return None
     if code == "TFP507":
         us = [u for u in o.get("updates", []) if u["line"] == line]
@@ -382,6 +444,10 @@ def locate(run) -> list:
 
     o = _obs(run)
     out = []
+    for u in o.get("host_uses", [])[:1]:
+        out.append(Seen("TFP508", int(u["line"]), f"a PerReplica value of {u['replicas']} replicas was {u['kind']} "
+                                                   f"in cross-replica context at line {u['line']}",
+                        tuple(u.get("lines") or ())))
     for m in o.get("misuse", [])[:1]:
         if m.get("line"):
             out.append(Seen("TFP506", int(m["line"]), f"a PerReplica result of strategy.run used as one tensor at "

@@ -1,0 +1,145 @@
+"""Cases for the rules of issue 19 (distribution mistakes no earlier rule covered).
+
+Each case is a small module; ``hits(src, code)`` returns the lines where ``code`` fires (only that
+rule enabled).  A line ending with ``# <-`` is where the rule must fire; the other lines must stay
+silent, so every case checks both recall and precision.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tfpar_lint.engine import lint_source
+from tfpar_lint.registry import rules_by_code
+
+
+def hits(src: str, code: str, path: str = "t.py", **kw) -> list[int]:
+    res = lint_source(textwrap.dedent(src), path, enabled=[code], **kw)
+    assert res.error is None, res.error
+    return sorted(f.line for f in res.findings if f.code == code)
+
+
+def marked(src: str) -> list[int]:
+    return [i for i, ln in enumerate(textwrap.dedent(src).splitlines(), 1) if ln.rstrip().endswith("# <-")]
+
+
+def check(src: str, code: str, **kw) -> None:
+    assert hits(src, code, **kw) == marked(src)
+
+
+def test_marker_helper_can_fail():
+    src = """
+    import tensorflow as tf
+    x = 1  # <-
+    """
+    assert hits(src, "TFP508") != marked(src)
+
+
+# =========================================================================== TFP508
+
+DIST = """
+    import numpy as np
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    ds = tf.data.Dataset.from_tensor_slices({"x": tf.ones((8, 2)), "ids": tf.range(8)}).batch(8)
+    dist = strategy.experimental_distribute_dataset(ds)
+"""
+
+
+def test_508_distributed_batch_items_to_host():
+    check(DIST + """
+    def step(b):
+        return b["x"] * 2.0, b["ids"].numpy()
+
+    for batch in dist:
+        out = strategy.run(step, args=(batch,))
+        ids = batch["ids"].numpy()  # <-
+        total = np.sum(out)  # <-
+        m = tf.reduce_mean(out)  # <-
+        tf.numpy_function(lambda a, b: a, [batch["ids"], out], tf.int32)  # <-
+        print(batch["ids"], out)
+        local = [t.numpy() for t in strategy.experimental_local_results(out)]
+        first = out.values[0].numpy()
+    """, "TFP508")
+
+
+def test_508_leaves_strategy_run_numpy_to_tfp506():
+    src = DIST + """
+    for batch in dist:
+        out = strategy.run(lambda b: b["x"], args=(batch,))
+        print(out.numpy())
+    """
+    assert hits(src, "TFP508") == []
+    assert hits(src, "TFP506") != []
+
+
+def test_508_one_replica_strategies_are_left_alone():
+    check("""
+    import tensorflow as tf
+    one = tf.distribute.OneDeviceStrategy("/cpu:0")
+    mirrored_one = tf.distribute.MirroredStrategy(devices=["/gpu:0"])
+    ds = tf.data.Dataset.range(8).batch(4)
+    for b in one.experimental_distribute_dataset(ds):
+        print(b.numpy())
+    for b in mirrored_one.experimental_distribute_dataset(ds):
+        print(b.numpy())
+    """, "TFP508")
+
+
+def test_508_hedged_container_by_use():
+    check("""
+    import tensorflow as tf
+
+    class Trainer(BaseTrainer):
+        def report(self, batch):
+            outputs = self.predict(batch)
+            mels = batch["mels"]
+            try:
+                outputs = outputs.values[0].numpy()
+                mels = mels.values[0].numpy()
+            except Exception:
+                outputs = outputs.numpy()
+                mels = mels.numpy()
+            ids = batch["ids"].numpy()  # <-
+            return outputs, mels, ids
+
+        def other(self, batch):
+            return batch["ids"].numpy()
+    """, "TFP508")
+
+
+def test_508_values_without_a_fallback_is_not_a_hedge():
+    check("""
+    import tensorflow as tf
+
+    def show(batch, sparse):
+        vals = sparse.values[0].numpy()
+        return batch["ids"].numpy(), vals
+    """, "TFP508")
+
+
+def test_508_get_strategy_in_a_callback():
+    check("""
+    import tensorflow as tf
+
+    class Eval(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            strategy = tf.distribute.get_strategy()
+            dataset = strategy.experimental_distribute_dataset(self.ds)
+            for images, labels in dataset:
+                det = strategy.run(self.detect, (images,))
+                tf.numpy_function(self.evaluator.update, [labels["gt"], det], [])  # <-
+    """, "TFP508")
+
+
+def test_508_metric_update_with_per_replica():
+    check(DIST + """
+    with strategy.scope():
+        metric = tf.keras.metrics.Mean()
+    for batch in dist:
+        loss = strategy.run(lambda b: tf.reduce_mean(b["x"]), args=(batch,))
+        metric.update_state(loss)  # <-
+        metric.update_state(strategy.reduce("MEAN", loss, axis=None))
+    """, "TFP508")
