@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from tfpar_lint.engine import lint_source
+from tfpar_lint.engine import AnalysisOptions, lint_source
 from tfpar_lint.registry import rules_by_code
 
 
@@ -143,3 +143,73 @@ def test_508_metric_update_with_per_replica():
         metric.update_state(loss)  # <-
         metric.update_state(strategy.reduce("MEAN", loss, axis=None))
     """, "TFP508")
+
+
+# =========================================================================== TFP110
+
+def test_110_named_or_default_optimizer_outside_the_scope():
+    check("""
+    import keras
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        a = keras.Sequential([keras.layers.Dense(1)])
+        b = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        c = keras.Sequential([keras.layers.Dense(1)])
+        d = keras.Sequential([keras.layers.Dense(1)])
+        e = keras.Sequential([keras.layers.Dense(1)])
+        opt = keras.optimizers.Adam()
+        e.compile(optimizer="adam", loss="mse")
+    OPT = "rmsprop"
+    a.compile(optimizer="adam", loss="mse")  # <-
+    b.compile(loss="mse")  # <-
+    c.compile(OPT, loss="mse")  # <-
+    d.compile(optimizer="sgd", loss="mse")
+    d.compile(optimizer=opt, loss="mse")
+    """, "TFP110")
+
+
+def test_110_depends_on_the_keras_version():
+    src = """
+    import tensorflow as tf
+    import tf_keras
+
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        a = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        b = tf_keras.Sequential([tf_keras.layers.Dense(1)])
+    a.compile(optimizer="adam", loss="mse")  # <-
+    b.compile(optimizer="adam", loss="mse")
+    """
+    check(src, "TFP110")
+    assert hits(src, "TFP110", options=AnalysisOptions(tf_version="2.15")) == []
+
+
+def test_110_compile_in_a_helper_called_under_the_scope_is_fine():
+    check("""
+    import keras
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+
+    def finish(model):
+        model.compile(optimizer="adam", loss="mse")
+
+    def build():
+        with strategy.scope():
+            m = keras.Sequential([keras.layers.Dense(1)])
+            finish(m)
+        return m
+
+    def build_bad():
+        with strategy.scope():
+            m = keras.Sequential([keras.layers.Dense(1)])
+        m.compile(optimizer="adam", loss="mse")  # <-
+        return m
+
+    one = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with one.scope():
+        single = keras.Sequential([keras.layers.Dense(1)])
+    single.compile(optimizer="adam", loss="mse")
+    """, "TFP110")

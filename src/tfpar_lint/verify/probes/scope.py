@@ -562,7 +562,12 @@ def _fit_wrapper(R, S, orig, kind):
         }
         with R.lock:
             S.fits.append(rec)
-        return orig(self, *args, **kwargs)
+        try:
+            return orig(self, *args, **kwargs)
+        except Exception as e:  # the script may catch it: keep its text as evidence
+            rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            R.record_caught(e, f"model.{kind}")
+            raise
 
     return fit
 
@@ -739,6 +744,8 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
     line = finding.line
     if code in ("TFP107", "TFP108"):
         return _judge_pins(finding, run, _merged(run))
+    if code in _OWN_JUDGES:
+        return _OWN_JUDGES[code](finding, run, _merged(run))
     if code not in SYMPTOMS:
         return INCONCLUSIVE, f"the scope probe has no observation for {code} yet"
     o = _merged(run)
@@ -833,6 +840,31 @@ def _observed(finding, run, o, code, line, kinds, at_line, var_at, p):
                                     f"read or updated inside strategy.run")
         return NOT_REPRODUCED, f"the {var_at['dist']} variable(s) created at line {line} are distributed"
     return None
+
+
+def _judge_compile_outside(finding, run, o) -> Optional[tuple[str, str]]:
+    """TFP110: the compile at the line ran outside every scope on a model that belongs to a
+    strategy, and TensorFlow then raised "Mixing different tf.distribute.Strategy objects"."""
+    line = finding.line
+    recs = [c for c in o.get("compiles", []) if c.get("lines") and c["lines"][0] == line]
+    if not recs:
+        return None
+    c = recs[0]
+    if c.get("strategy") is not None or c.get("model_strategy") is None:
+        return NOT_REPRODUCED, (f"the compile at line {line} ran "
+                                + ("under a strategy scope" if c.get("strategy") is not None
+                                   else "for a model that belongs to no strategy"))
+    for err in run.errors():
+        if error_matches(err, [_MIXING]):
+            caught = " (the script caught it)" if err.get("caught") else ""
+            return CONFIRMED, (f"the compile at line {line} ran outside every scope for a model of "
+                               f"{_strategy_name(run, c['model_strategy'])}; then TensorFlow raised "
+                               f"{run.error_text(err)}{caught}")
+    return NOT_REPRODUCED, (f"the compile at line {line} ran outside the scope of the model's "
+                            f"{_strategy_name(run, c['model_strategy'])}, and no strategy-mixing error followed")
+
+
+_OWN_JUDGES = {"TFP110": _judge_compile_outside}
 
 
 def _judge_pins(finding, run, o) -> Optional[tuple[str, str]]:
@@ -965,8 +997,12 @@ def locate(run) -> list:
         if p and line:
             code = _ERROR_CODE.get(p) or (_KIND_CODE.get(mis[0][0]["kind"], "TFP101") if mis else "TFP101")
             caught = " (the script caught it)" if err.get("caught") else ""
-            out.append(Seen(code, line, f"TensorFlow raised {run.error_text(err)}{caught}",
-                            tuple(err.get("script_lines") or ())))
+            lines = tuple(err.get("script_lines") or ())
+            unscoped = [c for c in (o or {}).get("compiles", []) if c.get("lines") and c.get("strategy") is None
+                        and c.get("model_strategy") is not None] if p == _MIXING else []
+            if unscoped:  # a model of a strategy compiled outside its scope (TFP110)
+                code, line, lines = "TFP110", int(unscoped[0]["lines"][0]), lines + tuple(unscoped[0]["lines"])
+            out.append(Seen(code, line, f"TensorFlow raised {run.error_text(err)}{caught}", lines))
             break
     for ob, use in mis:
         if ob.get("lines") and ob["kind"] in _KIND_CODE:
