@@ -21,7 +21,8 @@ def hits(src: str, code: str, path: str = "t.py", **kw) -> list[int]:
 
 
 def marked(src: str) -> list[int]:
-    return [i for i, ln in enumerate(textwrap.dedent(src).splitlines(), 1) if ln.rstrip().endswith("# <-")]
+    return [i for i, ln in enumerate(textwrap.dedent(src).splitlines(), 1)
+            if ln.rstrip().endswith("# <-") or "# <-  (" in ln]
 
 
 def check(src: str, code: str, **kw) -> None:
@@ -213,3 +214,69 @@ def test_110_compile_in_a_helper_called_under_the_scope_is_fine():
         single = keras.Sequential([keras.layers.Dense(1)])
     single.compile(optimizer="adam", loss="mse")
     """, "TFP110")
+
+
+# =========================================================================== TFP111
+
+def test_111_step_in_the_scope_and_in_the_driver():
+    check("""
+    import keras
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+
+    def step(x):
+        optimizer.apply_gradients([])
+
+    def main():
+        with strategy.scope():
+            model = keras.Sequential([keras.layers.Dense(1)])
+            opt = keras.optimizers.SGD()
+            opt.apply_gradients([])  # <-
+            strategy.run(lambda: opt.apply_gradients([]))
+        opt.apply_gradients([])  # <-  (the driver, outside the scope: one device steps)
+
+    with strategy.scope():
+        optimizer = keras.optimizers.Adam()
+        optimizer.apply_gradients([])  # <-
+    strategy.run(step, args=(1,))
+    """, "TFP111")
+
+
+def test_111_metric_only_for_keras_2():
+    src = """
+    import tensorflow as tf
+    import tf_keras
+    import keras
+
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        a = tf_keras.metrics.Mean()
+        b = keras.metrics.Mean()
+        c = tf.keras.metrics.Mean()
+        a.update_state(1.0)  # <-
+        b.update_state(1.0)
+        c.update_state(1.0)
+    """
+    check(src, "TFP111")
+    assert hits(src, "TFP111", options=AnalysisOptions(tf_version="2.15")) == [11, 13]
+
+
+def test_111_leaves_tfp106_its_case_and_one_device_strategies_alone():
+    check("""
+    import keras
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    one = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        opt = keras.optimizers.Adam()
+    with one.scope():
+        single = keras.optimizers.Adam()
+        single.apply_gradients([])
+
+    def train():
+        opt.apply_gradients([])
+
+    train()
+    """, "TFP111")

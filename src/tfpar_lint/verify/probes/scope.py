@@ -864,7 +864,54 @@ def _judge_compile_outside(finding, run, o) -> Optional[tuple[str, str]]:
                             f"{_strategy_name(run, c['model_strategy'])}, and no strategy-mixing error followed")
 
 
-_OWN_JUDGES = {"TFP110": _judge_compile_outside}
+_CROSS_REPLICA_STEP = [r"DistributedVariable\.handle is not available outside the replica context",
+                       r"SyncOnReadVariable does not support `assign_add` in cross-replica context",
+                       r"cannot be called in cross-replica context", _NEED_SCOPE]
+
+
+def _block_lines(path: str, line: int) -> set[int]:
+    """The lines of the innermost loop / with / function body holding ``line`` (the step it is part of)."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return {line}
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.While, ast.With, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            lo, hi = node.body[0].lineno, max(getattr(n, "end_lineno", n.lineno) for n in node.body)
+            if lo <= line <= hi and (best is None or hi - lo < best[1] - best[0]):
+                best = (lo, hi)
+    return set(range(best[0], best[1] + 1)) if best else {line}
+
+
+def _judge_cross_replica_step(finding, run, o) -> Optional[tuple[str, str]]:
+    """TFP111: the step (or metric update) at the line ran in cross-replica context and TensorFlow
+    raised its cross-replica error there or earlier in the same step (the tape's gradient fails
+    before ``apply_gradients`` does)."""
+    line = finding.line
+    block = _block_lines(run.path, line)
+    for err in run.errors():
+        if not error_matches(err, _CROSS_REPLICA_STEP):
+            continue
+        lines = list(err.get("script_lines") or [])
+        inner = [ln for ln in lines if ln in block]
+        if inner:
+            caught = " (the script caught it)" if err.get("caught") else ""
+            where = f"at line {line}" if line in lines else f"at line {inner[0]}, in the same step as line {line}"
+            return CONFIRMED, f"TensorFlow raised {run.error_text(err)}{caught} {where}, outside strategy.run"
+    applies = [a for a in o.get("applies", []) if a.get("lines") and a["lines"][0] == line]
+    for a in applies:
+        if not a.get("replica") and a.get("strategy") is not None and a.get("error"):
+            return CONFIRMED, f"apply_gradients at line {line} ran in cross-replica context and raised {a['error']}"
+    if applies or run.ran(line):
+        return NOT_REPRODUCED, f"line {line} ran on {run.ctx()} without a cross-replica error"
+    return None
+
+
+_OWN_JUDGES = {"TFP110": _judge_compile_outside, "TFP111": _judge_cross_replica_step}
 
 
 def _judge_pins(finding, run, o) -> Optional[tuple[str, str]]:
