@@ -280,3 +280,78 @@ def test_111_leaves_tfp106_its_case_and_one_device_strategies_alone():
 
     train()
     """, "TFP111")
+
+
+# =========================================================================== TFP607
+
+def test_607_two_chiefs_and_no_chief():
+    check("""
+    import json, os
+    import tensorflow as tf
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
+    cluster = strategy.cluster_resolver.cluster_spec().as_dict()
+
+    def is_chief(task_type, task_id):
+        return task_type == "chief" or (task_type == "worker" and task_id == 0)  # <-
+
+    def fixed(task_type, task_id):
+        return task_type == "chief" or (task_type == "worker" and task_id == 0 and "chief" not in cluster)
+
+    def first(task_id):
+        return task_id == 0
+
+    if task_type == "chief":  # <-
+        print("export")
+    if task_type in ("chief", "master"):  # <-
+        print("export")
+    if strategy.extended.should_checkpoint:
+        print("export")
+    print(is_chief(task_type, task_id), fixed(task_type, task_id), first(task_id))
+    """, "TFP607")
+
+
+def test_607_isinstance_narrowing_and_tf_config():
+    check("""
+    import json, os
+    import tensorflow as tf
+
+    def output_dir(path, strategy):
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            t, i = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
+            if t is not None and t != "chief":  # <-
+                return os.path.join(path, str(i))
+        return path
+
+    def other_dir(path, strategy):
+        t = strategy.cluster_resolver.task_type
+        if t != "chief":
+            return os.path.join(path, "tmp")
+        return path
+
+    task = json.loads(os.environ["TF_CONFIG"])["task"]
+    if task["type"] == "chief" or task["index"] == 0:  # <-
+        print("writer")
+    """, "TFP607")
+
+
+def test_607_parameter_server_and_own_clusters_with_a_chief():
+    check("""
+    import json, os
+    import tensorflow as tf
+
+    os.environ["TF_CONFIG"] = json.dumps({"cluster": {"chief": ["a:1"], "worker": ["b:1"]},
+                                          "task": {"type": "chief", "index": 0}})
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    if strategy.cluster_resolver.task_type == "chief":
+        print("export")
+    """, "TFP607")
+    check("""
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    if resolver.task_type == "chief":
+        print("coordinator")
+    """, "TFP607")

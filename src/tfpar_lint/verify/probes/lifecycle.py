@@ -135,6 +135,10 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
         return None
     if code == "TFP602":
         return _judge_602(run, line)
+    if code == "TFP607":
+        return INCONCLUSIVE, ("a misidentified chief shows on a cluster with a `chief` task (two chiefs) or in "
+                              "which branch each worker takes (no chief); the verifier runs workers only and "
+                              "marks the flagged statement, not its branches")
     saves = _saves_at(run, line)
     if code == "TFP603":
         if not saves:
