@@ -355,3 +355,81 @@ def test_607_parameter_server_and_own_clusters_with_a_chief():
     if resolver.task_type == "chief":
         print("coordinator")
     """, "TFP607")
+
+
+# =========================================================================== TFP608
+
+MWMS = """
+    import json, os
+    import tensorflow as tf
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
+
+    @tf.function
+    def train_step():
+        return strategy.reduce("SUM", strategy.run(lambda: tf.constant(1.0)), axis=None)
+"""
+
+
+def test_608_chief_only_exit_from_a_collective_loop():
+    check(MWMS + """
+    for epoch in range(10):
+        loss = train_step()
+        if task_id == 0:
+            print(loss)
+            if epoch > 3:
+                break  # <-
+        if epoch > 5:
+            break
+    for epoch in range(10):
+        print(epoch)
+        if task_id == 0:
+            break
+    """, "TFP608")
+
+
+def test_608_chief_only_collective_calls():
+    check(MWMS + """
+    if task_type is None or task_id == 0:
+        train_step()  # <-
+        print("chief")
+    else:
+        strategy.reduce("SUM", 1.0, axis=None)  # <-
+    train_step()
+    """, "TFP608")
+
+
+def test_608_tf_config_built_by_the_module():
+    check("""
+    import json, os, sys
+    import tensorflow as tf
+
+    config = {"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": int(sys.argv[1])}}
+    os.environ["TF_CONFIG"] = json.dumps(config)
+    chief = True if config["task"]["index"] == 0 else False
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+
+    @tf.function
+    def step():
+        return strategy.run(lambda: tf.constant(1.0))
+
+    for i in range(10):
+        step()
+        if chief:
+            if i > 2:
+                break  # <-
+    """, "TFP608")
+
+
+def test_608_mirrored_strategy_is_left_alone():
+    check("""
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    task_id = strategy.cluster_resolver.task_id
+    for i in range(3):
+        strategy.run(lambda: 1)
+        if task_id == 0:
+            break
+    """, "TFP608")

@@ -35,6 +35,7 @@ TASKS_ONE = ((None, None),)
 TASKS_WITH_CHIEF = (("chief", 0), ("worker", 0), ("worker", 1))
 TASKS_WORKERS = (("worker", 0), ("worker", 1))
 _UNKNOWN = object()
+UNKNOWN = "unknown"  # a task on which a partially evaluated test cannot be told
 
 
 @dataclass
@@ -54,6 +55,8 @@ class Facts:
     # id(Attribute ``X.cluster_resolver``) -> narrowing ("mwms" / "ps" / "other") by an enclosing isinstance
     narrowed: dict[int, str] = field(default_factory=dict)
     cluster_jobs: list[set[str]] = field(default_factory=list)  # literal clusters written in the module
+    # break / return statements inside loops: (statement, enclosing ifs, innermost loop, scope, order)
+    exits: list[tuple] = field(default_factory=list)
 
 
 def _is_bool(node: cst.CSTNode) -> bool:
@@ -89,12 +92,23 @@ def facts(m: "Module") -> Facts:
             self.scopes: list[Scope] = [m.scope]
             self.ifs: list[tuple[cst.If, bool]] = []
             self.guards: list[tuple[str, str]] = []  # (receiver text, family)
+            self.loops: list[cst.CSTNode] = []
+            self.last_order = 0
 
         def on_visit(self, node: cst.CSTNode) -> bool:
             parent = self.stack[-1] if self.stack else None
             self.stack.append(node)
             if isinstance(node, (cst.FunctionDef, cst.Lambda)) and id(node) in fn_of:
                 self.scopes.append(fn_of[id(node)].scope)
+                self.loops_saved = getattr(self, "loops_saved", [])
+                self.loops_saved.append(self.loops)
+                self.loops = []
+            if isinstance(node, cst.Name) and id(node) in order_of:
+                self.last_order = order_of[id(node)]
+            if isinstance(node, (cst.For, cst.While)):
+                self.loops.append(node)
+            if isinstance(node, (cst.Break, cst.Return)) and self.loops:
+                f.exits.append((node, tuple(self.ifs), self.loops[-1], self.scopes[-1], self.last_order + 1))
             if _is_bool(node) and not _is_bool(parent) and not isinstance(parent, cst.IfExp):
                 first = _first_name(node)
                 order = order_of.get(id(first), 10**9) if first is not None else 10**9
@@ -137,6 +151,9 @@ def facts(m: "Module") -> Facts:
             self.stack.pop()
             if isinstance(original_node, (cst.FunctionDef, cst.Lambda)) and id(original_node) in fn_of:
                 self.scopes.pop()
+                self.loops = self.loops_saved.pop()
+            if isinstance(original_node, (cst.For, cst.While)) and self.loops and self.loops[-1] is original_node:
+                self.loops.pop()
 
     m.tree.visit(V())
     memo["facts"] = f
@@ -188,6 +205,10 @@ def task_field(m: "Module", expr: cst.BaseExpression, scope: Scope, order: int, 
         if id(expr.value) in facts(m).narrowed:
             return "type" if expr.attr.value == "task_type" else "index"
         return None
+    if isinstance(expr, cst.Subscript) and _config_key(expr) in ("type", "index"):
+        inner = expr.value
+        if isinstance(inner, cst.Subscript) and _config_key(inner) == "task" and _is_config_dict(m, inner.value, scope, order):
+            return _config_key(expr)
     if isinstance(expr, cst.Name):
         bs = m.lookup(expr.value, scope, order)
         if len(bs) != 1:
@@ -202,6 +223,31 @@ def task_field(m: "Module", expr: cst.BaseExpression, scope: Scope, order: int, 
                 val = val.elements[b.path[0]].value
             return task_field(m, val, b.scope, b.order, _depth + 1)
     return None
+
+
+def _config_key(e: cst.Subscript) -> Optional[str]:
+    if len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index) \
+            and isinstance(e.slice[0].slice.value, cst.SimpleString):
+        v = e.slice[0].slice.value.evaluated_value
+        return v if isinstance(v, str) else None
+    return None
+
+
+def _is_config_dict(m: "Module", e: cst.BaseExpression, scope: Scope, order: int) -> bool:
+    """``e`` holds a dict literal with "cluster" and "task" keys: a TF_CONFIG the module builds."""
+    if not isinstance(e, cst.Name):
+        return False
+    origins = m.origin_exprs(e, scope, order)
+    if not origins:
+        return False
+    for o, _s, _o in origins:
+        if not isinstance(o, cst.Dict):
+            return False
+        keys = {el.key.evaluated_value for el in o.elements
+                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString)}
+        if not {"cluster", "task"} <= keys:
+            return False
+    return True
 
 
 def narrowed_family(m: "Module", expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> Optional[str]:
@@ -256,11 +302,14 @@ class Evaluation:
     comparisons: list[cst.Comparison]
 
 
-def evaluate(m: "Module", expr: BoolExpr) -> Optional[tuple[dict, Evaluation]]:
+def evaluate(m: "Module", expr: BoolExpr, partial: bool = False) -> Optional[tuple[dict, Evaluation]]:
     """{(type, id): bool} over the three clusters' tasks, or None when the test is not a pure test
-    of the task fields (or reads none)."""
+    of the task fields (or reads none).  ``partial``: the test may also read other things; a task
+    where it cannot be told is ``UNKNOWN`` in the table (``task_id == 0 and epoch > 3`` is False
+    on worker 1, unknown on worker 0)."""
     ev = Evaluation([], [])
     memo: dict[int, Optional[str]] = {}
+    depth = [0]
 
     def field_of(e: cst.BaseExpression) -> Optional[str]:
         if id(e) not in memo:
@@ -315,17 +364,30 @@ def evaluate(m: "Module", expr: BoolExpr) -> Optional[tuple[dict, Evaluation]]:
             if val is None and not isinstance(op, (cst.In, cst.NotIn)):
                 return _UNKNOWN  # None > 0: a TypeError, not a test
             return _UNKNOWN
+        if isinstance(e, cst.IfExp) and isinstance(e.body, cst.Name) and isinstance(e.orelse, cst.Name) \
+                and {e.body.value, e.orelse.value} == {"True", "False"}:
+            v = ev_(e.test, task)
+            return _UNKNOWN if v is _UNKNOWN else (v if e.body.value == "True" else not v)
         fld = field_of(e)
         if fld == "index":  # `not task_id`, `if task_id:`
             return _UNKNOWN if task[1] is None else bool(task[1])
+        if isinstance(e, cst.Name) and e.value not in ("True", "False", "None") and depth[0] < 6:
+            bs = m.lookup(e.value, expr.scope, expr.order)
+            if len(bs) == 1 and bs[0].kind in ("assign", "annassign") and bs[0].value is not None \
+                    and not bs[0].path and (_is_bool(bs[0].value) or isinstance(bs[0].value, cst.IfExp)):
+                depth[0] += 1
+                try:
+                    return ev_(bs[0].value, task)
+                finally:
+                    depth[0] -= 1
         return _UNKNOWN
 
     out = {}
     for task in TASKS_ONE + TASKS_WITH_CHIEF + TASKS_WORKERS:
         v = ev_(expr.node, task)
-        if v is _UNKNOWN:
+        if v is _UNKNOWN and not partial:
             return None
-        out[task] = v
+        out[task] = UNKNOWN if v is _UNKNOWN else v
     if not ev.fields:
         return None
     return out, ev
@@ -360,3 +422,24 @@ def mentions_chief(c: cst.Comparison) -> bool:
                 for el in node.elements):
             return True
     return False
+
+
+def branch_tasks(m: "Module", if_node: cst.If, in_body: bool, scope: Scope, order: int) -> Optional[set]:
+    """The tasks of a worker-only cluster that take this branch of ``if_node`` (None: the test is
+    not a test of the task, or unknown)."""
+    got = evaluate(m, BoolExpr(if_node.test, scope, order), partial=True)
+    if got is None:
+        return None
+    table, _ev = got
+    # the tasks that may take the branch (the test holds, or cannot be told there)
+    return {t for t in TASKS_WORKERS if table[t] == in_body or table[t] == UNKNOWN}
+
+
+def task_dependent_guard(m: "Module", ifs: tuple, scope: Scope, order: int) -> Optional[tuple[cst.If, set]]:
+    """The innermost enclosing ``if`` branch that some workers of a worker-only cluster take and
+    others do not: (the if, the tasks that take it)."""
+    for if_node, in_body in reversed(ifs):
+        tasks = branch_tasks(m, if_node, in_body, scope, order)
+        if tasks is not None and 0 < len(tasks) < len(TASKS_WORKERS):
+            return if_node, tasks
+    return None

@@ -135,6 +135,8 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
         return None
     if code == "TFP602":
         return _judge_602(run, line)
+    if code == "TFP608":
+        return _judge_608(run, line)
     if code == "TFP607":
         return INCONCLUSIVE, ("a misidentified chief shows on a cluster with a `chief` task (two chiefs) or in "
                               "which branch each worker takes (no chief); the verifier runs workers only and "
@@ -177,6 +179,39 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             return NOT_REPRODUCED, f"line {line}: each worker wrote its own path ({', '.join(sorted(paths))[:200]})"
         return INCONCLUSIVE, f"line {line} saved on worker {sorted(saves)[0]} only in this run"
     return INCONCLUSIVE, f"the lifecycle probe has no observation for {code}"
+
+
+def _ran_on(run, line) -> Optional[list[int]]:
+    """The workers on which the statement of ``line`` started (None: it carried no marker)."""
+    out, known = [], False
+    for i, w in enumerate(run.workers):
+        marks = {int(k): v for k, v in ((w or {}).get("marks") or {}).items()}
+        mid = marks.get(line)
+        if mid is None:
+            continue
+        known = True
+        if {int(k): v for k, v in ((w or {}).get("ran") or {}).items()}.get(mid):
+            out.append(i)
+    return out if known else None
+
+
+def _judge_608(run, line):
+    """TFP608: the chief-only exit or collective at the line ran on some workers only, and a peer's
+    collective then failed or the run hung."""
+    from tfpar_lint.verify.probes import error_elsewhere
+
+    who = _ran_on(run, line)
+    n = len(run.workers)
+    if not who:
+        return None
+    if len(who) == n:
+        return NOT_REPRODUCED, f"line {line} ran on all {n} workers"
+    peer = error_elsewhere(run, _PEER_FAILED)
+    if peer or run.outcome == "hung":
+        after = (f"{run.error_text(peer)} on worker {peer['worker']}" if peer else f"the run hung ({run.hang})")
+        return CONFIRMED, (f"line {line} ran on worker {', '.join(map(str, who))} only, of {n} workers; then "
+                           f"{after}: the other workers' collective had no peer")
+    return NOT_REPRODUCED, f"line {line} ran on worker {', '.join(map(str, who))} only, but no collective failed or hung"
 
 
 def _judge_602(run, line):
