@@ -433,3 +433,106 @@ def test_608_mirrored_strategy_is_left_alone():
         if task_id == 0:
             break
     """, "TFP608")
+
+
+# =========================================================================== TFP509-TFP512
+
+LOOP = """
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    BATCH = 16
+    GLOBAL = BATCH * strategy.num_replicas_in_sync
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD()
+"""
+
+
+def test_509_clip_before_the_sum():
+    check(LOOP + """
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.nn.compute_average_loss(model(x)[:, 0], global_batch_size=GLOBAL)
+        grads = tape.gradient(loss, model.trainable_variables)
+        clipped, _ = tf.clip_by_global_norm(grads, 1.0)  # <-
+        opt.apply_gradients(zip(clipped, model.trainable_variables))
+
+    def step_fixed(x):
+        with tf.GradientTape() as tape:
+            loss = tf.nn.compute_average_loss(model(x)[:, 0], global_batch_size=GLOBAL)
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads = tf.distribute.get_replica_context().all_reduce("SUM", grads)
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+
+    def step_returns(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        return tf.clip_by_global_norm(grads, 1.0)[0]
+
+    def step_no_aggregation(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        opt.apply_gradients(zip(grads, model.trainable_variables), experimental_aggregate_gradients=False)
+
+    for f in (step, step_fixed, step_returns, step_no_aggregation):
+        strategy.run(f, args=(tf.ones((8, 4)),))
+    """, "TFP509")
+
+
+def test_510_per_replica_batch_given_as_global():
+    check(LOOP + """
+    def step(x, ctx_batch):
+        per_example = model(x)[:, 0]
+        a = tf.nn.compute_average_loss(per_example, global_batch_size=BATCH)  # <-
+        b = tf.nn.compute_average_loss(per_example, global_batch_size=tf.shape(x)[0])  # <-
+        c = tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL)
+        d = tf.nn.compute_average_loss(per_example)
+        e = tf.nn.compute_average_loss(per_example, global_batch_size=ctx_batch)
+        return a + b + c + d + e
+
+    strategy.run(step, args=(tf.ones((8, 4)), 64))
+    """, "TFP510")
+
+
+def test_511_mean_divided_again():
+    check(LOOP + """
+    def step(x):
+        with tf.GradientTape() as tape:
+            a = tf.reduce_mean(model(x)) / GLOBAL  # <-
+            b = tf.nn.compute_average_loss(model(x)[:, 0], global_batch_size=GLOBAL)
+            b /= strategy.num_replicas_in_sync  # <-
+            c = tf.reduce_mean(model(x)) / strategy.num_replicas_in_sync
+            d = tf.reduce_sum(model(x)) / GLOBAL
+            e = tf.reduce_mean(model(x)) / 2.0
+            loss = a + b + c + d + e
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+
+    strategy.run(step, args=(tf.ones((8, 4)),))
+    """, "TFP511")
+
+
+def test_512_sum_of_means():
+    check(LOOP + """
+    def eval_step(x):
+        return tf.reduce_mean(model(x))
+
+    def eval_pair(x):
+        return tf.reduce_mean(model(x)), tf.nn.compute_average_loss(model(x)[:, 0], global_batch_size=GLOBAL)
+
+    def eval_scaled(x):
+        return tf.reduce_mean(model(x)) / strategy.num_replicas_in_sync
+
+    per = strategy.run(eval_step, args=(tf.ones((8, 4)),))
+    strategy.reduce("SUM", per, axis=None)  # <-
+    strategy.reduce(tf.distribute.ReduceOp.MEAN, per, axis=None)
+    mean, scaled = strategy.run(eval_pair, args=(tf.ones((8, 4)),))
+    strategy.reduce(tf.distribute.ReduceOp.SUM, mean, axis=None)  # <-
+    strategy.reduce(tf.distribute.ReduceOp.SUM, scaled, axis=None)
+    strategy.reduce("SUM", strategy.run(eval_scaled, args=(tf.ones((8, 4)),)), axis=None)
+    """, "TFP512")

@@ -13,11 +13,12 @@ Child side:
 * updates of mirrored variables inside a replica function (line, variable),
   and at the end whether the replica copies of those variables still agree.
 
-Scripts with TFP501/503/504/505 findings run a second time on one replica
-(same data: global and numpy seeds set in both runs).  The parent compares
+Scripts with TFP501/503/504/505 (and TFP509-512) findings run a second time on one
+replica (same data: global and numpy seeds set in both runs).  The parent compares
 the first step: the update each variable got on N replicas vs on one
-replica (TFP501 about N, TFP503 about 1/N, TFP504 N for the regularised
-kernel), and the reported loss (TFP505 about 1/N with MEAN).  TFP502 is
+replica (TFP501 and TFP510 about N, TFP503 about 1/N, TFP504 N for the
+regularised kernel, TFP509 larger when per-replica clipping acted, TFP511 not 1),
+and the reported loss (TFP505 about 1/N with MEAN, TFP512 about N with SUM).  TFP502 is
 confirmed by the tf_keras reduction error at the line.
 
 TFP508: a ``PerReplica`` of several replicas handed to host code in
@@ -352,9 +353,9 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
         if us:
             return NOT_REPRODUCED, f"{us[0]['name']} updated at line {line}: replica copies agree {us[0]['copies']}"
         return None
-    if code == "TFP505":
+    if code in ("TFP505", "TFP512"):
         return _judge_reported(run, o, line)
-    if code in ("TFP501", "TFP503", "TFP504"):
+    if code in ("TFP501", "TFP503", "TFP504", "TFP509", "TFP510", "TFP511"):
         return _judge_update(run, code, line)
     return INCONCLUSIVE, f"the loss probe has no observation for {code}"
 
@@ -373,10 +374,18 @@ def _judge_update(run, code, line):
     if code == "TFP503":
         bad = [r for r in rs if r["ratio"] < 1 - TOLERANCE]
         what = f"about 1/{n}: the gradients were scaled down twice"
+    elif code == "TFP511":
+        bad = [r for r in rs if abs(r["ratio"] - 1) > TOLERANCE]
+        what = "not 1: the loss was scaled twice, so the update depends on the number of replicas"
+    elif code == "TFP509":
+        bad = [r for r in rs if abs(r["ratio"] - 1) > TOLERANCE]
+        what = "not 1: each replica was clipped by its own norm and the clipped gradients were summed"
     else:
         bad = [r for r in rs if r["ratio"] > 1 + TOLERANCE]
         what = (f"about {n}: the regularisation was added on every replica and summed" if code == "TFP504"
                 else f"about {n}: each replica averaged over its own batch, then the gradients were summed")
+        if code == "TFP510":
+            what = f"about {n}: compute_average_loss divided by the per-replica batch, then the gradients were summed"
     if bad and run.ran(line) is not False:
         return CONFIRMED, (f"first step {fn} on {run.ctx()} moved the variables {bad[0]['ratio']:.2f}x as far as the "
                            f"same step on one replica (same data and seed), {what}; update norms "
