@@ -536,3 +536,46 @@ def test_512_sum_of_means():
     strategy.reduce(tf.distribute.ReduceOp.SUM, scaled, axis=None)
     strategy.reduce("SUM", strategy.run(eval_scaled, args=(tf.ones((8, 4)),)), axis=None)
     """, "TFP512")
+
+
+# =========================================================================== TFP209
+
+def test_209_global_batch_shapes_in_the_replica_function():
+    check("""
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    PER_REPLICA = 16
+    GLOBAL = PER_REPLICA * strategy.num_replicas_in_sync
+    FLAG = 32
+
+    def step(x):
+        a = tf.reshape(x, [GLOBAL, -1])  # <-
+        b = tf.zeros((GLOBAL, 4))  # <-
+        c = tf.split(x, GLOBAL)  # <-
+        d = tf.zeros([PER_REPLICA, 4])
+        e = tf.zeros([tf.shape(x)[0], 4])
+        f = tf.zeros([FLAG, 4])
+        return a, b, c, d, e, f
+
+    strategy.run(step, args=(tf.ones((16, 4)),))
+    outside = tf.zeros([GLOBAL, 4])
+    """, "TFP209")
+
+
+def test_209_batch_of_the_distributed_dataset():
+    check("""
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    BATCH = 64
+    dist = strategy.experimental_distribute_dataset(tf.data.Dataset.range(256).batch(BATCH))
+
+    def step(x):
+        return tf.one_hot(tf.range(BATCH), 10)  # <-
+
+    for b in dist:
+        strategy.run(step, args=(b,))
+    one = tf.distribute.OneDeviceStrategy("/cpu:0")
+    one.run(lambda: tf.zeros([BATCH]))
+    """, "TFP209")

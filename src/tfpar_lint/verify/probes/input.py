@@ -810,8 +810,35 @@ def _judge_205_208(finding, run):
                             f"{s['batch_size']} x {s['replicas']}")
 
 
+# TFP209: TensorFlow's shape errors when the global batch sizes a per-replica tensor
+SHAPE_ERRORS = [r"Cannot reshape a tensor with", r"Dimensions must be equal", r"must be evenly divisible",
+                r"Dimension \d+ in both shapes must be equal", r"Incompatible shapes", r"ConcatOp : Dimension"]
+
+
+def _judge_209(run, line) -> Optional[tuple[str, str]]:
+    from tfpar_lint.verify.probes import error_at_line
+
+    v = error_at_line(run, line, SHAPE_ERRORS)
+    if v:
+        return v
+    from tfpar_lint.verify.probes.scope import _block_lines, error_matches
+
+    block = _block_lines(run.path, line)
+    for err in run.all_errors():
+        inner = [ln for ln in err.get("script_lines") or [] if ln in block]
+        if inner and error_matches(err, SHAPE_ERRORS):
+            return CONFIRMED, (f"TensorFlow raised {run.error_text(err)} at line {inner[-1]}, in the replica "
+                               f"function that sizes a tensor at line {line} with the global batch ({run.ctx()})")
+    if run.ran(line) and run.outcome in ("ok", "stopped"):
+        return NOT_REPRODUCED, (f"line {line} ran on {run.ctx()} without a shape error (a size that is only "
+                                f"counted, like `tf.range`, fails silently: not observed)")
+    return None
+
+
 def judge(finding, run) -> Optional[tuple[str, str]]:
     code, line = finding.code, finding.line
+    if code == "TFP209":
+        return _judge_209(run, line)
     if code not in KNOWN:
         return INCONCLUSIVE, f"the input probe has no observation for {code} yet"
     if code in ("TFP205", "TFP208"):
