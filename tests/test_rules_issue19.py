@@ -579,3 +579,35 @@ def test_209_batch_of_the_distributed_dataset():
     one = tf.distribute.OneDeviceStrategy("/cpu:0")
     one.run(lambda: tf.zeros([BATCH]))
     """, "TFP209")
+
+
+# =========================================================================== TFP705
+
+def test_705_numpy_in_a_traced_replica_function():
+    check("""
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+
+    def helper(t):
+        return t.numpy()  # <-
+
+    def step(x):
+        a = x.numpy()  # <-
+        return helper(x)
+
+    def eager_step(x):
+        return x.numpy()
+
+    @tf.function
+    def train(x):
+        return strategy.run(step, args=(x,))
+
+    @tf.function
+    def replica_traced(x):
+        return x.numpy()  # <-
+
+    train(tf.ones(2))
+    strategy.run(eager_step, args=(tf.ones(2),))
+    strategy.run(replica_traced, args=(tf.ones(2),))
+    """, "TFP705")

@@ -72,3 +72,41 @@ def created_under(m: "Module", v: Value) -> list[Value]:
         return []
     known, _ = m.scope_strategies(v.site)
     return known
+
+
+def replica_fn_traced(m: "Module", fn: FunctionInfo) -> Optional[bool]:
+    """Whether the replica function ``fn`` (or the replica function whose callee it is) runs inside a
+    ``tf.function`` trace: True when ``fn`` is traced itself (decorated, wrapped) or every
+    ``strategy.run``-like call that runs it sits in traced code; False when every such call runs
+    eagerly; None when it cannot be told."""
+    if m.runs_traced(fn):
+        return True
+    memo = m.rule_memo.setdefault("crossreplica_traced_runs", {})
+    if "table" not in memo:
+        table: dict[int, set] = {}
+        for cs, _recv, _meth, _strat in m.replica_runs():
+            from tfpar_lint.semantic.nodes import arg
+
+            if cs.func is None:
+                traced: Optional[bool] = False
+            elif m.in_tf_function(cs.scope):
+                traced = True
+            else:
+                traced = m.runs_traced(cs.func)
+            for target in m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
+                table.setdefault(id(target), set()).add(traced)
+        memo["table"] = table
+    table = memo["table"]
+    kinds = table.get(id(fn))
+    if kinds is None:
+        # a callee of a replica function: traced when every replica function calling it is
+        callers = m.callers(fn)
+        ks = set()
+        for cs in callers:
+            if cs.func is None:
+                return None
+            ks.add(replica_fn_traced(m, cs.func) if id(cs.func) != id(fn) else None)
+        kinds = ks
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return None
