@@ -611,3 +611,66 @@ def test_705_numpy_in_a_traced_replica_function():
     strategy.run(eager_step, args=(tf.ones(2),))
     strategy.run(replica_traced, args=(tf.ones(2),))
     """, "TFP705")
+
+
+# =========================================================================== TFP112, TFP113
+
+def test_112_moving_averages_outside_the_scope():
+    check("""
+    import tensorflow as tf
+    import tf_keras
+    import keras
+
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        model = tf_keras.Sequential([tf_keras.layers.Dense(1)])
+        k3 = keras.Sequential([keras.layers.Dense(1)])
+        w = tf.Variable(1.0)
+        inside = tf.train.ExponentialMovingAverage(0.9)
+        inside.apply([w])
+    ema = tf.train.ExponentialMovingAverage(0.9)
+    ema.apply(model.trainable_variables)  # <-
+    ema.apply([w])  # <-
+    ema.apply(k3.trainable_variables)
+    plain = tf.Variable(0.0)
+    ema.apply([plain])
+
+    def step():
+        ema.apply([w])
+
+    strategy.run(step)
+    """, "TFP112")
+
+
+def test_113_optimizer_first_built_in_a_traced_step():
+    src = """
+    import keras
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        model = keras.Sequential([keras.layers.Dense(1)])
+        lazy = keras.optimizers.Adam()  # <-
+        plain_sgd = keras.optimizers.SGD(0.1)
+        eager_only = keras.optimizers.RMSprop()
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        lazy.apply_gradients(zip(grads, model.trainable_variables))
+        plain_sgd.apply_gradients(zip(grads, model.trainable_variables))
+
+    def eager_step(x):
+        eager_only.apply_gradients([])
+
+    @tf.function
+    def train(x):
+        strategy.run(step, args=(x,))
+
+    train(tf.ones((2, 4)))
+    strategy.run(eager_step, args=(1,))
+    """
+    check(src, "TFP113")
+    legacy = src.replace("    import keras\n", "    import tf_keras as keras\n", 1)
+    assert "tf_keras" in legacy and hits(legacy, "TFP113") == []

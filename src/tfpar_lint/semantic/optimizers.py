@@ -74,3 +74,35 @@ def has_slots(v: Value) -> Optional[bool]:
             return False
         return True
     return True
+
+
+SHADOW_CLASSES = frozenset({"tensorflow.train.ExponentialMovingAverage"})
+
+
+def built_before_use(m: "Module", v: Value) -> bool:
+    """Something builds the optimizer ``v`` outside its first step: ``opt.build(...)`` anywhere in the
+    module, or ``model.compile(optimizer=opt)`` (Keras then builds it in ``fit``), or a checkpoint
+    restore that may create its variables."""
+    memo = m.rule_memo.setdefault("optimizers_built", {})
+    key = id(v.origin)
+    if key in memo:
+        return memo[key]
+    got = False
+    for cs, recv, meth in m.method_calls(("build", "compile", "restore", "read")):
+        if meth == "build":
+            vals = m.infer_at(recv, cs)
+            if any(x.origin is v.origin for x in vals):
+                got = True
+                break
+        elif meth == "compile":
+            opt = arg(cs.node, 0, "optimizer")
+            if opt is not None and any(x.origin is v.origin for x in m.infer_at(opt, cs)):
+                got = True
+                break
+        else:  # checkpoint.restore(...): a deferred restore may create the slots
+            vals = m.infer_at(recv, cs)
+            if vals and all(x.kind == api.CHECKPOINT for x in vals):
+                got = True
+                break
+    memo[key] = got
+    return got

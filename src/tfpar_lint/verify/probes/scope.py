@@ -911,7 +911,44 @@ def _judge_cross_replica_step(finding, run, o) -> Optional[tuple[str, str]]:
     return None
 
 
-_OWN_JUDGES = {"TFP110": _judge_compile_outside, "TFP111": _judge_cross_replica_step}
+_PLACEHOLDER = r"You must feed a value for placeholder tensor"
+_SHADOW_TYPE = r"tuple indices must be integers or slices, not \w*Variable"
+
+
+def _judge_shadow(finding, run, o) -> Optional[tuple[str, str]]:
+    """TFP112: TensorFlow's error for moving averages of mirrored variables made outside the scope."""
+    from tfpar_lint.verify.probes import error_at_line
+
+    v = error_at_line(run, finding.line, [_SHADOW_TYPE])
+    if v:
+        return v
+    if run.ran(finding.line):
+        return NOT_REPRODUCED, f"line {finding.line} ran on {run.ctx()} without the shadow-variable error"
+    return None
+
+
+def _judge_first_step_build(finding, run, o) -> Optional[tuple[str, str]]:
+    """TFP113: the optimizer created at the line was first applied inside a replica function, and
+    the first traced step failed with the placeholder error."""
+    line = finding.line
+    found = [(i, ob) for i, ob in enumerate(o.get("objects", [])) if ob["kind"] == "optimizer" and line in ob["lines"]]
+    if not found:
+        return None
+    idx = {i for i, _ob in found}
+    opts = [ob for _i, ob in found]
+    applies = [a for a in o.get("applies", []) if a.get("optimizer") in idx]
+    for err in run.errors():
+        if error_matches(err, [_PLACEHOLDER]):
+            where = " (its first apply_gradients ran in a replica function)" if any(a.get("replica") for a in applies) else ""
+            return CONFIRMED, (f"the {opts[0]['cls']} created at line {line} was not built in the scope{where}; the first "
+                               f"traced step raised {run.error_text(err)} on {run.ctx()}")
+    if applies:
+        return NOT_REPRODUCED, f"the optimizer of line {line} was applied on {run.ctx()} without the placeholder error"
+    return None
+
+
+_OWN_JUDGES = {"TFP110": _judge_compile_outside, "TFP111": _judge_cross_replica_step,
+               "TFP112": _judge_shadow, "TFP113": _judge_first_step_build}
 
 
 def _judge_pins(finding, run, o) -> Optional[tuple[str, str]]:
