@@ -674,3 +674,43 @@ def test_113_optimizer_first_built_in_a_traced_step():
     check(src, "TFP113")
     legacy = src.replace("    import keras\n", "    import tf_keras as keras\n", 1)
     assert "tf_keras" in legacy and hits(legacy, "TFP113") == []
+
+
+# =========================================================================== TFP210
+
+def test_210_scheduled_functions_reading_coordinator_data():
+    check("""
+    import numpy as np
+    import tensorflow as tf
+
+    strategy = tf.distribute.ParameterServerStrategy(tf.distribute.cluster_resolver.TFConfigClusterResolver())
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    with strategy.scope():
+        w = tf.Variable(0.0)
+    labels = np.load("labels.npy")
+    train_labels = labels[:100]
+    table = tf.constant([1.0, 2.0])
+    plain_iter = iter(tf.data.Dataset.range(10))
+    per_worker = iter(coordinator.create_per_worker_dataset(lambda: tf.data.Dataset.range(10)))
+    unknown = load_from_somewhere()
+
+    def replica_fn():
+        return tf.reduce_sum(train_labels)  # <-
+
+    @tf.function
+    def step():
+        return strategy.run(replica_fn)
+
+    @tf.function
+    def step_it(it):
+        return next(it) + w + unknown
+
+    @tf.function
+    def step_table():
+        return table * 2.0  # <-
+
+    coordinator.schedule(step)
+    coordinator.schedule(step_it, args=(per_worker,))
+    coordinator.schedule(step_it, args=(plain_iter,))  # <-
+    coordinator.schedule(step_table)
+    """, "TFP210")

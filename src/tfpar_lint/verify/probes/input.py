@@ -839,6 +839,9 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
     code, line = finding.code, finding.line
     if code == "TFP209":
         return _judge_209(run, line)
+    if code == "TFP210":
+        return INCONCLUSIVE, ("the verifier does not run parameter-server clusters: what each worker reads from "
+                              "the coordinator is not observed")
     if code not in KNOWN:
         return INCONCLUSIVE, f"the input probe has no observation for {code} yet"
     if code in ("TFP205", "TFP208"):
