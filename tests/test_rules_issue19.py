@@ -224,22 +224,24 @@ def test_111_step_in_the_scope_and_in_the_driver():
     import tensorflow as tf
 
     strategy = tf.distribute.MirroredStrategy()
+    pairs = list(zip(grads, variables))
 
     def step(x):
-        optimizer.apply_gradients([])
+        optimizer.apply_gradients(pairs)
 
     def main():
         with strategy.scope():
             model = keras.Sequential([keras.layers.Dense(1)])
             opt = keras.optimizers.SGD()
-            opt.apply_gradients([])  # <-
-            strategy.run(lambda: opt.apply_gradients([]))
-        opt.apply_gradients([])  # <-  (the driver, outside the scope: one device steps)
+            opt.apply_gradients(pairs)  # <-
+            strategy.run(lambda: opt.apply_gradients(pairs))
+        opt.apply_gradients(pairs)  # <-  (the driver, outside the scope: one device steps)
 
     with strategy.scope():
         optimizer = keras.optimizers.Adam()
-        optimizer.apply_gradients([])  # <-
+        optimizer.apply_gradients(pairs)  # <-
     strategy.run(step, args=(1,))
+    optimizer.apply_gradients([])  # steps nothing
     """, "TFP111")
 
 

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import replicated
+from tfpar_lint.semantic import arg, replicated
 from tfpar_lint.semantic.crossreplica import created_under, cross_replica_context
 
 
@@ -39,6 +41,9 @@ class StepInCrossReplicaContext(Rule):
                 continue  # a Keras 3 metric updates in cross-replica context (measured)
             if kind == api.OPTIMIZER and self._tfp106_reports(cs, vals):
                 continue
+            grads = arg(cs.node, 0, "grads_and_vars") if meth == "apply_gradients" else None
+            if isinstance(grads, (cst.List, cst.Tuple)) and not grads.elements:
+                continue  # apply_gradients([]): steps nothing
             where = cross_replica_context(m, cs)
             if where is None:
                 continue

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import MEANS, loss_terms, mentions_replicas, replicated
+from tfpar_lint.rules._loss import MEANS, gradient_targets, loss_terms, mentions_replicas, replicated
 from tfpar_lint.semantic import CallSite, arg, call_method
 from tfpar_lint.semantic.batchsizes import global_batch
 
@@ -112,9 +112,18 @@ class SumOfReplicaMeans(Rule):
                     elif isinstance(expr, (cst.Tuple, cst.List, cst.Dict)):
                         return None
                     mean = self._mean_of(expr, fn.scope, order)
-                    if mean is None:
-                        return None
+                    if mean is None or id(mean) in self._trained_means(fn):
+                        return None  # the training loss itself: TFP501's (its fix mends the sum too)
                     out.append(mean)
+        return out
+
+    def _trained_means(self, fn) -> set[int]:
+        """ids of the loss terms whose gradients ``fn`` applies."""
+        m = self.module
+        out: set[int] = set()
+        for cs, target in gradient_targets(m, fn):
+            for t in loss_terms(m, target, cs.scope, cs.order):
+                out.add(id(t.node))
         return out
 
     def _mean_of(self, expr: cst.BaseExpression, scope, order: int) -> Optional[cst.BaseExpression]:
