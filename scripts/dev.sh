@@ -25,7 +25,7 @@ setup() {
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "dev.sh: installing dependencies (TensorFlow CPU is large; first run takes a few minutes)" >&2
     .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[verify,dev]'
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[verify,dev,lsp]'
     # tf_keras (Keras 2) runs on the tensorflow-cpu installed above; its metadata asks for the full
     # `tensorflow` wheel, which would install a second copy of TensorFlow, hence --no-deps.
     .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps 'tf-keras>=2.16,<2.22'

@@ -288,3 +288,59 @@ def test_statistics_replace_findings_in_ruff_formats():
         assert f"Found {len(codes)} errors." in r.stdout
     text = run("--output-format", "text", "--statistics")
     assert sum(ln.startswith(folder) for ln in text.stdout.splitlines()) == len(codes)
+
+
+# -- issue 23: ruff's exit codes for files it cannot parse, and ruff's JSON field names ---------------
+
+def test_syntax_error_is_a_diagnostic_and_exit_zero_obeys(project, cli, snippets):
+    project.write("broken.py", snippets.syntax_error)
+    project.write("clean.py", "x = 1\n")
+    r = cli("check", "broken.py", "clean.py")
+    assert r.rc == 1 and "E999" in r.out, r  # ruff: a syntax error is a diagnostic of its file
+    z = cli("check", "--exit-zero", "broken.py", "clean.py")
+    assert z.rc == 0 and "E999" in z.out, z
+    missing = cli("check", "no_such_file.py")
+    assert missing.rc == 1 and "E902" in missing.out, missing
+    assert cli("check", "--exit-zero", "no_such_file.py").rc == 0
+
+
+def test_json_carries_ruffs_field_names(project, cli, snippets):
+    project.write("t.py", TFP301)
+    project.write("m.py", "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n"
+                          "model = tf.keras.Sequential(\n    [tf.keras.layers.Dense(1)])\n"
+                          "with strategy.scope():\n    model.compile('sgd', 'mse')\n")
+    project.write("broken.py", snippets.syntax_error)
+    r = cli("check", "--output-format", "json", "t.py", "m.py", "broken.py")
+    data = json.loads(r.out)
+    ruff_keys = {"code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "cell"}
+    for d in data:
+        assert ruff_keys <= set(d), d
+        assert os.path.isabs(d["filename"]) and Path(d["filename"]).name == d["path"]
+        assert d["location"] == {"row": d["line"], "column": d["col"]}
+        assert d["end_location"] == {"row": d["end_line"], "column": d["end_col"]}
+    t = next(d for d in data if d["code"] == "TFP301")
+    assert t["url"].endswith("/rules/TFP301.md") and t["fix"]["applicability"] == "safe"
+    assert t["noqa_row"] == t["line"] and t["cell"] is None
+    syntax = next(d for d in data if d["code"] == "E999")
+    assert syntax["url"] is None and syntax["fix"] is None
+    m = next(d for d in data if d["path"] == "m.py")
+    # the noqa row is the line `--add-noqa` writes the comment on
+    added = cli("check", "--add-noqa", "m.py")
+    assert added.rc == 0
+    lines = (Path(m["filename"])).read_text().splitlines()
+    assert "# noqa: " + m["code"] in lines[m["noqa_row"] - 1]
+
+
+def test_mistyped_command_and_options_before_the_command(project, cli, snippets):
+    project.write("a.py", snippets.tfp101)
+    r = cli("chek", ".")
+    assert r.rc == 2 and "unknown command 'chek' (did you mean 'check'?)" in r.err and r.out == "", r
+    assert "did you mean 'rule'" in cli("rul", "TFP101").err
+    # an existing file of that name is linted, not taken for a command
+    project.write("chek", snippets.tfp101)
+    assert cli("chek").rc == 1
+    # options before the command, as ruff takes them
+    before = cli("--no-cache", "check", "a.py")
+    value = cli("--select", "TFP1", "check", "a.py")
+    assert before.rc == value.rc == 1 and before.out == value.out == cli("check", "a.py").out
+    assert "check:" not in before.out and "E902" not in before.out

@@ -54,7 +54,8 @@ format = "sarif"
     on = s.base_enabled()
     tfp1 = {c for c in registry.rules_by_code() if c.startswith("TFP1")}
     tfp3 = {c for c in registry.rules_by_code() if c.startswith("TFP3")}
-    assert on == (tfp1 - {"TFP102"}) | {"TFP201"} | tfp3
+    defaults = set(registry.default_codes())
+    assert on == ((tfp1 - {"TFP102"}) | {"TFP201"} | tfp3) & defaults  # a prefix: the rules on by default
     assert s.enabled_for("tests/test_x.py") == on - tfp1
     assert s.enabled_for("src/x.py") == on
     opts = s.analysis_options()
@@ -133,9 +134,13 @@ def test_selection_rules():
     tfp1 = {c for c in all_codes if c.startswith("TFP1")}
     assert _sel() == defaults
     assert _sel(select=["ALL"]) == all_codes
-    assert _sel(select=["TFP"]) == all_codes
-    assert _sel(select=["TFP1"]) == tfp1
-    assert _sel(select=["TFP1"], ignore=["TFP101"]) == tfp1 - {"TFP101"}
+    # a prefix selects the rules under it that are on by default; an off-by-default rule needs its
+    # own code or name, or ALL (the flake8 plugin decides the same way)
+    assert _sel(select=["TFP"]) == defaults
+    assert _sel(select=["TFP1"]) == tfp1 & defaults
+    off1 = tfp1 - defaults
+    assert off1 and _sel(select=["TFP1", *off1]) == tfp1
+    assert _sel(select=["TFP1"], ignore=["TFP101"]) == (tfp1 & defaults) - {"TFP101"}
     assert _sel(select=["TFP101"], ignore=["TFP1"]) == {"TFP101"}
     assert _sel(select=["TFP1"], ignore=["TFP1"]) == set()
     assert _sel(ignore=["ALL"], extend_select=["TFP101"]) == {"TFP101"}
@@ -155,7 +160,7 @@ def test_default_off_rules_need_selection():
 
 def test_cli_layer_over_file_layer():
     s = settings_from_table({"select": ["TFP1"], "ignore": ["TFP101"]}, "/p/pyproject.toml")
-    tfp1 = {c for c in registry.rules_by_code() if c.startswith("TFP1")}
+    tfp1 = {c for c in registry.rules_by_code() if c.startswith("TFP1")} & set(registry.default_codes())
     assert set(s.base_enabled()) == tfp1 - {"TFP101"}
     # --select resets the file's select and ignore (ruff: `--select F401` gives only F401)
     assert set(s.with_cli(select=["TFP101"]).base_enabled()) == {"TFP101"}

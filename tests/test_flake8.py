@@ -132,6 +132,22 @@ def test_default_off_rules_off_unless_selected(project, code, flake8, proc):
     assert code not in flake8(project.root, "r.py").out                       # default: off
     assert code in flake8(project.root, "--extend-select", code, "r.py").out  # opt-in
     assert code in flake8(project.root, "--select", code, "r.py").out
+    # a prefix turns no opt-in rule on, in either front end (issue 23)
+    assert code not in flake8(project.root, "--select", "TFP", "r.py").out
+    assert code not in flake8(project.root, "--select", code[:4], "r.py").out
+    assert code not in proc([sys.executable, "-m", "tfpar_lint", "--select", "TFP", "r.py"], project.root).out
+    project.write("setup.cfg", f"[flake8]\nextend-select = {code}\n")
+    assert code in proc([*FLAKE8, "r.py"], project.root).out  # from the config too
+    (project.root / "setup.cfg").unlink()
+
+
+def test_bad_tfp_option_is_a_clear_error(project, snippets, flake8):
+    project.write("a.py", snippets.tfp101)
+    r = flake8(project.root, "--select", "TFP", "--tfp-tf-version", "banana", "a.py")
+    assert r.rc == 2 and "Traceback" not in r.err, r.err
+    assert "--tfp-tf-version" in r.err and "'banana'" in r.err
+    ok = flake8(project.root, "--select", "TFP", "--tfp-tf-version", "2.15", "a.py")
+    assert ok.rc == 1 and "TFP101" in ok.out
 
 
 def test_every_default_off_rule_is_default_ignored():

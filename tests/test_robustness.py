@@ -218,7 +218,7 @@ def test_non_regular_files_are_skipped_given_or_walked(tmp_path):
     (tmp_path / "a.py").write_text(HEADER)
     for args in (["fifo.py", "zero.py", "a.py"], ["."]):
         r = lint(tmp_path, *args, timeout=120)
-        assert r.rc == 2, r
+        assert r.rc == 1, r  # a diagnostic, as ruff: exit 1
         assert r.lines == [
             "a.py:3:9: TFP101 " + r.lines[0].split(" TFP101 ", 1)[1],
             "fifo.py:0:0: E902 skipped: not a regular file (a FIFO)",
@@ -227,13 +227,13 @@ def test_non_regular_files_are_skipped_given_or_walked(tmp_path):
     # the cache's lookup reads files too: it must not block on the FIFO either
     r = run_subprocess([sys.executable, "-m", "tfpar_lint", "--no-config", "--cache-dir", str(tmp_path / "c"), "."],
                        tmp_path, env={"PYTHONPATH": SRC}, timeout=120)
-    assert r.rc == 2 and len(r.lines) == 3
+    assert r.rc == 1 and len(r.lines) == 3
 
 
 def test_max_file_size_flag_and_setting(tmp_path):
     (tmp_path / "a.py").write_text(HEADER + "x = 1\n" * 400)  # 2.5 KB
     r = lint(tmp_path, "--max-file-size", "2K", "a.py")
-    assert r.rc == 2 and r.lines == [
+    assert r.rc == 1 and r.lines == [
         "a.py:0:0: E902 skipped: 2.5 KiB, over the size limit of 2 KiB (max-file-size, --max-file-size)"], r
     assert lint(tmp_path, "--max-file-size", "3K", "a.py").rc == 1
     assert lint(tmp_path, "--max-file-size", "0", "a.py").rc == 1  # 0: no limit
@@ -242,9 +242,9 @@ def test_max_file_size_flag_and_setting(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.tfpar-lint]\nmax-file-size = "2K"\n')
     r = run_subprocess([sys.executable, "-m", "tfpar_lint", "--no-cache", "a.py"], tmp_path,
                        env={"PYTHONPATH": SRC})
-    assert r.rc == 2 and "E902 skipped: 2.5 KiB, over the size limit of 2 KiB" in r.out
+    assert r.rc == 1 and "E902 skipped: 2.5 KiB, over the size limit of 2 KiB" in r.out
     r = lint(tmp_path, "-", "--stdin-filename", "a.py", "--max-file-size", "1K", stdin=(HEADER * 20).encode())
-    assert r.rc == 2 and r.lines == [
+    assert r.rc == 1 and r.lines == [
         "a.py:0:0: E902 skipped: over the size limit of 1 KiB (max-file-size, --max-file-size)"], r
 
 
@@ -271,7 +271,7 @@ def test_notebook_json_nested_1000_deep_is_a_per_file_error(tmp_path):
     (tmp_path / "deep.ipynb").write_text('{"cells": [], "metadata": {"x": %s}, "nbformat": 4}' % deep)
     (tmp_path / "a.py").write_text(HEADER)
     r = lint(tmp_path, ".")
-    assert r.rc == 2
+    assert r.rc == 1  # a diagnostic, as ruff: exit 1
     assert "deep.ipynb:0:0: E902 invalid notebook: its JSON is nested too deeply to read" in r.lines, r
     assert any(line.startswith("a.py:3:9: TFP101") for line in r.lines)
 
@@ -320,7 +320,7 @@ def test_closed_stdin_and_stdout(tmp_path):
     p = subprocess.run(cmd + ["-"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True)
     assert p.returncode == 0  # an empty stdin is a clean file
     p = subprocess.run(" ".join(cmd) + " - <&-", shell=True, cwd=tmp_path, env=env, capture_output=True)
-    assert p.returncode == 2 and b"E902 cannot read stdin: standard input is closed" in p.stdout, p
+    assert p.returncode == 1 and b"E902 cannot read stdin: standard input is closed" in p.stdout, p
     p = subprocess.run(" ".join(cmd) + " a.py >&-", shell=True, cwd=tmp_path, env=env, capture_output=True)
     assert p.returncode == 2, p
     assert p.stderr.decode() == "tfpar-lint: error: standard output is closed; write the report with -o FILE\n"
@@ -480,7 +480,7 @@ def test_notebook_syntax_error_has_no_file_line_in_sarif_and_github(tmp_path):
     nb = make_notebook([("markdown", "# x\n"), ("code", HEADER), ("code", "x = = 1\n")])
     (tmp_path / "t.ipynb").write_text(nb)
     text = lint(tmp_path, "t.ipynb")
-    assert text.rc == 2 and "E999 syntax error in cell 3" in text.out, text
+    assert text.rc == 1 and "E999 syntax error in cell 3" in text.out, text
     sarif = json.loads(lint(tmp_path, "--format", "sarif", "t.ipynb").out)
     [note] = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert "region" not in note["locations"][0]["physicalLocation"] and "cell 3" in note["message"]["text"]

@@ -397,6 +397,20 @@ def test_single_worker_dataset_fn_with_per_replica_batch_by_hand():
     assert codes(mw) == [(7, "TFP203")]
 
 
+def test_single_worker_dataset_fn_hands_a_per_replica_size_to_unknown_code():
+    # `replay.as_dataset(n // replicas)`: the builder is not visible, the size it gets is per replica
+    src = """
+    import tensorflow as tf
+    import buffers
+    strategy = tf.distribute.MirroredStrategy()
+    replay = buffers.Replay()
+    replicas = strategy.num_replicas_in_sync
+    dist = strategy.distribute_datasets_from_function(lambda _: replay.as_dataset(64 // replicas))
+    """
+    assert codes(src) == []
+    assert codes(src.replace("64 // replicas", "64")) == [(7, "TFP203")]
+
+
 def test_single_worker_dataset_fn_per_replica_batch_is_told_by_the_batch_value():
     # a division by num_replicas_in_sync elsewhere in the module does not make the dataset
     # function's batch per-replica; the batch's own value does (for the call followed)

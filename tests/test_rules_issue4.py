@@ -87,6 +87,33 @@ def test_tfp107_replica_fn_and_silences():
     """, "TFP107")
 
 
+def test_tfp107_state_pinned_outside_the_scope():
+    # variables and models made under tf.device outside the scope of the program's mirroring
+    # strategy: not mirrored (any device expression)
+    src = """
+    import tensorflow as tf
+    import keras
+    with tf.device("/gpu:0"):  # <-
+        queue = tf.Variable(tf.zeros([8]), trainable=False)
+    with tf.device("cpu"):
+        control = tf.Variable(1.0)  # bound again before anything reads it
+    control = 2
+    with tf.device("cpu"):
+        g = tf.random.Generator.from_seed(1)  # a generator pinned on purpose
+    with tf.device(hosts[0]):  # <-
+        model = keras.Sequential([keras.layers.Dense(1)])
+    with tf.device("cpu"):
+        table = tf.constant([1, 2])  # no state
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        opt = keras.optimizers.SGD()
+    """
+    check(src, "TFP107")
+    # no mirroring strategy in the program: tf.device is plain placement
+    check(src.replace("tf.distribute.MirroredStrategy()", "tf.distribute.OneDeviceStrategy('/gpu:0')")
+          .replace("  # <-", ""), "TFP107")
+
+
 def test_tfp107_strategy_parameter_is_silent():
     check("""
     import tensorflow as tf
@@ -421,6 +448,44 @@ def test_tfp208_value_story_not_the_name():
     """, "TFP208")
 
 
+def test_tfp208_keras_fit_and_the_argument_that_passes_the_size():
+    # `fit` splits each batch across the replicas too; the size is a parameter of a function that
+    # is handed to a launcher (its arguments cannot be seen) and the module multiplies that same
+    # parameter by the replicas: reported where the helper that batches receives it
+    check("""
+    import os
+    import tensorflow as tf
+    def train(batch_size=16):
+        if os.environ.get("TF_CONFIG"):
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        else:
+            strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+        global_batch_size = batch_size * strategy.num_replicas_in_sync
+        def make(batch_size, n):
+            return tf.data.Dataset.range(n).batch(batch_size)
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.Input((1,)), tf.keras.layers.Dense(1)])
+            model.compile(loss="mse")
+        train_ds = make(
+            batch_size=batch_size,  # <-
+            n=64)
+        model.fit(train_ds, epochs=1)
+        ok_ds = make(batch_size=global_batch_size, n=64)
+        model.fit(ok_ds, epochs=1)
+    launcher.submit(train)
+    """, "TFP208")
+    # one replica by construction: fit does not split
+    check("""
+    import tensorflow as tf
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    BATCH = 8
+    GLOBAL = BATCH * strategy.num_replicas_in_sync
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((1,)), tf.keras.layers.Dense(1)])
+    model.fit(tf.data.Dataset.range(64).batch(BATCH), epochs=1)
+    """, "TFP208")
+
+
 def test_tfp208_unknown_strategy_or_plain_size_is_silent():
     check("""
     import tensorflow as tf
@@ -481,12 +546,20 @@ def test_tfp501_spellings(imports, keras, loss_line, fires):
 
 
 @pytest.mark.parametrize("ctor", ["tf.distribute.OneDeviceStrategy('/gpu:0')",
-                                  "tf.distribute.MirroredStrategy(devices=['/gpu:0'])",
-                                  "get_my_strategy()"])
-def test_tfp501_single_replica_or_unknown_strategy_is_silent(ctor):
+                                  "tf.distribute.MirroredStrategy(devices=['/gpu:0'])"])
+def test_tfp501_single_replica_strategy_is_silent(ctor):
     src = STEP_501.format(imports="import tensorflow as tf", ctor=ctor, keras="tf.keras",
                           loss_line="loss = tf.reduce_mean(tf.square(model(x) - y))")
     assert hits(src, "TFP501") == []
+
+
+def test_tfp501_unresolved_strategy_used_as_one_may_run_several_replicas():
+    # `get_my_strategy()` cannot be followed; `strategy.run(step, args=...)` and
+    # `num_replicas_in_sync` say it is a strategy, of a class not known to have one replica
+    src = STEP_501.format(imports="import tensorflow as tf", ctor="get_my_strategy()", keras="tf.keras",
+                          loss_line="loss = tf.reduce_mean(tf.square(model(x) - y))")
+    loss_lineno = next(i for i, ln in enumerate(textwrap.dedent(src).splitlines(), 1) if "loss =" in ln)
+    assert hits(src, "TFP501") == [loss_lineno]
 
 
 def test_tfp501_through_helper_and_augassign():
@@ -652,6 +725,87 @@ def test_tfp504_unknown_model_and_logging_are_silent():
         return tape.gradient(loss, net.trainable_variables), reg
     strategy.run(step2, args=(1,))
     """, "TFP504")
+
+
+def test_tfp504_losses_of_the_model_whose_variables_are_trained():
+    # `self.model` cannot be followed (made by another module), but the gradient is taken of its
+    # variables: its `.losses` are the model's regularization
+    check("""
+    import tensorflow as tf
+    import nets
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+            self.opt = tf.keras.optimizers.SGD()
+        def step(self, x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.square(self.model(x) - y))
+                loss += sum(self.model.losses)  # <-
+                loss = loss * (1.0 / 64)
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+        def other(self, x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(self.model(x)) + sum(self.aux.losses)
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        trainer = Trainer(nets.build())
+    strategy.run(trainer.step, args=(1, 2))
+    strategy.run(trainer.other, args=(1, 2))
+    """, "TFP504")
+
+
+def test_tfp504_weight_decay_added_to_the_gradients():
+    check("""
+    import tensorflow as tf
+    def make(model, optimizer, strategy, wd):
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            grads = [g + wd * v for g, v in zip(grads, model.trainable_variables)]  # <-
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        def scaled(x):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            decay = wd / strategy.num_replicas_in_sync
+            grads = [g + decay * v for g, v in zip(grads, model.trainable_variables)]
+            grads = [g + 1e-3 for g in grads]  # not a weight decay
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        strategy.run(step, args=(1,))
+        strategy.run(scaled, args=(1,))
+    """, "TFP504")
+
+
+def test_tfp501_gradients_through_helpers_and_tf1_gradients():
+    # TF 1 graph code: tf.gradients in a helper returning a tuple, the loss from another helper,
+    # the gradients rescaled on the way, run with experimental_run
+    check("""
+    import tensorflow.compat.v1 as tf
+    strategy = tf.distribute.experimental.TPUStrategy(resolver)
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+        optimizer = tf.train.GradientDescentOptimizer(0.01)
+    def loss(model, x, y):
+        logits = model(x)
+        return logits, tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)  # <-
+    def grad(model, x, y):
+        logits, value = loss(model, x, y)
+        return logits, value, tf.gradients(value, model.trainable_variables)
+    def train_step(inputs):
+        x, y = inputs
+        logits, value, grads = grad(model, x, y)
+        grads, _ = tf.clip_by_global_norm(grads, 5.0)
+        return optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    def eval_step(inputs):
+        x, y = inputs
+        return loss(model, x, y)
+    out = strategy.experimental_run(train_step, iterator)
+    out2 = strategy.experimental_run(eval_step, iterator)
+    """, "TFP501")
 
 
 # =========================================================================== TFP505

@@ -201,8 +201,39 @@ def test_tfp601_through_functions_and_conditions():
     """, "TFP601")
 
 
+def test_tfp601_tf_config_removed_first_still_reported():
+    # the order is the one that fails on a cluster; the message says this run is a single worker
+    src = """
+    import os
+    import tensorflow as tf
+    ds = tf.data.Dataset.range(3)
+    os.environ.pop("TF_CONFIG", None)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # <-
+    """
+    check(src, "TFP601")
+    msgs = [f.message for f in lint_source(textwrap.dedent(src), "t.py", enabled=["TFP601"]).findings]
+    assert len(msgs) == 1 and "TF_CONFIG is removed first" in msgs[0]
+
+
+@pytest.mark.parametrize("call,fires", [
+    ("model.fit(ds, epochs=3, steps_per_epoch=70)", True),  # a Keras model by its use
+    ("model.evaluate(ds, steps=5, validation_data=ds)", True),
+    ("model.fit(x, y)", False),  # scikit-learn style: not told
+    ("keras_model.fit(x, y)", True),  # a Keras model the module built
+])
+def test_tfp601_training_a_model_initialises(call, fires):
+    check(f"""
+    import tensorflow as tf
+    from somewhere import model, ds, x, y
+    keras_model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    {call}
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(){'  # <-' if fires else ''}
+    """, "TFP601")
+
+
 def test_tfp601_silences():
-    # several strategies shown one after another (guide notebooks), TF_CONFIG removed first
+    # several strategies shown one after another (guide notebooks); a second
+    # MultiWorkerMirroredStrategy after the first (the first one configured the collectives)
     check("""
     import os
     import tensorflow as tf
@@ -439,6 +470,84 @@ def test_tfp603_early_exit_is_a_resolved_exit_call():
     """), "TFP603")
 
 
+def test_tfp603_tests_read_from_the_program_s_own_tf_config():
+    # `not tf_config` holds only without TF_CONFIG (a single process); a TF_CONFIG dict the
+    # program writes itself; `True if <test> else False`
+    check(_save("""
+    raw = os.environ.get("TF_CONFIG")
+    if not raw or json.loads(raw)["task"]["index"] == 0:
+        model.save("/tmp/a")  # <-
+    cfg = {"cluster": {"worker": ["h1:1", "h2:1"]}, "task": {"type": "worker", "index": rank}}
+    os.environ["TF_CONFIG"] = json.dumps(cfg)
+    lead = True if cfg["task"]["index"] == 0 else False
+    if lead:
+        model.save("/tmp/b")  # <-
+    follower = False if cfg["task"]["index"] == 0 else True
+    if not follower:
+        ckpt.write("/tmp/c")  # <-
+    """), "TFP603")
+    # a dict without the TF_CONFIG keys is no task source
+    check(_save("""
+    opts = {"task": {"index": rank}}
+    if opts["task"]["index"] == 0:
+        model.save("/tmp/a")
+    """), "TFP603")
+
+
+def test_tfp603_every_task_saves_through_the_other_branch():
+    check(_save("""
+    if _is_chief(task_type, task_id):
+        model.save("/tmp/model")
+    else:
+        model.save("/tmp/workertemp_" + str(task_id))
+    """), "TFP603")
+    # the other branch saves another object: the chief's save still waits alone
+    check(_save("""
+    other = keras.Sequential([keras.layers.Dense(1, input_shape=(2,))])
+    if task_id == 0:
+        model.save("/tmp/model")  # <-
+    else:
+        other.save("/tmp/other")
+    """), "TFP603")
+
+
+def test_tfp603_checkpoint_of_objects_made_in_the_scope_by_unknown_code():
+    # `models.build()` cannot be followed, but it is made under the MWMS scope and tracked by
+    # a checkpoint (which tracks only TensorFlow objects)
+    check("""
+    import tensorflow as tf
+    import models
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    with strategy.scope():
+        net = models.build()
+    ckpt = tf.train.Checkpoint(model=net)
+    if strategy.cluster_resolver.task_id == 0:
+        ckpt.save("/tmp/ckpt")  # <-
+    plain = models.build()
+    ckpt2 = tf.train.Checkpoint(model=plain)
+    if strategy.cluster_resolver.task_id == 0:
+        ckpt2.save("/tmp/ckpt2")
+    """, "TFP603")
+
+
+def test_tfp603_strategy_chosen_on_branches():
+    # one path builds the model under MultiWorkerMirroredStrategy: that path is judged
+    check("""
+    import os
+    import tensorflow as tf
+    def main():
+        if os.environ.get("TF_CONFIG"):
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        else:
+            strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+        if strategy.cluster_resolver.task_id == 0:
+            model.save("/tmp/m")  # <-
+    main()
+    """, "TFP603")
+
+
 def test_tfp603_silences():
     # every worker saves (tutorial), chief-only logging / copying, non-chief cleanup
     check(_save("""
@@ -488,6 +597,41 @@ def test_tfp604_a_name_is_no_task_test():
     is_chief = random.random() > 0.5
     if is_chief:
         model.save("/tmp/model")  # <-
+    """), "TFP604")
+
+
+def test_tfp604_worker_zero_counted_as_the_chief():
+    # the test passes any `chief` task and worker 0: with a chief task both write the real path;
+    # reported at the operand that lets worker 0 in, in the helper the path comes from
+    check(_save("""
+    def is_lead(kind, index):
+        return kind == "chief" or (kind == "worker" and index == 0)  # <-
+    def write_dir(path, kind, index):
+        if not is_lead(kind, index):
+            path = os.path.join(path, "workertemp_" + str(index))
+        return path
+    ckpt.write(write_dir("/tmp/ckpt", task_type, task_id))
+    """), "TFP604")
+    check(_save("""
+    lead = task_type in ("chief", "master") or task_id == 0  # <-
+    if lead:
+        model.save("/tmp/m")
+    else:
+        model.save("/tmp/tmp_" + str(task_id))
+    """), "TFP604")
+
+
+@pytest.mark.parametrize("test", [
+    "task_type == 'chief'",  # the chief alone
+    "task_type == 'chief' or (task_type == 'worker' and task_id == 0 and no_chief)",  # cannot be told
+    "task_id == 0",  # reads the index only: the cluster's shape decides, not told here
+])
+def test_tfp604_chief_tests_that_are_not_two_writers(test):
+    check(_save(f"""
+    if {test}:
+        model.save("/tmp/m")
+    else:
+        model.save("/tmp/tmp_" + str(task_id))
     """), "TFP604")
 
 

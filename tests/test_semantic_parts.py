@@ -38,6 +38,40 @@ def test_lookup_takes_the_binding_before_the_point_and_skips_class_bodies():
     assert [m.tree.code_for_node(x.value) for x in before] == ["1"]
 
 
+def _reaching_values(src: str) -> list[str]:
+    """The right-hand sides ``x`` may hold at ``use(x)``."""
+    m = module(src)
+    cs = call_site(m, "use(")
+    return sorted(m.tree.code_for_node(b.value) for b in m.lookup("x", cs.scope, cs.order))
+
+
+@pytest.mark.parametrize("src,values", [
+    # both branches of an if/else (and of an elif chain) reach the use after it
+    ("if c:\n    x = a()\nelse:\n    x = b()\nuse(x)\n", ["a()", "b()"]),
+    ("if c:\n    x = a()\nelif d:\n    x = b()\nelse:\n    x = e()\nuse(x)\n", ["a()", "b()", "e()"]),
+    # a branch without else: the binding before the if reaches too; nothing older does
+    ("x = z()\nx = a()\nif c:\n    x = b()\nuse(x)\n", ["a()", "b()"]),
+    # a use inside the branch sees that branch's binding only
+    ("x = a()\nif c:\n    x = b()\n    use(x)\n", ["b()"]),
+    # the other branch of an if the use is in does not reach it
+    ("if c:\n    x = a()\nelse:\n    x = b()\n    use(x)\n", ["b()"]),
+    # nested: the outer if has no else, so the binding before it reaches too
+    ("x = z()\nif c:\n    if d:\n        x = a()\n    else:\n        x = b()\nuse(x)\n", ["a()", "b()", "z()"]),
+])
+def test_bindings_on_two_paths_both_reach_the_use(src, values):
+    assert _reaching_values(src) == values
+
+
+def test_strategy_chosen_on_two_branches_has_both_values():
+    m = module("import tensorflow as tf\n"
+               "if n > 1:\n    s = tf.distribute.MirroredStrategy()\n"
+               "else:\n    s = tf.distribute.OneDeviceStrategy('/cpu:0')\n"
+               "with s.scope():\n    pass\n")
+    cs = call_site(m, "s.scope(")
+    assert sorted(v.qname for v in m.infer_at(cs.node.func.value, cs)) == [
+        "tensorflow.distribute.MirroredStrategy", "tensorflow.distribute.OneDeviceStrategy"]
+
+
 @pytest.mark.parametrize("imp,expr", [
     ("import tensorflow as tf", "tf.distribute.MirroredStrategy"),
     ("from tensorflow import distribute as d", "d.MirroredStrategy"),
@@ -274,3 +308,76 @@ def test_none_placeholder_is_dropped_when_the_object_is_made_later():
                "nothing.f()\n")
     assert kinds_at(m, "total.assign_add", lambda c: c.func.value) == {api.VARIABLE}
     assert kinds_at(m, "nothing.f", lambda c: c.func.value) == {api.NONE}
+
+
+# ------------------------------------------------------------------ strategies by their use
+def _run_strategies(src: str) -> list[list[str]]:
+    m = module(src)
+    return [[v.qname for v in strat] for _cs, _recv, _meth, strat in m.replica_runs()]
+
+
+@pytest.mark.parametrize("src,runs", [
+    # a parameter the module never gets a value for, used as only a strategy is used
+    ("def build(model, strategy):\n    def step(x):\n        return x\n"
+     "    return strategy.run(step, args=(1,))\n", [[""]]),
+    ("class T:\n    def __init__(self, strategy):\n        self.strategy = strategy\n"
+     "    def step(self, x):\n        return x\n"
+     "    def go(self, x):\n        return self.strategy.experimental_run_v2(self.step, args=(x,))\n", [[""]]),
+    # a name a snippet never binds, run TF 1's way: experimental_run(fn, iterator)
+    ("def step(x):\n    return x\nout = mirrored.experimental_run(step, it)\n", [[""]]),
+    # `run(fn)` alone on an unknown receiver is no evidence; with another strategy use it is
+    ("def step():\n    return 1\nrunner.run(step)\n", []),
+    ("def step():\n    return 1\nn = s.num_replicas_in_sync\ns.run(step)\n", [[""]]),
+    # a receiver the module resolves to something else is not a strategy
+    ("import threading\ndef step():\n    return 1\nt = threading.Thread(target=step)\nt.run(step, args=())\n", []),
+])
+def test_strategy_by_use(src, runs):
+    assert _run_strategies(src) == runs
+
+
+def test_experimental_run_hands_the_function_one_unknown_element():
+    m = module("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
+               "def step(inputs):\n    return inputs\nout = s.experimental_run(step, it)\n")
+    step = next(f for f in m.functions if f.name == "step")
+    assert id(step) in m.replica_functions()
+    assert m.values.param_args(step.scope.bindings["inputs"][0]) is None  # the iterator's element: not told
+
+
+def test_a_function_taking_the_strategy_may_be_called_in_its_scope():
+    m = module("import tensorflow as tf\n"
+               "def make(model, strategy):\n    opt = tf.keras.optimizers.SGD()\n"
+               "    def step(x):\n        opt.apply_gradients([])\n"
+               "    return strategy.run(step, args=(1,))\n"
+               "def main():\n    s = tf.distribute.MirroredStrategy()\n    v = tf.Variable(1.0)\n")
+    make = next(f for f in m.functions if f.name == "make")
+    main = next(f for f in m.functions if f.name == "main")
+    assert m.function_scope(make) == ([], True)  # its caller is elsewhere, with the strategy
+    assert m.function_scope(main) == ([], False)  # judged as written
+
+
+@pytest.mark.parametrize("expr,kinds", [
+    ("s or tf.distribute.get_strategy()", {api.UNKNOWN, api.STRATEGY}),
+    ("tf.distribute.MirroredStrategy() if n > 1 else tf.distribute.OneDeviceStrategy('/cpu:0')", {api.STRATEGY}),
+])
+def test_or_and_conditional_expressions_hold_either_value(expr, kinds):
+    m = module(f"import tensorflow as tf\nx = {expr}\nuse(x)\n")
+    assert kinds_at(m, "use(", lambda c: c.args[0].value) == kinds
+
+
+def test_self_attribute_of_a_local_base_class():
+    m = module("import tensorflow as tf\n"
+               "class Base:\n    def __init__(self):\n        self.opt = tf.keras.optimizers.SGD()\n"
+               "    def loss(self, x):\n        return x\n"
+               "class Child(Base):\n    def go(self):\n        use(self.opt, self.loss)\n")
+    cs = call_site(m, "use(")
+    assert [v.kind for v in m.infer_at(cs.node.args[0].value, cs)] == [api.OPTIMIZER]
+    assert [v.kind for v in m.infer_at(cs.node.args[1].value, cs)] == [api.FUNCTION]
+
+
+def test_free_tf_is_tensorflow_but_a_bound_tf_is_what_it_is_bound_to():
+    m = module("s = tf.distribute.MirroredStrategy()\n")  # a snippet without its import
+    assert m.qualified_name(m.calls[0].node.func, m.scope, 10**9)[0] == "tensorflow.distribute.MirroredStrategy"
+    m2 = module("import mylib as tf\ns = tf.distribute.MirroredStrategy()\n")
+    assert m2.qualified_name(m2.calls[0].node.func, m2.scope, 10**9)[0] == "mylib.distribute.MirroredStrategy"
+    m3 = module("tf = object()\ns = tf.distribute.MirroredStrategy()\n")
+    assert m3.qualified_name(m3.calls[0].node.func, m3.scope, 10**9)[0] == ""

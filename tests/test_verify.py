@@ -22,7 +22,7 @@ from tfpar_lint.verify.testing import expected_findings
 HAVE_TF = importlib.util.find_spec("tensorflow") is not None
 pytestmark = [
     pytest.mark.verify,
-    pytest.mark.skipif(not HAVE_TF, reason="tensorflow is not importable (pip install 'tfpar-lint[verify]')"),
+    pytest.mark.skipif(not HAVE_TF, reason="tensorflow is not importable (bash scripts/dev.sh setup installs it)"),
 ]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -23,7 +23,7 @@ from tfpar_lint.verify import sandbox
 HAVE_TF = importlib.util.find_spec("tensorflow") is not None
 pytestmark = [
     pytest.mark.verify,
-    pytest.mark.skipif(not HAVE_TF, reason="tensorflow is not importable (pip install 'tfpar-lint[verify]')"),
+    pytest.mark.skipif(not HAVE_TF, reason="tensorflow is not importable (bash scripts/dev.sh setup installs it)"),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's"),
 ]
 

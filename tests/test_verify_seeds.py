@@ -28,7 +28,7 @@ SEEDS = os.environ.get("TFPAR_SEEDS") or next(
     os.path.join(os.path.dirname(ROOT), "shared", "seeds"))
 pytestmark = [
     pytest.mark.verify,
-    pytest.mark.skipif(not HAVE_TF, reason="tensorflow is not importable (pip install 'tfpar-lint[verify]')"),
+    pytest.mark.skipif(not HAVE_TF, reason="tensorflow is not importable (bash scripts/dev.sh setup installs it)"),
     pytest.mark.skipif(not os.path.isdir(SEEDS), reason=f"the seed documents are not at {SEEDS} (they are not "
                                                         f"part of the repository)"),
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import re
 import sys
 from pathlib import Path
@@ -202,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     cfg.add_argument("--cache-dir", metavar="DIR", default=None,
                      help="where to keep the result cache (default: cache-dir from the settings, "
                           ".tfpar_lint_cache in the project root)")
-    ver = p.add_argument_group("runtime verification (needs tfpar-lint[verify])")
+    ver = p.add_argument_group("runtime verification (needs TensorFlow: the [verify] extra)")
     ver.add_argument("--verify", action="store_true",
                      help="run scripts on several devices: the files named on the command line, and the files "
                           "with findings found in the folders given (other files in those folders are linted, "
@@ -394,10 +395,28 @@ def _tensorflow_available() -> bool:
         return False
 
 
+def verify_install_line() -> str:
+    """A command that installs what ``--verify`` needs into this interpreter's environment, and
+    works today (tfpar-lint itself is not on PyPI, so ``pip install 'tfpar-lint[verify]'`` would
+    not): the requirements of the ``verify`` extra, read from the installed package."""
+    reqs: list[str] = []
+    try:
+        from importlib import metadata
+
+        for r in metadata.requires(PROG) or []:
+            name, _, marker = r.partition(";")
+            if "extra" in marker and "verify" in marker:
+                reqs.append(name.strip().replace(" ", ""))
+    except Exception:  # noqa: BLE001 - not installed as a distribution (a source tree on sys.path)
+        reqs = []
+    reqs = reqs or ["tensorflow-cpu>=2.16,<2.22", "pyseccomp>=0.1.2,<0.2"]
+    return f"{shlex.quote(sys.executable)} -m pip install " + " ".join(shlex.quote(r) for r in reqs)
+
+
 def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
             script_args: list[str], jobs: Optional[int]) -> list[Any]:
     """Run the verifier; raises UsageError when it cannot be used."""
-    hint = f"--verify needs TensorFlow: pip install '{PROG}[verify]'"
+    hint = f"--verify needs TensorFlow: {verify_install_line()}"
     if not _tensorflow_available():
         raise UsageError(f"{hint} (TensorFlow is not installed for {sys.executable})")
     try:
@@ -448,19 +467,56 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
+COMMANDS = ("check", "rule", "server")
+
+
+def _first_positional(argv: list[str], parser: argparse.ArgumentParser) -> Optional[int]:
+    """Index of the first argument that is neither an option nor an option's value (so that
+    ``tfpar-lint --no-cache check DIR`` finds ``check``), or None."""
+    takes_value = {opt for action in parser._actions for opt in action.option_strings
+                   if action.nargs != 0}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return None
+        if a.startswith("-") and a != "-":
+            if "=" not in a and a in takes_value:
+                i += 1  # its value
+            i += 1
+            continue
+        return i
+    return None
+
+
 def _main(argv: list[str]) -> int:
     # `tfpar-lint check PATHS` is ruff's spelling of `tfpar-lint PATHS` (to lint a folder named
-    # `check`, write `./check`).
-    if argv and argv[0] == "check":
-        argv = argv[1:]
+    # `check`, write `./check`); options may come before the command, as in ruff.
+    at = _first_positional(argv, build_parser())
+    word = argv[at] if at is not None else None
+    if word == "check":
+        argv = argv[:at] + argv[at + 1:]
     # `tfpar-lint rule CODE` (unless `rule` is a path here and CODE is not a rule)
-    elif argv and argv[0] == "rule":
+    elif word == "rule" and at == 0:
         is_path = os.path.exists("rule")
         if len(argv) == 2 and not argv[1].startswith("-") and (not is_path or _resolve_rule(argv[1])[0]):
             sys.stdout.write(rule_page(argv[1]))
             return 0
         if not is_path:
             raise UsageError(f"usage: {PROG} rule CODE")
+    elif word == "server" and at == 0 and len(argv) == 1 and not os.path.exists("server"):
+        try:
+            from tfpar_lint import server
+        except ImportError as e:
+            raise UsageError(f"the language server needs pygls: {shlex.quote(sys.executable)} -m pip install "
+                             f"'pygls>=2.1,<3' (the [lsp] extra) ({e})") from None
+        return server.main()
+    elif word is not None and word not in COMMANDS and not os.path.lexists(word) and word.isidentifier():
+        import difflib
+
+        near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+        if near:  # a mistyped command, not a file name: no such path exists either
+            raise UsageError(f"unknown command '{word}' (did you mean '{near[0]}'?)")
 
     script_args: list[str] = []
     extra_paths: list[str] = []
@@ -710,7 +766,15 @@ def _main(argv: list[str]) -> int:
     if runs:
         _show_outputs(runs, always=args.show_output)
     if interrupted:
-        return 128 + interrupted
+        # Leave now: in the interpreter's shutdown Python restores the default handlers, and another
+        # Ctrl-C arriving then would kill the process by the signal instead of `_exit_on_next_signal`.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(128 + interrupted)
     not_run = [r for r in runs if getattr(r, "outcome", "") == "failed"]
     rc = exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero, not_run=len(not_run))
     if rc == 0 and args.exit_non_zero_on_fix and modified:
@@ -924,14 +988,26 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
             sys.stderr.write(head + "\n" + "\n".join(lines) + "\n")
 
 
+# ruff reports a file it cannot parse or read as a diagnostic of that file (exit 1, and 0 under
+# --exit-zero); only a failure of the tool itself (E903: the analysis gave up) is exit 2.
+DIAGNOSTIC_ERRORS = frozenset({"E999", "E902"})
+
+
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,
               exit_zero: bool, not_run: int = 0) -> int:
-    """0 clean, 1 findings, 2 errors.  Under --verify: 1 only when a finding is CONFIRMED
-    or was found at runtime (RUNTIME); 2 when a script could not be run at all."""
-    if errors or (verified and not_run):
+    """0 clean, 1 findings (syntax and I/O errors included, as ruff), 2 the tool failed on a
+    file (E903).  Under --verify: 1 only when a finding is CONFIRMED or was found at runtime
+    (RUNTIME); 2 when a script could not be run at all."""
+    from tfpar_lint.output import error_code
+
+    if any(error_code(e) not in DIAGNOSTIC_ERRORS for e in errors) or (verified and not_run):
         return 2
     findings = list(findings)
-    if exit_zero or not findings:
+    if exit_zero:
+        return 0
+    if errors:
+        return 1
+    if not findings:
         return 0
     if not verified:
         return 1

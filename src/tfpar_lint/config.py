@@ -33,7 +33,9 @@ How selection is resolved (ruff's algorithm)
     Two layers, the file then the command line.  Within a layer the selectors
     are applied from least to most specific (``ALL`` < shorter prefix <
     longer prefix < full code or name); at equal specificity ``ignore`` beats
-    ``select``.  A layer with ``select`` starts from nothing, a layer without
+    ``select``.  A rule that is off by default is turned on only by its own
+    code or name, or ``ALL``: a prefix (``TFP``, ``TFP4``) selects the rules
+    under it that are on by default (the flake8 plugin decides the same way).  A layer with ``select`` starts from nothing, a layer without
     it changes the result of the layer before (the defaults for the first
     layer).  So ``--select`` on the command line replaces the file's
     ``select``/``ignore``/``extend-select`` entirely, while ``--extend-select``
@@ -202,7 +204,7 @@ class Settings:
                 entries.append((_specificity(s), 1, s, "ignore"))
             entries.sort(key=lambda e: (e[0], e[1]))
             for _spec, is_ignore, s, kind in entries:
-                for code in registry.expand_selector(s):
+                for code in (registry.expand_selector(s) if is_ignore else registry.select_codes(s)):
                     updates[code] = (not is_ignore, f"{kind} {s!r} ({layer.source})")
             if layer.select is not None:
                 state = {c: (False, f"not selected ({layer.source} has select)") for c in state}

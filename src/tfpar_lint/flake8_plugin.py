@@ -2,11 +2,14 @@
 
 Registered as the ``TFP`` entry point in the ``flake8.extension`` group.
 flake8 does the selection (``--select``/``--ignore``/``--extend-select``)
-and the ``# noqa`` handling itself, so the plugin asks the engine for every
-rule with noqa off.  Rules that are off by default are put on flake8's
-default ignore list (``extend_default_ignore``): enable one with
-``--extend-select TFP9xx`` (note flake8's rule: an explicit ``--ignore``
-replaces the default ignore list, which turns them back on).
+and the ``# noqa`` handling itself, so the plugin asks the engine for the
+rules with noqa off.  The rule set is the CLI's: the rules on by default, and
+a rule that is off by default only when flake8's ``--select`` or
+``--extend-select`` names it by its code (``--extend-select TFP403``): a
+prefix such as ``--select TFP`` does not turn it on, as in the CLI.  They are
+also put on flake8's default ignore list (``extend_default_ignore``).  A bad
+``--tfp-tf-version`` is an option error (exit 2, one line), as flake8 gives
+for its own options.
 
 Options (command line, or ``[flake8]`` in ``setup.cfg``/``tox.ini``/``.flake8``)::
 
@@ -64,6 +67,7 @@ class Plugin:
     markers: ClassVar[tuple[str, ...]] = ()
     tf_version: ClassVar[Optional[str]] = None
     _all_codes: ClassVar[Optional[frozenset[str]]] = None
+    _enabled: ClassVar[Optional[frozenset[str]]] = None
     _options: ClassVar[Any] = None
 
     def __init__(self, tree: Any, lines: Sequence[str], filename: str) -> None:
@@ -104,6 +108,24 @@ class Plugin:
         cls.dataset_distributors = get("tfp_dataset_distributors")
         cls.markers = get("tfp_markers")
         cls.tf_version = (getattr(options, "tfp_tf_version", "") or "").strip() or None
+        if cls.tf_version is not None:
+            from tfpar_lint import config
+
+            try:
+                config.parse_tf_version(cls.tf_version, "--tfp-tf-version")
+            except config.ConfigError as e:
+                import sys
+
+                sys.stderr.write(f"flake8: error: {e}\n")
+                raise SystemExit(2) from None
+        # off-by-default rules: only those named by their own code in --select / --extend-select
+        from tfpar_lint import registry
+
+        named = set()
+        for attr in ("select", "extend_select", "enable_extensions"):
+            for v in getattr(options, attr, None) or ():
+                named.update(c.strip().upper() for c in str(v).replace(",", " ").split())
+        cls._enabled = frozenset(registry.default_codes() | (named & cls._codes()))
         cls._options = None
 
     @classmethod
@@ -152,7 +174,8 @@ class Plugin:
             yield 1, 0, f"{ERROR_CODE} {error_code(err)} {err.message}", type(self)
             return
         # check_syntax=False: flake8 reports E999 itself for files we do not parse
-        result = lint_source(source, self.filename, enabled=self._codes(),
+        enabled = self._enabled if self._enabled is not None else self._codes()
+        result = lint_source(source, self.filename, enabled=enabled,
                              options=self._analysis_options(), apply_noqa=False, check_syntax=False)
         if result.error is not None:
             err = result.error

@@ -288,42 +288,54 @@ def name_directives(source: str, rules_by_name: dict) -> list[tuple[Directive, l
     return out
 
 
+class NoqaRows:
+    """Where a ``# noqa`` for a finding on a line goes: the last physical line of its logical
+    line (after a bracket that closes there, never inside a multi-line string).  ruff's JSON
+    calls it ``noqa_row``."""
+
+    def __init__(self, source: str, lines: Optional[list[str]] = None) -> None:
+        lines = source.splitlines(keepends=True) if lines is None else lines
+        self._logical = _logical_line_mapping(source, lines)
+        self._firsts: dict[int, int] = {}  # line -> the first line of its logical line
+        self._lasts: dict[int, int] = {}  # first line of a logical line -> its last line
+
+    def __call__(self, line: int) -> int:
+        logical = self._logical
+        text = logical.get(line)
+        if text is None:
+            return line
+        first = line
+        while first - 1 in logical and logical[first - 1] is text:
+            known = self._firsts.get(first - 1)
+            if known is not None:  # walked already (many findings in one long statement)
+                break
+            first -= 1
+        else:
+            known = first
+        for ln in range(first, line + 1):
+            self._firsts[ln] = known
+        first = known
+        last = self._lasts.get(first)
+        if last is None:
+            last = self._lasts[first] = (first + text.count("\n") - 1 if text.endswith("\n")
+                                         else first + text.count("\n"))
+        return max(last, line)
+
+
 def add_noqa(source: str, findings: list) -> tuple[str, int]:
     """``source`` with ``# noqa: CODES`` added for ``findings`` (ruff's ``--add-noqa``).
 
-    The comment goes at the end of the finding's logical line (its last
-    physical line: after a bracket that closes there, never inside a
-    multi-line string), merged into a ``# noqa: ...`` already there.
-    Returns the new text and the number of comments added or extended.
+    The comment goes at the end of the finding's logical line (:class:`NoqaRows`), merged into
+    a ``# noqa: ...`` already there.  Returns the new text and the number of comments added or
+    extended.
     """
     lines = source.splitlines(keepends=True)
-    logical = _logical_line_mapping(source, lines) if findings else {}
+    rows = NoqaRows(source, lines) if findings else None
     wanted: dict[int, list[str]] = {}
-    firsts: dict[int, int] = {}  # line -> the first line of its logical line
-    lasts: dict[int, int] = {}  # first line of a logical line -> its last line
     for f in findings:
-        if getattr(f, "cell", None) is not None:
+        if getattr(f, "cell", None) is not None or rows is None:
             continue
-        text = logical.get(f.line)
-        last = f.line
-        if text is not None:  # the last physical line of the logical line
-            first = f.line
-            while first - 1 in logical and logical[first - 1] is text:
-                known = firsts.get(first - 1)
-                if known is not None:  # walked already (many findings in one long statement)
-                    break
-                first -= 1
-            else:
-                known = first
-            for ln in range(first, f.line + 1):
-                firsts[ln] = known
-            first = known
-            last = lasts.get(first)
-            if last is None:
-                last = lasts[first] = (first + text.count("\n") - 1 if text.endswith("\n")
-                                       else first + text.count("\n"))
-            last = max(last, f.line)
-        codes = wanted.setdefault(last, [])
+        codes = wanted.setdefault(rows(f.line), [])
         if f.code not in codes:
             codes.append(f.code)
     count = 0

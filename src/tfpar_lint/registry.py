@@ -54,3 +54,14 @@ def expand_selector(selector: str) -> set[str]:
         return {by_name[sel].CODE}
     up = sel.upper()
     return {r.CODE for r in rules if r.CODE.startswith(up)}
+
+
+def select_codes(selector: str) -> set[str]:
+    """The codes a *select* turns on: a rule that is off by default is turned on only by its
+    own code or name, or by ``ALL``, never by a prefix (``TFP``, ``TFP4``).  So ``--select TFP``
+    (the usual flake8 spelling) gives the default rule set in both front ends."""
+    codes = expand_selector(selector)
+    sel = selector.strip()
+    if sel.upper() == "ALL" or sel in rules_by_name() or sel.upper() in rules_by_code():
+        return codes
+    return codes & default_codes()

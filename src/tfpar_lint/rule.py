@@ -30,7 +30,10 @@ class Report:
         self.related = related
 
 
-STRATEGY_MARKERS: tuple[str, ...] = ("Strategy", "get_strategy")
+# A strategy is made here, or used (a receiver the module cannot resolve is a strategy by its use:
+# ``semantic.contexts.strategy_by_use``).
+STRATEGY_MARKERS: tuple[str, ...] = ("Strategy", "get_strategy", "strategy", "num_replicas_in_sync",
+                                     "experimental_run", "ReduceOp")
 
 
 class Rule:

@@ -7,6 +7,14 @@ notebooks, ``data`` when the rule recorded facts, and ``verification``
 (``status``, ``evidence``, ``replicas``, ``devices``, ``seconds``) after
 ``--verify``.
 
+Each object also carries ruff's field names, so tools written for ``ruff check
+--output-format json`` read it unchanged: ``filename`` (absolute path),
+``location`` and ``end_location`` (``{"row", "column"}``, 1-based, the end
+column exclusive, as ruff's), ``fix`` (ruff's shape, or null), ``url`` (the
+rule's page) and ``noqa_row`` (the line a ``# noqa`` for it goes on: the last
+line of its logical line, as ``--add-noqa`` writes it), and ``cell`` (null
+outside notebooks).
+
 Design choice for files that could not be linted: the top level stays a list
 (so ``jq '.[]'`` and every consumer of the findings keep working) and each
 such file is one more object of the same shape with flake8's code ``E999``
@@ -20,9 +28,36 @@ a newline included, is the path itself.
 from __future__ import annotations
 
 import json
-from typing import Any, TextIO
+import os
+from typing import Any, Callable, Optional, TextIO
 
 from tfpar_lint.output import Report, display_path, error_code, error_name
+from tfpar_lint.output.sarif import help_uri
+
+
+def _ruff_fields(d: dict[str, Any], path: str, rows: Optional[Callable[[int], int]]) -> dict[str, Any]:
+    """Add ruff's JSON field names to a record that has ours."""
+    d["filename"] = path if path == "-" else os.path.abspath(path)
+    d["location"] = {"row": d["line"], "column": d["col"]}
+    d["end_location"] = {"row": d["end_line"], "column": d["end_col"]}
+    d.setdefault("fix", None)
+    d["url"] = help_uri(d["code"]) if d["code"].startswith("TFP") else None
+    d["noqa_row"] = rows(d["line"]) if rows is not None and d.get("cell") is None else d["line"]
+    d.setdefault("cell", None)
+    return d
+
+
+def _noqa_rows(path: str) -> Optional[Callable[[int], int]]:
+    if path == "-" or path.endswith(".ipynb"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    from tfpar_lint.noqa import NoqaRows
+
+    return NoqaRows(source)
 
 
 def error_record(err: Any) -> dict[str, Any]:
@@ -45,11 +80,15 @@ def error_record(err: Any) -> dict[str, Any]:
 def records(report: Report) -> list[dict[str, Any]]:
     rows: list[tuple[tuple, dict[str, Any]]] = []
     for err in report.sorted_errors():
-        rows.append(((err.path, 0, err.line, err.col, error_code(err)), error_record(err)))
+        rows.append(((err.path, 0, err.line, err.col, error_code(err)),
+                     _ruff_fields(error_record(err), err.path, None)))
+    noqa_rows: dict[str, Optional[Callable[[int], int]]] = {}
     for f in report.sorted_findings():
         d = f.to_dict()
         d["path"] = display_path(f.path, controls=False)
-        rows.append((f.sort_key(), d))
+        if f.path not in noqa_rows:
+            noqa_rows[f.path] = _noqa_rows(f.path)
+        rows.append((f.sort_key(), _ruff_fields(d, f.path, noqa_rows[f.path])))
     rows.sort(key=lambda r: r[0])
     return [r for _, r in rows]
 

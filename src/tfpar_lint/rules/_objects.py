@@ -10,7 +10,7 @@ from tfpar_lint.rules._scope import created_outside_scope, uses_with_strategy, v
 class CreatedOutsideScopeRule(Rule):
     KIND: ClassVar[str] = ""
     WHAT: ClassVar[str] = ""  # "Keras model"
-    MARKERS = (STRATEGY_MARKERS, ("scope(", ".run(", "experimental_run_v2"))
+    MARKERS = (STRATEGY_MARKERS, ("scope(", ".run(", "experimental_run"))
     SEVERITY = "error"
     PROBE = "scope"
 

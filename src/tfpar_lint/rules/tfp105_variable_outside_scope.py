@@ -10,4 +10,4 @@ class VariableOutsideScope(CreatedOutsideScopeRule):
     KIND = api.VARIABLE
     WHAT = "Variable"
     SEVERITY = "warning"
-    MARKERS = (CreatedOutsideScopeRule.MARKERS[0], (".run(", "experimental_run_v2", "call_for_each_replica"))
+    MARKERS = (CreatedOutsideScopeRule.MARKERS[0], (".run(", "experimental_run", "call_for_each_replica"))

@@ -2,11 +2,17 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.rules._placement import MIRRORING, calls_inside, device_calls, device_calls_formatted
+from tfpar_lint.semantic import arg
 
 CREATED = (api.MODEL, api.LAYER, api.VARIABLE, api.OPTIMIZER, api.METRIC, api.GENERATOR, api.CHECKPOINT)
+# outside the scope: state the replicas would read (a random generator pinned on purpose is left
+# alone: the random numbers guide does that)
+PINNED = (api.MODEL, api.LAYER, api.VARIABLE, api.OPTIMIZER, api.METRIC)
 # tf.compat.v1 graph code creates its variables with get_variable (tower loops under tf.device)
 V1_VARIABLE_FACTORIES = frozenset({"tensorflow.get_variable", "tensorflow.compat.v1.get_variable"})
 
@@ -22,6 +28,69 @@ class DevicePinnedInScope(Rule):
     MARKERS = (STRATEGY_MARKERS, ("device(",))
 
     def check(self) -> Iterator[Report]:
+        yield from self._in_scope_or_replica()
+        yield from self._outside_scope()
+
+    def _outside_scope(self) -> Iterator[Report]:
+        """``with tf.device(...):`` outside every ``strategy.scope()`` building a model, layer,
+        variable, optimizer or metric, in a module that runs a mirroring strategy (or one the
+        module cannot resolve but uses as a strategy): the objects sit on that one device, not
+        mirrored, and the strategy's replicas read them across devices."""
+        m = self.module
+        strategies = [s for s in self._module_strategies() if s.qname in MIRRORING or not s.qname]
+        if not strategies:
+            return
+        for cs, _q in m.calls_to(api.DEVICE_SCOPE):
+            if m.in_replica_fn(cs.scope) or m.scope_strategies(cs)[0]:
+                continue  # the other shapes' ground
+            made = [inner for inner in calls_inside(m, cs.node) if self._makes_state(inner) and not self._dead(inner)]
+            if not made:
+                continue
+            name = strategies[0].qname.rsplit(".", 1)[-1] or "strategy"
+            yield Report(
+                cs.node,
+                f"`{m.code(cs.node)}` pins `{m.code(made[0].node)}` (line {{line}}) to one device, outside "
+                f"`strategy.scope()`, in a program that trains with a {name}: the object is not mirrored, "
+                f"so every replica reads it from that one device (a cross-device copy each step) and the "
+                f"replicas' updates of it are not synchronised (unless the caller holds the scope); create "
+                f"it under the strategy's scope without `tf.device`",
+                {"device": m.code(arg(cs.node, 0, "device_name")) if arg(cs.node, 0, "device_name") else "",
+                 "context": "outside"},
+                related=made[0].node,
+            )
+
+    def _module_strategies(self) -> list:
+        m = self.module
+        out = [v for cs, _q in m.calls_to(api.STRATEGY_CLASSES) for v in m.infer_at(cs.node, cs)
+               if v.kind == api.STRATEGY]
+        out += [strat[0] for _cs, _recv, _meth, strat in m.replica_runs()]
+        return out
+
+    def _dead(self, inner) -> bool:
+        """``x = tf.Variable(...)`` whose name is bound again before anything reads it (a control
+        case next to the real one: ``with tf.device("cpu"): v = tf.Variable(1.)`` then the same
+        under the scope)."""
+        m = self.module
+        for bs in inner.scope.bindings.values():
+            for b in bs:
+                if b.value is not inner.node or b.path or b.kind != "assign":
+                    continue
+                later = [x.order for x in bs if x.order > b.order]
+                if not later:
+                    return False
+                nxt = min(later)
+                return not any(r.node.value == b.name and r.scope is inner.scope and b.order < r.order < nxt
+                               for r in m.refs)
+        return False
+
+    def _makes_state(self, inner) -> bool:
+        m = self.module
+        if m.qualified_name(inner.node.func, inner.scope, inner.order)[0] in V1_VARIABLE_FACTORIES:
+            return True
+        vals = m.infer(inner.node, inner.scope, inner.order)
+        return bool(vals) and all(v.kind in PINNED for v in vals)
+
+    def _in_scope_or_replica(self) -> Iterator[Report]:
         m = self.module
         calls = [(cs, text, kind) for cs, text, kind, _ in device_calls(m)] + list(device_calls_formatted(m))
         for cs, text, kind in calls:

@@ -18,7 +18,7 @@ class RunOnUndistributedInput(Rule):
     FIX_HINT = ("Iterate `strategy.experimental_distribute_dataset(ds)` (or "
                 "`distribute_datasets_from_function`) and pass its elements to `strategy.run`.")
     PROBE = "input"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"))
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", "call_for_each_replica"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

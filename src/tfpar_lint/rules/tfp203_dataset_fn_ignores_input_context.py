@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import per_replica_size
+from tfpar_lint.semantic.loss import per_replica_size
 from tfpar_lint.semantic import arg, replicated
 
 # Parameter-server training does not shard by design (each worker is one replica and reads the
@@ -43,8 +43,8 @@ class DatasetFnIgnoresInputContext(Rule):
             if any(v.qname in api.PARAMETER_SERVER_STRATEGIES for v in strat) or not replicated(strat):
                 continue  # parameter servers read whole datasets by design; one replica needs no split
             fns = m.resolve_function(arg(cs.node, 0, "dataset_fn"), cs.scope, cs.order)
-            if not fns:
-                continue
+            if not fns or any(v.kind != api.FUNCTION for v in m.infer_at(arg(cs.node, 0, "dataset_fn"), cs)):
+                continue  # some alternative is a callable we cannot see (`fn if callable(fn) else lambda _: fn`)
             multi = all(v.qname in MULTI for v in strat)
             misused = [fn for fn in fns if self._context_used_as_dataset(fn)]
             if misused and len(misused) == len(fns):
@@ -97,6 +97,10 @@ class DatasetFnIgnoresInputContext(Rule):
         m = self.module
         for cs in m.calls_within(fn):
             f = cs.node.func
+            callees = m.resolve_function(f, cs.scope, cs.order)
+            if not callees and not (isinstance(f, cst.Attribute) and f.attr.value == "batch") and any(
+                    not a.star and per_replica_size(m, a.value, cs.scope, cs.order) for a in cs.node.args):
+                return True  # a per-replica size handed to code that builds the dataset (`as_dataset(n // r)`)
             if isinstance(f, cst.Attribute) and f.attr.value == "batch":
                 size = arg(cs.node, 0, "batch_size")
                 where = (size, cs.scope, cs.order)
@@ -107,7 +111,7 @@ class DatasetFnIgnoresInputContext(Rule):
                 if where[0] is not None and per_replica_size(m, *where):
                     return True
             if depth < 4:
-                for callee in m.resolve_function(f, cs.scope, cs.order):
+                for callee in callees:
                     if callee is not fn and self._batches_per_replica(callee, depth + 1, _passed(callee, cs)):
                         return True
         return False

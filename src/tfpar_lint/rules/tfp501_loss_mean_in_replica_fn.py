@@ -5,7 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import (MEANS, V1_LOSSES, gradient_targets, is_per_replica_batch, loss_terms,
+from tfpar_lint.semantic.loss import (MEANS, V1_LOSSES, gradient_targets, is_per_replica_batch, loss_terms,
                                     mentions_replicas, replica_fn_strategies, replica_fns, replicated, v1_mean_loss)
 from tfpar_lint.semantic import arg
 
@@ -18,7 +18,7 @@ class LossMeanInReplicaFn(Rule):
                 "global_batch_size=GLOBAL_BATCH_SIZE)`.")
     SEVERITY = "warning"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"),
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", "call_for_each_replica"),
                ("reduce_mean", "mean(", "/", "losses."))
 
     def check(self) -> Iterator[Report]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import default_reduction, is_legacy, loss_object
+from tfpar_lint.semantic.loss import default_reduction, is_legacy, loss_object
 
 
 class TfKerasLossDefaultReduction(Rule):

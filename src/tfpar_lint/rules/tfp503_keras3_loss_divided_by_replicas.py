@@ -5,7 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import (default_reduction, gradient_targets, is_keras3, loss_object, loss_terms,
+from tfpar_lint.semantic.loss import (default_reduction, gradient_targets, is_keras3, loss_object, loss_terms,
                                     mentions_replicas, replica_fns)
 
 

@@ -6,8 +6,9 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import (L2_LOSS, gradient_targets, loss_terms, mentions_replicas, replica_fn_strategies,
-                                    replica_fns, replicated)
+from tfpar_lint.semantic.loss import (L2_LOSS, applied_gradients, differentiated_owner_keys, loss_terms,
+                                      mentions_replicas, model_variable_terms, replica_fn_strategies,
+                                      replica_fns, replicated)
 from tfpar_lint.semantic import arg
 
 
@@ -18,14 +19,19 @@ class UnscaledRegularizationLoss(Rule):
     FIX_HINT = "Add `tf.nn.scale_regularization_loss(model.losses)` instead of the raw sum."
     SEVERITY = "warning"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".losses", "l2_loss"))
+    MARKERS = (STRATEGY_MARKERS, (".losses", "l2_loss", "apply_gradients"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
         for fn in replica_fns(m):
             if not replicated(replica_fn_strategies(m, fn)):
                 continue
-            for cs, target in gradient_targets(m, fn):
+            applied = applied_gradients(m, fn)
+            if applied is None:
+                continue
+            yield from self._decay_on_gradients(fn, applied)
+            for cs, target in applied.targets:
+                trained = differentiated_owner_keys(m, cs)
                 for t in loss_terms(m, target, cs.scope, cs.order):
                     node = t.node
                     if any(mentions_replicas(m, d, sc, od) for d, sc, od in t.divisors):
@@ -46,15 +52,39 @@ class UnscaledRegularizationLoss(Rule):
                         continue
                     owner = m.infer(node.value, t.scope, t.order)
                     if not owner or not all(v.kind in (api.MODEL, api.LAYER) for v in owner):
-                        continue
+                        # an object the linter cannot follow, whose variables this gradient is taken of
+                        # (`tape.gradient(loss, self.model.trainable_variables)`): a Keras model by its use
+                        if not (all(v.kind == api.UNKNOWN for v in owner)
+                                and m.receiver_key(node.value, t.scope, t.order) in trained - {None}):
+                            continue
+                    how = "num_replicas_in_sync times too strong"
+                    if t.divisors:  # scaled, but by something else (`(loss + reg) / batch_size`)
+                        how = (f"scaled by num_replicas_in_sync / `{m.code(t.divisors[0][0])}` instead of by 1 "
+                               f"(it is divided by that, not by the number of replicas)")
                     yield Report(
                         node,
                         f"`{m.code(node)}` is added to the loss in `{fn.name}`, which runs on every replica: the "
-                        f"replicas' gradients are summed, so the regularization is num_replicas_in_sync times too "
-                        f"strong; use `tf.nn.scale_regularization_loss({m.code(node)})`",
+                        f"replicas' gradients are summed, so the regularization is {how}; use "
+                        f"`tf.nn.scale_regularization_loss({m.code(node)})`",
                         {"function": fn.name},
                         related=cs.node,
                     )
+
+    def _decay_on_gradients(self, fn, applied) -> Iterator[Report]:
+        """``[g + wd * v for g, v in zip(grads, model.trainable_variables)]`` before
+        ``apply_gradients``: weight decay added to every replica's gradient, then summed."""
+        m = self.module
+        for expr, scope, order in applied.added:
+            if not model_variable_terms(m, expr, scope, order) or mentions_replicas(m, expr, scope, order):
+                continue
+            yield Report(
+                expr,
+                f"`{m.code(expr)}` (weight decay on the model's variables) is added to the gradients in "
+                f"`{fn.name}`, which runs on every replica: the replicas' gradients are summed, so the decay is "
+                f"num_replicas_in_sync times too strong; divide it by `strategy.num_replicas_in_sync` (or add "
+                f"the penalty to the loss with `tf.nn.scale_regularization_loss`)",
+                {"function": fn.name},
+            )
 
     def _weight_decay(self, node: cst.BaseExpression, t) -> bool:
         """``tf.nn.l2_loss(v)`` of a Keras model's or layer's variable (``v`` from

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import replicated
+from tfpar_lint.semantic.loss import replicated
 from tfpar_lint.semantic import Scope, call_method
 from tfpar_lint.semantic.perreplica import in_hedge
 
@@ -26,7 +26,7 @@ class PerReplicaResultAsTensor(Rule):
                 "`strategy.experimental_local_results(result)`.")
     SEVERITY = "error"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"),
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", "call_for_each_replica"),
                ("numpy", "float(", "int(", "bool(", "complex(", ":", "+", "-", "*", "/"))
 
     def _per_replica(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:

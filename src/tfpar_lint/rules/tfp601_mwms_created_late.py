@@ -1,47 +1,10 @@
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator
 
-import libcst as cst
-
-from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._lifecycle import mwms_ctor_nodes
-from tfpar_lint.semantic import CallSite, Module, keyword
-
-# Keyword arguments that make a Keras layer (and so a Sequential model) build at once.
-_SHAPE_KEYWORDS = ("input_shape", "input_dim", "batch_input_shape", "batch_shape")
-_INPUT_LAYERS = frozenset({"keras.Input", "keras.layers.Input", "keras.layers.InputLayer", "keras.InputLayer"})
-
-
-def _builds_model(m: Module, cs: CallSite, q: str) -> bool:
-    """A Keras model factory call that creates variables right away."""
-    if q in ("keras.Model", "keras.models.Model"):
-        return bool(cs.node.args)  # functional model: built from its inputs
-    if q in ("keras.Sequential", "keras.models.Sequential"):
-        layers = cs.node.args[0].value if cs.node.args else keyword(cs.node, "layers")
-        if not isinstance(layers, (cst.List, cst.Tuple)) or not layers.elements:
-            return False
-        first = layers.elements[0].value
-        if not isinstance(first, cst.Call):
-            return False
-        fq, _ = m.qualified_name(first.func, cs.scope, cs.order)
-        return fq in _INPUT_LAYERS or any(keyword(first, k) is not None for k in _SHAPE_KEYWORDS)
-    return q in api.MODEL_FACTORIES or (q.startswith("keras.applications.") and q.rsplit(".", 1)[-1][:1].isupper())
-
-
-def initialiser(m: Module, cs: CallSite) -> Optional[str]:
-    """Source text of ``cs`` when the call initialises the TensorFlow runtime."""
-    q, _ = m.qualified_name(cs.node.func, cs.scope, cs.order)
-    if not q:
-        return None
-    if api.kind_of_constructor(q) == api.STRATEGY:
-        return None  # several strategies in one program: a demo of alternatives (or TFP109's business)
-    if api.initializes_runtime(q):
-        return m.code(cs.node)
-    if api.kind_of_constructor(q) == api.MODEL and _builds_model(m, cs, q):
-        return m.code(cs.node)
-    return None
+from tfpar_lint.semantic import CallSite
+from tfpar_lint.semantic.lifecycle import initialiser, mwms_ctor_nodes
 
 
 class MwmsCreatedLate(Rule):
@@ -69,10 +32,15 @@ class MwmsCreatedLate(Rule):
                 if not isinstance(site, CallSite) or id(site.node) not in ctors or id(site.node) in done:
                     continue
                 conds = set(ev.conds)
+                if any(isinstance(e.site, CallSite) and id(e.site.node) in ctors and set(e.conds) <= conds
+                       for e in trace[:i]):
+                    continue  # an earlier MultiWorkerMirroredStrategy configured the collectives: that one counts
                 last_env = next((e for e in reversed(trace[:i]) if id(e.site) in unsets | writes
                                  and set(e.conds) <= conds), None)
-                if last_env is not None and id(last_env.site) in unsets:
-                    continue  # TF_CONFIG removed first: a single-worker strategy, collectives not configured
+                # TF_CONFIG removed first: this run is a single worker (TensorFlow only logs that
+                # collectives were not configured at start-up); the order is still the one that fails
+                # on a cluster, so it is reported, saying so
+                unset = last_env if last_env is not None and id(last_env.site) in unsets else None
                 for prior in trace[:i]:
                     ps = prior.site
                     if not isinstance(ps, CallSite) or id(ps.node) in ctors:
@@ -87,11 +55,16 @@ class MwmsCreatedLate(Rule):
                     if extra:
                         via = f", called through `{m.code(extra[0].node)}`"
                     done.add(id(site.node))
+                    single = ""
+                    if unset is not None:
+                        single = (f" (here TF_CONFIG is removed first, at `{m.code(unset.site.node)}`: this run is a "
+                                  f"single worker and TensorFlow only logs `Collective ops is not configured at "
+                                  f"program startup`)")
                     yield Report(
                         site.node,
                         f"`{m.code(site.node)}` is created after `{text}` (line {{line}}{via}) already initialised "
                         f"the TensorFlow runtime: with TF_CONFIG set, TensorFlow raises `RuntimeError: Collective ops "
-                        f"must be configured at program startup`; create the strategy first",
+                        f"must be configured at program startup`{single}; create the strategy first",
                         {"initialiser": text},
                         related=ps.node,
                     )

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._lifecycle import mwms_ctor_nodes
+from tfpar_lint.semantic.lifecycle import mwms_ctor_nodes
 from tfpar_lint.semantic import CallSite
 
 

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._lifecycle import mwms_state, save_calls, task_guard
+from tfpar_lint.semantic.lifecycle import mwms_state, others_save, save_calls, task_guard
 from tfpar_lint.semantic import keyword
 
 CHECKPOINT_CALLBACKS = frozenset({"keras.callbacks.ModelCheckpoint"})
@@ -23,12 +23,15 @@ class ChiefOnlySave(Rule):
 
     def check(self) -> Iterator[Report]:
         m = self.module
-        for sc in save_calls(m):
+        saves = list(save_calls(m))
+        for sc in saves:
             if not mwms_state(m, sc.obj):
                 continue
             guard = task_guard(m, sc.site)
             if guard is None or not guard.chief_only:
                 continue
+            if others_save(m, sc, saves):
+                continue  # `if chief: save(real) else: save(temp)`: every worker saves
             yield Report(
                 sc.site.node,
                 f"`{sc.what}(...)` runs only on the chief (test on line {{line}}), but the object holds "

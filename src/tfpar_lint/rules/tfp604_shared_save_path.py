@@ -3,7 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._lifecycle import constant_path, mentions_task, mwms_state, save_calls
+from tfpar_lint.semantic.lifecycle import (constant_path, mentions_task, mwms_state, path_text, save_calls, task_tests,
+                                           worker_zero_as_chief)
 
 
 class SharedSavePath(Rule):
@@ -19,10 +20,26 @@ class SharedSavePath(Rule):
 
     def check(self) -> Iterator[Report]:
         m = self.module
+        reported: set[int] = set()
         for sc in save_calls(m):
-            if sc.path is None or sc.path_site is None:
-                continue
             if not mwms_state(m, sc.obj):
+                continue
+            for test, scope, order in task_tests(m, sc):
+                part = worker_zero_as_chief(m, test, scope, order)
+                if part is None or id(part) in reported:
+                    continue
+                reported.add(id(part))
+                yield Report(
+                    part,
+                    f"`{m.code(part)}` counts worker 0 as the chief, and the test also passes the `chief` task: "
+                    f"when TF_CONFIG has a `chief` task, the chief and worker 0 both take the chief's side of "
+                    f"`{m.code(test)}` and both run `{sc.what}(...)` (line {{line}}) to the real path, overwriting "
+                    f"each other's files; TensorFlow counts worker 0 as the chief only when the cluster has no "
+                    f"chief task (`strategy.extended.should_checkpoint` says which task it is)",
+                    {"path": path_text(m, sc.path)},
+                    related=sc.site.node,
+                )
+            if sc.path is None or sc.path_site is None:
                 continue
             if mentions_task(m, sc.site):
                 continue

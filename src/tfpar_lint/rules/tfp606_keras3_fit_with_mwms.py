@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._lifecycle import created_under_mwms, is_mwms
+from tfpar_lint.semantic.lifecycle import created_under_mwms, is_mwms
 
 
 class Keras3FitWithMwms(Rule):

@@ -103,7 +103,7 @@ class RunOutsideTfFunction(Rule):
     DEFAULT_ENABLED = True
     SEVERITY = "warning"
     PROBE = "execution"
-    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", ".run,"))
+    MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", ".run,"))
 
     def check(self) -> Iterator[Report]:
         yield from self._run_calls()

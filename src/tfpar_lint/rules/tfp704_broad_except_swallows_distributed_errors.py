@@ -150,7 +150,7 @@ class BroadExceptSwallowsDistributedErrors(Rule):
     DEFAULT_ENABLED = True
     SEVERITY = "warning"
     PROBE = "execution"
-    MARKERS = (STRATEGY_MARKERS, ("except",), (".run(", "fit(", "experimental_run_v2"))
+    MARKERS = (STRATEGY_MARKERS, ("except",), (".run(", "fit(", "experimental_run"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

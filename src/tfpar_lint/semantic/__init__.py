@@ -10,6 +10,8 @@ call sites with their ``with``/``if``/``try`` context, stores and name reference
 * :mod:`.contexts` - strategy scopes, replica functions, thread targets, ``tf.function``;
 * :mod:`.flow` - which right-hand sides feed an expression through local names;
 * :mod:`.environment` - environment variables the module writes;
+* :mod:`.loss` - what a loss is made of and how it is scaled (TFP5xx);
+* :mod:`.lifecycle` - multi-worker facts: chief tests, saves and their paths (TFP6xx);
 * :mod:`tfpar_lint.tfapi` - what TensorFlow and Keras APIs create and do.
 
 :class:`Module` ties them together; rules query it and never walk the tree themselves.
@@ -71,7 +73,7 @@ _DELEGATES = {
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
-                 "strategies", "strategy_method_calls"),
+                 "strategies", "strategy_method_calls", "strategy_by_use", "receiver_key"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings"),
 }
@@ -115,6 +117,8 @@ class Module:
         self.fstring_exprs: list[tuple[cst.FormattedStringExpression, Scope, int]] = []
         # x[key] = value, del x[key]
         self.stores: list[StoreSite] = []
+        # order -> the enclosing if branches in its function, as (id(If), in body); absent: none
+        self.if_context: dict[int, tuple[tuple[int, bool], ...]] = {}
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)

@@ -15,6 +15,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
 
 
+# Names that stand for a module when the code never binds them (``tf.distribute...`` in a snippet
+# whose ``import tensorflow as tf`` was left out, or came from ``from helpers import *``).
+FREE_ALIASES = {"tf": "tensorflow"}
+
+
 class Bindings:
     def __init__(self, m: "Module") -> None:
         self.m = m
@@ -37,11 +42,55 @@ class Bindings:
                 if first:
                     before = self._last_before(bs, order)
                     if before is not None:
-                        return [before]
+                        return self._reaching(bs, before, order)
                 return list(bs)
             s = s.parent
             first = False
         return []
+
+    def _reaching(self, bs: list[Binding], before: Binding, order: int) -> list[Binding]:
+        """The bindings of one scope that may reach a use at ``order``, given ``before``, the last
+        one bound before it: ``before`` alone, unless it sits in an ``if`` branch the use is not
+        in; then also the earlier ones, back to one that is on every path to the use or until
+        both branches of one ``if`` bound the name (``if gpus > 1: s = Mirrored() else: s =
+        OneDevice()`` reaches the use below as either)."""
+        ctx = self.m.if_context
+        b_ifs = ctx.get(before.order, ())
+        use = ctx.get(order, ())
+        if use[:len(b_ifs)] == b_ifs:
+            return [before]  # on every path from its block to the use
+        out = [before]
+        covered: dict[int, set[bool]] = {}
+
+        def diverge(ifs: tuple) -> Optional[tuple[int, bool]]:
+            k = 0
+            while k < len(ifs) and k < len(use) and ifs[k] == use[k]:
+                k += 1
+            return ifs[k] if k < len(ifs) else None
+
+        first = diverge(b_ifs)
+        if first is not None:
+            covered.setdefault(first[0], set()).add(first[1])
+        earlier = [x for x in bs if x.order < before.order]
+        if any(earlier[i].order > earlier[i + 1].order for i in range(len(earlier) - 1)):
+            earlier.sort(key=lambda x: x.order)
+        for b in reversed(earlier[-64:]):  # a name rebound many times: the last 64 are enough
+            ifs = ctx.get(b.order, ())
+            if use[:len(ifs)] == ifs:
+                out.append(b)  # on every path: nothing earlier reaches
+                break
+            d = diverge(ifs)
+            if d is None:
+                continue
+            k = next((i for i, e in enumerate(use) if e[0] == d[0]), None)
+            if k is not None and use[k][1] != d[1]:
+                continue  # the other branch of an `if` the use is in: does not reach it
+            out.append(b)
+            got = covered.setdefault(d[0], set())
+            got.add(d[1])
+            if len(got) == 2:
+                break  # both branches of one `if` bound the name: nothing earlier reaches
+        return out
 
     def _last_before(self, bs: list[Binding], order: int) -> Optional[Binding]:
         """The last of ``bs`` (in list order) bound before ``order``.  A name bound 20,000 times in
@@ -89,6 +138,12 @@ class Bindings:
             if not q:
                 return "", ""
             raw = f"{raw_head}.{rest}" if rest else raw_head
+            return api.canonical(raw), raw
+        if not bs and head in FREE_ALIASES:
+            # `tf` bound nowhere: a snippet from a bug report, a notebook cell run after the import
+            # cell, a star import (`from utils import *`); TensorFlow's documented alias
+            q = FREE_ALIASES[head]
+            raw = f"{q}.{rest}" if rest else q
             return api.canonical(raw), raw
         if not bs or any(b.kind != "import" or not b.qname for b in bs):
             return "", ""

@@ -42,7 +42,10 @@ class Builder(TaskVisitor):
 
     # ---------------------------------------------------------------- utilities
     def _order(self) -> int:
-        return next(self.counter)
+        o = next(self.counter)
+        if self.ifs:  # the if branches this point is in (same function), for two-path bindings
+            self.m.if_context[o] = tuple((id(n), branch) for n, branch in self.ifs)
+        return o
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode, **kw: Any) -> Binding:
         scope = self.scope

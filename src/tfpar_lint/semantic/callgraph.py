@@ -207,7 +207,9 @@ class CallGraph:
         meth = cm[1] if cm is not None else None
         if meth in api.RUN_METHODS or meth == "call_for_each_replica":
             fn = arg(node, 0, "fn")
-            if fn is not None:
+            if fn is not None and meth == "experimental_run":  # fn(next element of the iterator)
+                yield fn, ([None] if arg(node, 1, "input_iterator") is not None else []), {}, "replica"
+            elif fn is not None:
                 yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs")), "replica"
             return
         if meth in ("submit", "apply", "apply_async", "map", "imap", "imap_unordered", "starmap", "map_async",

@@ -105,6 +105,30 @@ class Project:
             del self.modules[path]
             self._importers.pop(path, None)
 
+    def invalidate(self, path: str) -> None:
+        """``path`` changed (an editor's buffer, or the disk): forget its module, every module
+        whose answers read it (transitively), what failed to build, and the indexes made from
+        the project's texts; the rest stays parsed (the language server keeps a project warm)."""
+        stale = {os.path.abspath(path)}
+        grew = True
+        while grew:
+            grew = False
+            for p, m in self.modules.items():
+                if p not in stale and (m is None or stale & set(m.project_deps)):
+                    stale.add(p)
+                    grew = True
+        for p in stale:
+            self.modules.pop(p, None)
+            self._words.pop(p, None)
+            self._summary_of.pop(p, None)
+            self._summary_deps.pop(p, None)
+        self._texts = None
+        self._index = None
+        self._importers.clear()
+        self._resolved.clear()  # a new or removed file changes what a name resolves to
+        self._unknown_memo.clear()
+        self._unknown_paths.clear()
+
     def module(self, path: str) -> Optional["Module"]:
         path = os.path.abspath(path)
         if path in self.modules:
@@ -398,9 +422,17 @@ def _imported_names(b) -> list[str]:
     return out
 
 
+# Texts of files open in an editor (the language server, :mod:`tfpar_lint.server`), by absolute
+# path: what the user sees in the editor wins over the disk, for the project's other modules too.
+OVERLAY: dict[str, str] = {}
+
+
 def _read_regular(path: str) -> Optional[str]:
     """The text of a regular file of at most MAX_SIZE bytes (never a FIFO or a device: reading
-    one could block or never end), else None."""
+    one could block or never end), else None.  An editor's buffer (:data:`OVERLAY`) wins."""
+    text = OVERLAY.get(os.path.abspath(path))
+    if text is not None:
+        return text
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SIZE:

@@ -7,6 +7,7 @@ silent on it.  Inference never recurses without bound: past ``MAX_DEPTH`` nested
 answer is ``UNKNOWN``."""
 from __future__ import annotations
 
+import threading
 from typing import Callable, Iterable, Iterator, Optional, TYPE_CHECKING, Union
 
 import libcst as cst
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # Nested questions (an expression's value depends on a binding's, which depends on ...) followed
 # at most; deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
 MAX_DEPTH = 160
+_NESTED = threading.local()  # questions open on this thread, in every module
 NONE = Value(api.NONE)
 
 
@@ -50,13 +52,17 @@ class Inference:
         got = memo.get(key)
         if got is not None:
             return got
-        if key in self._in_progress or len(self._in_progress) >= MAX_DEPTH:
+        # the nesting counts across the project's modules too (each has its own Inference)
+        depth = getattr(_NESTED, "n", 0)
+        if key in self._in_progress or len(self._in_progress) >= MAX_DEPTH or depth >= MAX_DEPTH:
             return [UNKNOWN]
         self._in_progress.add(key)
+        _NESTED.n = depth + 1
         try:
             vals = compute() or [UNKNOWN]
         finally:
             self._in_progress.discard(key)
+            _NESTED.n = depth
         memo[key] = vals
         return vals
 
@@ -104,7 +110,8 @@ class Inference:
                     for b in bs:
                         out.extend(self.binding_values(b))
                     return out
-                return [UNKNOWN]
+                inherited = self._base_member(fn.cls, attr)  # a method or attribute of a base class here
+                return inherited if inherited is not None else [UNKNOWN]
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
                 return inst
@@ -127,6 +134,11 @@ class Inference:
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
             return [UNKNOWN]
+        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+            # `strategy or tf.distribute.get_strategy()`: either operand
+            return self.infer(expr.left, scope, order) + self.infer(expr.right, scope, order)
+        if isinstance(expr, cst.IfExp):  # `a if cond else b`: either branch
+            return self.infer(expr.body, scope, order) + self.infer(expr.orelse, scope, order)
         if isinstance(expr, cst.Await):
             return [UNKNOWN]
         return [UNKNOWN]
@@ -179,6 +191,33 @@ class Inference:
                     found = self._class_member(v.info, name, _depth + 1)
                     if found is not None:
                         return found
+        return None
+
+    def _base_member(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[list[Value]]:
+        """``name`` defined by a base class of ``cls`` that this module defines (a base named by a
+        plain name bound to a class statement here; other bases are not followed, so that a
+        ``self.<name>`` question never walks a project's class hierarchy)."""
+        if _depth > 8:
+            return None
+        for base in cls.bases:
+            if not isinstance(base, cst.Name):
+                continue
+            bs = self.m.lookup(base.value, cls.scope.parent or self.m.scope, 10**9)
+            if len(bs) != 1 or bs[0].kind != "class" or bs[0].cls is None or bs[0].cls is cls:
+                continue
+            base_cls = bs[0].cls
+            if name in base_cls.methods:
+                f = base_cls.methods[name]
+                return [Value(api.FUNCTION, info=f, origin=f.node)]
+            got = base_cls.attrs.get(name)
+            if got:
+                out: list[Value] = []
+                for b in got:
+                    out.extend(self.binding_values(b))
+                return out
+            deeper = self._base_member(base_cls, name, _depth + 1)
+            if deeper is not None:
+                return deeper
         return None
 
     def _method_of(self, scope: Scope) -> Optional[FunctionInfo]:
@@ -256,8 +295,9 @@ class Inference:
             for v in self.infer(expr, fn.scope, order):
                 if v.kind != api.UNKNOWN and self.created_within(v.origin, fn):
                     # created by the call: the creation context is the caller's
+                    # (a dataset keeps the helper's last method call in its chain: `.batch(n)`)
                     v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
-                              info=v.info, source=v.source)
+                              info=v.info, source=v if v.kind == api.DATASET else v.source)
                 out.append(v)
         return out
 
