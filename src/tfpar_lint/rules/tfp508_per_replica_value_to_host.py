@@ -40,9 +40,10 @@ class PerReplicaValueToHost(Rule):
                 "`strategy.run`.")
     SEVERITY = "error"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS + ("values[",),
-               (".run(", "experimental_run_v2", "distribute_dataset", "distribute_datasets_from_function",
-                "values[", "distribute_values_from_function"))
+    # (no bracket inside these strings: tfpar_lint.deep's nesting count reads them as code)
+    MARKERS = (STRATEGY_MARKERS + (".values",),
+               (".run", "experimental_run_v2", "distribute_dataset", "distribute_datasets_from_function",
+                ".values", "distribute_values_from_function"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

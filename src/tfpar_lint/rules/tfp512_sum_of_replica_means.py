@@ -22,7 +22,7 @@ class SumOfReplicaMeans(Rule):
                 "(`compute_average_loss` with the global batch) and keep `SUM`.")
     SEVERITY = "warning"
     PROBE = "loss"
-    MARKERS = (STRATEGY_MARKERS, ("SUM", "sum"), ("reduce_mean", "mean("))
+    MARKERS = (STRATEGY_MARKERS, ("SUM", "sum"), ("reduce_mean", "ops.mean"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -14,7 +14,7 @@ look at the cluster spec for example, makes it unknown and the test is left alon
 holds on chief 0 and worker 0 of the cluster with a chief picks two chiefs; one that holds on the
 chief task only picks none in a worker-only cluster.
 
-The task fields are told by where their values come from (``rules/_lifecycle.task_source``: a
+The task fields are told by where their values come from (``semantic/lifecycle.task_source``: a
 cluster resolver, ``TF_CONFIG``), and also by an ``isinstance(strategy, MultiWorkerMirroredStrategy)``
 test around ``strategy.cluster_resolver`` (the branch narrows an annotated or unknown parameter).
 """
@@ -78,84 +78,55 @@ def _strategy_family(m: "Module", expr: cst.BaseExpression, scope: Scope) -> Opt
 
 
 def facts(m: "Module") -> Facts:
+    """The module's boolean expressions (with their ``if`` branches), ``break`` / ``return``
+    statements inside loops, isinstance-narrowed ``cluster_resolver`` reads and literal clusters,
+    in one iterative walk (no Python recursion: generated modules nest deeply)."""
     memo = m.rule_memo.setdefault("chieftests", {})
     if "facts" in memo:
         return memo["facts"]
     f = Facts()
     order_of = {id(r.node): r.order for r in m.refs}
     fn_of = m.function_of_node
-
-    class V(cst.CSTVisitor):
-        def __init__(self) -> None:
-            super().__init__()
-            self.stack: list[cst.CSTNode] = []
-            self.scopes: list[Scope] = [m.scope]
-            self.ifs: list[tuple[cst.If, bool]] = []
-            self.guards: list[tuple[str, str]] = []  # (receiver text, family)
-            self.loops: list[cst.CSTNode] = []
-            self.last_order = 0
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            parent = self.stack[-1] if self.stack else None
-            self.stack.append(node)
-            if isinstance(node, (cst.FunctionDef, cst.Lambda)) and id(node) in fn_of:
-                self.scopes.append(fn_of[id(node)].scope)
-                self.loops_saved = getattr(self, "loops_saved", [])
-                self.loops_saved.append(self.loops)
-                self.loops = []
-            if isinstance(node, cst.Name) and id(node) in order_of:
-                self.last_order = order_of[id(node)]
-            if isinstance(node, (cst.For, cst.While)):
-                self.loops.append(node)
-            if isinstance(node, (cst.Break, cst.Return)) and self.loops:
-                f.exits.append((node, tuple(self.ifs), self.loops[-1], self.scopes[-1], self.last_order + 1))
-            if _is_bool(node) and not _is_bool(parent) and not isinstance(parent, cst.IfExp):
-                first = _first_name(node)
-                order = order_of.get(id(first), 10**9) if first is not None else 10**9
-                f.exprs.append(BoolExpr(node, self.scopes[-1], order, tuple(self.ifs)))
-            if isinstance(node, cst.IfExp) and _is_bool(node.test):
-                first = _first_name(node.test)
-                order = order_of.get(id(first), 10**9) if first is not None else 10**9
-                f.exprs.append(BoolExpr(node.test, self.scopes[-1], order, tuple(self.ifs)))
-            if isinstance(node, cst.Attribute) and node.attr.value == "cluster_resolver":
-                text = _EMPTY.code_for_node(node.value)
-                for recv, fam in reversed(self.guards):
-                    if recv == text:
-                        f.narrowed[id(node)] = fam
-                        break
-            if isinstance(node, cst.Dict):
-                for el in node.elements:
-                    if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) \
-                            and el.key.evaluated_value == "cluster" and isinstance(el.value, cst.Dict):
-                        jobs = {e.key.evaluated_value for e in el.value.elements
-                                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)}
-                        f.cluster_jobs.append(jobs)
-            if isinstance(node, cst.If):
-                # visit the test, then the body under the If's guard, then the else branch
-                node.test.visit(self)
-                g = _isinstance_guard(m, node.test, self.scopes[-1])
-                self.ifs.append((node, True))
-                if g:
-                    self.guards.append(g)
-                node.body.visit(self)
-                if g:
-                    self.guards.pop()
-                self.ifs[-1] = (node, False)
-                if node.orelse is not None:
-                    node.orelse.visit(self)
-                self.ifs.pop()
-                return False  # on_leave still runs for the If
-            return True
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            self.stack.pop()
-            if isinstance(original_node, (cst.FunctionDef, cst.Lambda)) and id(original_node) in fn_of:
-                self.scopes.pop()
-                self.loops = self.loops_saved.pop()
-            if isinstance(original_node, (cst.For, cst.While)) and self.loops and self.loops[-1] is original_node:
-                self.loops.pop()
-
-    m.tree.visit(V())
+    # (node, parent, scope, ifs, guards, loops, last order seen)
+    stack: list[tuple] = [(m.tree, None, m.scope, (), (), ())]
+    last_order = 0
+    while stack:
+        node, parent, scope, ifs, guards, loops = stack.pop()
+        if isinstance(node, cst.Name) and id(node) in order_of:
+            last_order = order_of[id(node)]
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)) and id(node) in fn_of:
+            scope, loops = fn_of[id(node)].scope, ()
+        if isinstance(node, (cst.Break, cst.Return)) and loops:
+            f.exits.append((node, ifs, loops[-1], scope, last_order + 1))
+        if _is_bool(node) and not _is_bool(parent) and not isinstance(parent, cst.IfExp):
+            first = _first_name(node)
+            f.exprs.append(BoolExpr(node, scope, order_of.get(id(first), 10**9) if first is not None else 10**9, ifs))
+        if isinstance(node, cst.IfExp) and _is_bool(node.test):
+            first = _first_name(node.test)
+            f.exprs.append(BoolExpr(node.test, scope, order_of.get(id(first), 10**9) if first is not None else 10**9,
+                                    ifs))
+        if isinstance(node, cst.Attribute) and node.attr.value == "cluster_resolver":
+            text = _EMPTY.code_for_node(node.value)
+            for recv, fam in reversed(guards):
+                if recv == text:
+                    f.narrowed[id(node)] = fam
+                    break
+        if isinstance(node, cst.Dict):
+            for el in node.elements:
+                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) \
+                        and el.key.evaluated_value == "cluster" and isinstance(el.value, cst.Dict):
+                    f.cluster_jobs.append({e.key.evaluated_value for e in el.value.elements
+                                           if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)})
+        if isinstance(node, cst.If):
+            g = _isinstance_guard(m, node.test, scope)
+            tasks = [(node.test, node, scope, ifs, guards, loops),
+                     (node.body, node, scope, ifs + ((node, True),), guards + ((g,) if g else ()), loops)]
+            if node.orelse is not None:
+                tasks.append((node.orelse, node, scope, ifs + ((node, False),), guards, loops))
+            stack.extend(reversed(tasks))
+            continue
+        inner_loops = loops + (node,) if isinstance(node, (cst.For, cst.While)) else loops
+        stack.extend((c, node, scope, ifs, guards, inner_loops) for c in reversed(node.children))
     memo["facts"] = f
     return f
 
@@ -193,7 +164,7 @@ def _isinstance_guard(m: "Module", test: cst.BaseExpression, scope: Scope) -> Op
 
 def task_field(m: "Module", expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> Optional[str]:
     """"type" / "index" when ``expr`` holds the task type / index of this process."""
-    from tfpar_lint.rules._lifecycle import task_source  # the lifecycle rules' task facts
+    from tfpar_lint.semantic.lifecycle import task_source
 
     if _depth > 8:
         return None
@@ -443,3 +414,37 @@ def task_dependent_guard(m: "Module", ifs: tuple, scope: Scope, order: int) -> O
         if tasks is not None and 0 < len(tasks) < len(TASKS_WORKERS):
             return if_node, tasks
     return None
+
+
+def save_path_worker_zero_parts(m: "Module") -> list[cst.CSTNode]:
+    """The parts of chief tests that let worker 0 in next to a chief task and decide where a
+    MultiWorkerMirroredStrategy save writes (what TFP604 reports, :func:`lifecycle.worker_zero_as_chief`)."""
+    memo = m.rule_memo.setdefault("chieftests", {})
+    if "save_parts" in memo:
+        return memo["save_parts"]
+    from tfpar_lint.semantic.lifecycle import mwms_state, save_calls, task_tests, worker_zero_as_chief
+
+    out: list[cst.CSTNode] = []
+    for sc in save_calls(m):
+        if not mwms_state(m, sc.obj):
+            continue
+        for test, scope, order in task_tests(m, sc):
+            part = worker_zero_as_chief(m, test, scope, order)
+            if part is not None:
+                out.append(part)
+    memo["save_parts"] = out
+    return out
+
+
+def contains(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+    class V(cst.CSTVisitor):
+        found = False
+
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is node:
+                V.found = True
+            return not V.found
+
+    V.found = False
+    outer.visit(V())
+    return V.found

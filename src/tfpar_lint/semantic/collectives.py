@@ -28,7 +28,7 @@ def _mwms(v) -> bool:
 
 def collective(m: "Module", cs: CallSite, _depth: int = 0) -> Optional[str]:
     """What collective ``cs`` issues (for a message), or None."""
-    from tfpar_lint.rules._lifecycle import mwms_state  # the lifecycle rules' MWMS facts
+    from tfpar_lint.semantic.lifecycle import mwms_state
 
     memo = m.rule_memo.setdefault("collectives", {})
     key = id(cs.node)
