@@ -76,8 +76,12 @@ def _positive_float(s: str) -> float:
         v = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--timeout must be a positive number of seconds, got {s!r}") from None
+    from tfpar_lint.config import MAX_SECONDS
+
     if not (v > 0 and math.isfinite(v)):
         raise argparse.ArgumentTypeError(f"--timeout must be a positive, finite number of seconds, got {s!r}")
+    if v > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"--timeout must be at most {MAX_SECONDS:g} seconds, got {s!r}")
     return v
 
 

@@ -315,14 +315,9 @@ class Inference:
             return None
         for base in cls.bases:
             q, _ = self.m.qualified_name(base, cls.scope.parent or self.m.scope, 10**9)
-            if q in api.MODEL_BASES:
-                return api.MODEL
-            if q in api.LAYER_BASES:
-                return api.LAYER
-            if q.startswith("keras.metrics.") and q[len("keras.metrics."):][:1].isupper():
-                return api.METRIC
-            if q.startswith("keras.optimizers.") and q[len("keras.optimizers."):][:1].isupper():
-                return api.OPTIMIZER
+            k = api.class_kind(q) if q else None  # from the API table: every spelling, every release
+            if k in (api.MODEL, api.LAYER, api.METRIC, api.OPTIMIZER):
+                return k
             if not q:
                 for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
                     if v.kind == api.CLASS and v.info is not cls:

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tfpar_lint.files import FileTooLarge, NotRegularFile, read_regular
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding, Verification
 from tfpar_lint.verify import probes as probes_pkg
 from tfpar_lint.verify import procs, sandbox
@@ -114,7 +115,7 @@ def _code_only(text: str) -> str:
 
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deeply nested: the script's own fault
         return text
     names = []
     for node in ast.walk(tree):
@@ -142,14 +143,39 @@ class _Job:
     cell_map: dict = field(default_factory=dict)  # (cell, line) -> script line, notebooks only
     one_replica: bool = False  # the re-run uses one device (TFP501/503/504/505: the same step on one replica)
     preempt: bool = False  # worker 1 leaves after PREEMPT_STEPS steps (TFP704: is the peer's failure swallowed?)
+    unrunnable: str = ""  # why the script is not run at all (not a regular file, too large, unreadable)
+
+
+# A script (or notebook) is run only when its resolved path is a regular file of at most this many bytes;
+# it is read without blocking (a FIFO named *.py) and without reading past the bound (a link to /dev/zero).
+SCRIPT_MAX_BYTES = 10 * 1024 * 1024
+
+
+def _unreadable(shown: str, real: str, e: BaseException) -> str:
+    import stat as stat_mod
+
+    if isinstance(e, FileTooLarge):
+        return f"not run: {shown} is larger than {SCRIPT_MAX_BYTES >> 20} MB"
+    if isinstance(e, (NotRegularFile, IsADirectoryError)):
+        try:
+            mode = os.stat(real).st_mode
+            kind = ("a directory" if stat_mod.S_ISDIR(mode) else "a FIFO" if stat_mod.S_ISFIFO(mode) else
+                    "a character device" if stat_mod.S_ISCHR(mode) else "a block device" if stat_mod.S_ISBLK(mode)
+                    else "a socket" if stat_mod.S_ISSOCK(mode) else "not a regular file")
+        except OSError:
+            kind = "not a regular file"
+        via = f" ({shown} resolves to {real})" if os.path.abspath(shown) != real else ""
+        return f"not run: {shown} is {kind}{via}; only regular files are run"
+    if isinstance(e, UnicodeDecodeError):
+        return f"not run: {shown} is not UTF-8 text"
+    return f"not run: {shown} cannot be read: {getattr(e, 'strerror', None) or e}"
 
 
 def _notebook_script(path: str, folder: str) -> tuple[str, dict, str]:
     """A notebook's code cells as one script: (script path, (cell, line) -> line, text)."""
     from tfpar_lint.notebook import code_cells
 
-    with open(path, encoding="utf-8") as f:
-        cells = code_cells(f.read())
+    cells = code_cells(read_regular(path, SCRIPT_MAX_BYTES).decode("utf-8"))
     out: list[str] = []
     cmap: dict = {}
     for number, src in cells:
@@ -222,14 +248,15 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     for i, rp in enumerate(order):
         fs = by_path.get(rp, [])
         run_path, cmap = rp, {}
+        unrunnable = ""
         try:
             if rp.endswith(".ipynb"):
                 run_path, cmap, text = _notebook_script(rp, os.path.join(root, f"{i:03d}-notebook"))
             else:
-                with open(rp, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-        except (OSError, ValueError):
+                text = read_regular(rp, SCRIPT_MAX_BYTES).decode("utf-8", "replace")
+        except (OSError, ValueError) as e:
             text = ""
+            unrunnable = _unreadable(display.get(rp, rp), rp, e)
         codes = {f.code for f in fs}
         code_text = _code_only(text)
         jobs_list.append(_Job(
@@ -240,7 +267,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             one_replica="TFP403" not in codes and bool(codes & ONE_REPLICA_CODES),
             preempt="TFP704" in codes,
             lines=sorted({_script_line(f, cmap) for f in fs}),
-            run_path=run_path, cell_map=cmap,
+            run_path=run_path, cell_map=cmap, unrunnable=unrunnable,
         ))
     n_jobs = jobs if jobs and jobs > 0 else default_jobs(req)
     slots = _Slots(n_jobs)
@@ -280,8 +307,8 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     try:
         if n_runs > 1 and os.environ.get("TFPAR_VERIFY_FORK", "1") != "0":
             try:
-                ctx["zygote"] = _Zygote(dict(base_env, **{procs.MARKER: ctx["marker"]}),
-                                        os.path.join(root, "zygote.log"))
+                ctx["zygote"] = _Zygote(dict(base_env, HOME=_private_home(os.path.join(root, "zygote")),
+                                             **{procs.MARKER: ctx["marker"]}), os.path.join(root, "zygote.log"))
             except OSError:
                 ctx["zygote"] = None
         # One task per run (a job with a re-run gives two tasks running in parallel).
@@ -293,7 +320,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             data = futs[(job.index, 0)].result()
             if job.rerun:
                 data.rerun = futs[(job.index, 1)].result()
-            runs.append(_conclude(job, data, display.get(job.script, job.script), req, root if keep else "", ctx))
+            runs.append(_conclude_one(job, data, display.get(job.script, job.script), req, root if keep else "", ctx))
     except KeyboardInterrupt:
         ctx["cancel"].set()
         signum = interrupted[0] or signal.SIGINT
@@ -382,8 +409,20 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
+def _private_home(folder: str) -> str:
+    """A run's own HOME (in its scratch: Keras writes ~/.keras/keras.json when it is imported, and a
+    script's ~/ files must not reach the user's home, with a sandbox or without)."""
+    home = os.path.join(folder, "home")
+    os.makedirs(home, exist_ok=True)
+    return home
+
+
 def _child_env(req: DeviceRequest, tf_config: Optional[str]) -> dict[str, str]:
     env = dict(os.environ)
+    if "PYTHONUSERBASE" not in env:  # the user's site-packages stay importable under a private HOME
+        import site
+
+        env["PYTHONUSERBASE"] = site.getuserbase()
     env["PYTHONPATH"] = _SRC_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
@@ -576,6 +615,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     env = _child_env(ctx["req"], tf_config)
     env[procs.MARKER] = marker
     env["TMPDIR"] = tmpdir
+    env["HOME"] = _private_home(rundir)
     relays = []
     fifos = []
     for name in ("stdout", "stderr"):
@@ -679,6 +719,8 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
     try:
         if ctx["cancel"].is_set() or not got:
             raise _NotStarted()
+        if job.unrunnable:
+            raise _Unrunnable(job.unrunnable)
         data = _execute_now(job, ctx, rerun)
         if job.multiworker and _step_bound_race(data):
             # The workers agree on the step at which they stop (Recorder.agree), so this should
@@ -691,8 +733,10 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
         return data
     except Exception as e:  # the driver itself failed (spawn, disk): report, never crash the CLI
         msg = ("not run: the verifier was interrupted" if isinstance(e, _NotStarted)
-               else str(e) if isinstance(e, _Refused) else f"the verifier could not run the script: {e}")
-        err = {"type": "Interrupted" if isinstance(e, _NotStarted) else type(e).__name__, "message": msg,
+               else str(e) if isinstance(e, (_Refused, _Unrunnable)) else
+               f"the verifier could not run the script: {e}")
+        err = {"type": "Interrupted" if isinstance(e, _NotStarted) else "NotRunnable" if isinstance(e, _Unrunnable)
+               else type(e).__name__, "message": msg,
                "frames": [], "script_lines": [], "location": ""}
         data = RunData(path=job.script, workers=[{"outcome": "failed", "error": err, "notes": []}],
                        outcome="failed", seconds=time.time() - t0)
@@ -708,6 +752,10 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
 
 class _NotStarted(Exception):
     """The verifier was interrupted before this run started."""
+
+
+class _Unrunnable(Exception):
+    """The script is not a regular file of bounded size, or cannot be read: it is not run."""
 
 
 class _Refused(Exception):
@@ -842,7 +890,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
         locs = []
         for p in procs:
             if p.killed:
-                loc = _hang_location(os.path.join(p.rundir, "stacks.txt"), job.script)
+                loc = _hang_location(os.path.join(p.rundir, "stacks.txt"), job.script, (job.run_path,))
                 if loc:
                     locs.append((f"worker {p.worker}: " if p.worker is not None else "") + loc)
         hang_loc = "; ".join(locs)
@@ -980,8 +1028,15 @@ _THREAD_HDR = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.M)
 _FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (.+)$', re.M)
 
 
-def _hang_location(stacks_path: str, script: str) -> str:
-    """``script.py:40 in <module> (innermost: threading.py:320 in wait)`` from a faulthandler dump."""
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the verifier's frames (child.py, probes)
+
+
+def _hang_location(stacks_path: str, script: str, also: tuple = ()) -> str:
+    """``script.py:40 in <module> (innermost: threading.py:320 in wait)`` from a faulthandler dump.
+
+    The place is the user's: the innermost frame of the script (or of ``also``, the file the child
+    ran for a notebook) in the main thread, else in any thread, else the innermost frame outside
+    the verifier's own files; a verifier frame (``child.py``) is never the answer."""
     try:
         with open(stacks_path, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -999,19 +1054,29 @@ def _hang_location(stacks_path: str, script: str) -> str:
         return ""
     main = next((b for b in blocks if any(fn.endswith(os.path.join("verify", "child.py")) and fun.strip() ==
                                           "_run_script" for fn, _, fun in b)), blocks[0])
-    real = os.path.realpath(script)
-    where = ""
-    for fn, ln, fun in main:
-        if os.path.realpath(fn) == real:
-            where = f"{os.path.basename(script)}:{ln} in {fun.strip()}"
-            break
-    if main:
-        fn, ln, fun = main[0]
-        inner = f"{os.path.basename(fn)}:{ln} in {fun.strip()}"
-        if not where:
-            return inner
-        if not (os.path.realpath(fn) == real):
-            return f"{where} (innermost: {inner})"
+    mine = {os.path.realpath(p) for p in (script,) + tuple(also) if p}
+
+    def ours(fn: str) -> bool:
+        return os.path.realpath(fn).startswith(os.path.realpath(_OWN_DIR))
+
+    def user(block) -> Optional[tuple]:
+        return next(((fn, ln, fun) for fn, ln, fun in block if os.path.realpath(fn) in mine), None)
+
+    hit = user(main)
+    if hit is None:
+        for b in blocks:
+            hit = user(b)
+            if hit is not None:
+                main = b
+                break
+    inner_frames = [f for f in main if not ours(f[0])]
+    inner = f"{os.path.basename(inner_frames[0][0])}:{inner_frames[0][1]} in {inner_frames[0][2].strip()}" \
+        if inner_frames else ""
+    if hit is None:
+        return inner or "in the verifier's set-up, before the script started"
+    where = f"{os.path.basename(script)}:{hit[1]} in {hit[2].strip()}"
+    if inner_frames and inner_frames[0] != hit:
+        return f"{where} (innermost: {inner})"
     return where
 
 
@@ -1083,6 +1148,22 @@ def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_r
                                       devices=list(data.devices), seconds=round(data.seconds, 2))
     run.runtime_findings = [g.to_dict() for g in _runtime_findings(job, data, display)]
     return run
+
+
+def _conclude_one(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_root: str,
+                  ctx: Optional[dict] = None) -> ScriptRun:
+    """:func:`_conclude`, and if judging this run fails (a verifier bug, a result too deep to walk),
+    a failed run of this script alone: the other scripts' verdicts are kept."""
+    try:
+        return _conclude(job, data, display, req, keep_root, ctx)
+    except (Exception, RecursionError) as e:  # noqa: BLE001
+        why = f"the verifier could not judge this run: {type(e).__name__}: {e}"
+        for f in job.findings:
+            f.verification = Verification(status=INCONCLUSIVE, evidence=why, replicas=0, devices=[], seconds=0.0)
+        return ScriptRun(path=display, outcome="failed", exit_status=None, seconds=round(data.seconds, 2),
+                         replicas=0, devices=[], workers=len(data.workers), strategies=[], steps=0, error=why,
+                         hang_location="", notes=[why], startup_seconds=0, workdir="",
+                         sandbox=_sandbox_name(data, ctx), sandbox_refused=[], stdout="", stderr="")
 
 
 def _seen(data: RunData) -> list:

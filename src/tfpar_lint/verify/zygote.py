@@ -102,6 +102,9 @@ def main() -> int:
 def _child(req: dict, proto_in, proto_out) -> None:
     code = 70
     try:
+        from tfpar_lint.verify import sandbox
+
+        sandbox.die_with_parent()  # the zygote's death (SIGKILL of tfpar-lint) takes this run with it
         os.setsid()
         try:
             proto_in.close()
