@@ -51,7 +51,10 @@ class ChiefOnlyCollective(Rule):
                 {"exit": word},
                 related=if_node,
             )
+        statements: set[int] = set()
         for cs in m.calls:
+            if cs.stmt is not None and id(cs.stmt) in statements:
+                continue  # one report per statement (`strategy.reduce(..., strategy.run(...))`)
             why = collective(m, cs)
             if why is None:
                 continue
@@ -59,6 +62,8 @@ class ChiefOnlyCollective(Rule):
             if guard is None:
                 continue
             if_node, tasks = guard
+            if cs.stmt is not None:
+                statements.add(id(cs.stmt))
             yield Report(
                 cs.node,
                 f"{why} runs on {_tasks(tasks)} only of a worker-only cluster (task test on line {{line}}): the "
