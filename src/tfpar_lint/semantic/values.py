@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Iterator, Optional, TYPE_CHECKING, Union
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.semantic.model import Binding, CallSite, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
 from tfpar_lint.semantic.nodes import arg, dotted_name, literal_str
 
@@ -555,6 +556,8 @@ class Inference:
                 out.extend(items)
             if all(isinstance(e, (cst.Dict, cst.List)) for e, _s, _o in reaching):
                 out.extend(self._stored_items(expr, scope, order, key))
+                if key is None and all(isinstance(e, cst.List) for e, _s, _o in reaching):
+                    out.extend(self._appended_items(expr, scope, order))
             return out
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             # self.buffers = [tf.Variable(...) for ...] set in another method
@@ -603,6 +606,28 @@ class Inference:
             return []
         bs = fn.cls.attrs.get(expr.attr.value) or []
         return bs if bs and all(b.value is not None for b in bs) else []
+
+    def _appended_items(self, name: cst.Name, scope: Scope, order: int) -> list:
+        """``workers = []; workers.append(Worker(...))`` (and ``insert``, ``extend`` of a literal)
+        before ``order``, on the list ``name`` holds: the items added."""
+        bound = {id(b) for b in self.m.lookup(name.value, scope, order)}
+        out = []
+        for cs in self.m.calls:
+            f = cs.node.func
+            if cs.order >= order or not isinstance(f, cst.Attribute) or not isinstance(f.value, cst.Name) \
+                    or f.value.value != name.value or f.attr.value not in ("append", "insert", "extend"):
+                continue
+            if {id(b) for b in self.m.lookup(name.value, cs.scope, cs.order)} != bound:
+                continue
+            item = arg(cs.node, 1 if f.attr.value == "insert" else 0)
+            if item is None:
+                continue
+            if f.attr.value == "extend":
+                items = self.container_items(item, cs.scope, cs.order)
+                out.extend(items or ())
+            else:
+                out.append((item, cs.scope, cs.order))
+        return out
 
     def _stored_items(self, name: cst.Name, scope: Scope, order: int, key: object) -> list:
         """``d[k] = v`` stores into the dict / list that ``name`` holds, made before ``order``
@@ -816,19 +841,14 @@ class Inference:
         """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
         "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
         ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
-        targeted ``tf-version`` is 2.16 or later), or "" when it is not a Keras object or cannot be told."""
+        targeted TensorFlow is 2.16 or later: :mod:`tfpar_lint.versions`), or "" when it is not a
+        Keras object or cannot be told."""
         raw = v.raw_qname
         if not raw and isinstance(v.info, ClassInfo):
             raw = self._keras_base_raw(v.info)
         if not raw or not (api.canonical(raw) + ".").startswith("keras."):
             return ""
-        flavor = api.keras_flavor(raw)
-        if flavor == "tf.keras":
-            if self.m.tf_version < (2, 16):
-                return "tf_keras"  # tf.keras is Keras 2 before TF 2.16
-            legacy = self.m.sets_env("TF_USE_LEGACY_KERAS")
-            return "tf_keras" if legacy is not None and legacy.strip().lower() in ("1", "true") else "keras"
-        return flavor
+        return versions.flavor(self.m, api.keras_flavor(raw))  # tf.keras / keras by the targeted version
 
     def _keras_base_raw(self, cls: ClassInfo, _depth: int = 0) -> str:
         if _depth > 8:
