@@ -32,6 +32,27 @@ x = tf.ones((2, 2))
 with tf.device("/GPU:1"):
     y = tf.matmul(x, x)
 """,
+    # TFP113: a Keras 3 Adam made in the scope, first built inside a traced strategy.run step.
+    "TFP113": """\
+import keras
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.Adam()
+
+
+def step(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+
+@tf.function
+def train(x):
+    strategy.run(step, args=(x,))
+""",
 }
 
 # the strategy's only use, `run(step)` with no arguments, does not tell that it is one: only the

@@ -25,7 +25,7 @@ def findings(src: str) -> list[tuple[int, str]]:
 
 def test_the_off_by_default_rules():
     """The snippets below cover each off-by-default rule; a new one needs its own here."""
-    assert OFF == ["TFP108", "TFP403", "TFP900"]
+    assert OFF == ["TFP108", "TFP113", "TFP403", "TFP900"]
 
 
 # TFP108 (hard-coded /GPU:N, N >= 1, unchecked): inside a strategy's scope or a replica function the
@@ -125,3 +125,36 @@ def test_tfp403_both_ways(src, expected):
 ])
 def test_tfp900_both_ways(src, expected):
     assert findings(src) == expected
+
+
+# TFP113 (a Keras 3 optimizer first built in a traced strategy.run step): an optimizer built in the scope,
+# or compiled into a model, is left alone; one created outside the scope is TFP102's, not TFP113's.
+BUILT_OR_COMPILED = """\
+import keras
+import tensorflow as tf
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    built = keras.optimizers.Adam()
+    built.build(model.trainable_variables)
+outside = keras.optimizers.Adam()
+
+
+def step(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    built.apply_gradients(zip(grads, model.trainable_variables))
+    outside.apply_gradients(zip(grads, model.trainable_variables))
+
+
+@tf.function
+def train(x):
+    strategy.run(step, args=(x,))
+"""
+
+
+def test_tfp113_leaves_built_optimizers_and_tfp102_cases():
+    got = findings(BUILT_OR_COMPILED)
+    assert not [f for f in got if f[1] == "TFP113"], got
+    assert (8, "TFP102") in got, got

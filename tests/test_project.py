@@ -210,7 +210,9 @@ SHAPES = {
     # whose model and strategy come from the caller in another module
     "relative_chief_helper": {
         "app/__init__.py": "",
-        "app/utils.py": "def is_chief(strategy):\n    return strategy.cluster_resolver.task_type in (None, 'chief')\n",
+        "app/utils.py": "def is_chief(strategy):\n    r = strategy.cluster_resolver\n"
+                        "    return r.task_type in (None, 'chief') or (\n"
+                        "        r.task_type == 'worker' and r.task_id == 0 and 'chief' not in r.cluster_spec().as_dict())\n",
         "app/save.py": "from .utils import is_chief\n\n\ndef save(model, strategy):\n    if is_chief(strategy):\n"
                        "        model.save_weights('/tmp/w.weights.h5')  # expect: TFP603\n",
         "models.py": _MWMS_MODEL,

@@ -1,12 +1,13 @@
 import tensorflow as tf
 def build_model():
-    return tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    return tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
 class Trainer:
     def __init__(self):
         self.strategy = tf.distribute.MirroredStrategy()
         with self.strategy.scope():
             self.model = build_model()
             self.optimizer = tf.keras.optimizers.Adam()
+            self.optimizer.build(self.model.trainable_variables)
         ds = tf.data.Dataset.from_tensor_slices(tf.zeros([8, 2])).batch(4)
         self.ds = self.strategy.experimental_distribute_dataset(ds)
     def step(self, batch):

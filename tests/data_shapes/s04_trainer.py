@@ -6,7 +6,7 @@ class Trainer:
         self.strategy = tf.distribute.MirroredStrategy()
         self.model = build_model()  # expect: TFP101
         with self.strategy.scope():
-            self.optimizer = tf.keras.optimizers.Adam()
+            self.optimizer = tf.keras.optimizers.Adam()  # expect: TFP113
         self.ds = tf.data.Dataset.from_tensor_slices(tf.zeros([8, 2])).batch(4)
     def step(self, batch):
         with tf.GradientTape() as tape:

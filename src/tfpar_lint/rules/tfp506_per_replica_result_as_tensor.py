@@ -8,6 +8,7 @@ from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic.loss import replicated
 from tfpar_lint.semantic import Scope, call_method
+from tfpar_lint.semantic.perreplica import in_hedge
 
 CONVERTERS = ("float", "int", "bool", "complex")
 
@@ -49,7 +50,7 @@ class PerReplicaResultAsTensor(Rule):
                 continue
             cm = call_method(cs.node)
             if cm is not None and cm[1] == "numpy" and not cs.node.args \
-                    and self._per_replica(cm[0], cs.scope, cs.order):
+                    and self._per_replica(cm[0], cs.scope, cs.order) and not in_hedge(m, cm[0], cs):
                 yield Report(cs.node, f"`{m.code(cs.node)}` raises `AttributeError: 'PerReplica' object has no "
                                       f"attribute 'numpy'`: `{m.code(cm[0])}` {tail}")
                 continue

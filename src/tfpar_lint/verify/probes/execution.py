@@ -10,7 +10,7 @@ Parent side:
 * TFP701: ``strategy.run`` at the line called eagerly (outside any
   ``tf.function``) several times, with a replica function that computed gradients (a training
   step; a replica function that only draws numbers or predicts is not one);
-* TFP702, TFP703: TensorFlow's / Keras' own error at the line;
+* TFP702, TFP703, TFP705: TensorFlow's / Keras' own error at the line;
 * TFP704: scripts with this finding run with a simulated preemption (worker
   1 of the local cluster leaves after a few steps); confirmed when an
   exception raised in the ``try`` body whose handler is at the line was
@@ -30,6 +30,7 @@ ERRORS = {
     "TFP702": [r"A non-persistent GradientTape can only be used to compute one set of gradients"],
     "TFP703": [r"Unknown variable: .*This optimizer can only be called for the variables it was originally built with",
                r"optimizer can only be called for the variables it was originally built with"],
+    "TFP705": [r"'(Symbolic)?Tensor' object has no attribute 'numpy'"],
 }
 
 

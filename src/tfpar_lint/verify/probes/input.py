@@ -1005,4 +1005,31 @@ def seen(run) -> list[Seen]:
                     "the script ran as a single worker: auto-sharding does not apply",
                     status=NOT_REPRODUCED if multi and run.outcome in ("ok", "stopped") else INCONCLUSIVE,
                     anywhere=True))
+    return out + _seen_209(run) + [Seen("TFP210", 0, (
+        "the verifier does not run parameter-server clusters: what each worker reads from the coordinator is not "
+        "observed"), status=INCONCLUSIVE, anywhere=True, runtime=False)]
+
+
+# TFP209: TensorFlow's shape errors when the global batch sizes a per-replica tensor
+SHAPE_ERRORS = [r"Cannot reshape a tensor with", r"Dimensions must be equal", r"must be evenly divisible",
+                r"Dimension \d+ in both shapes must be equal", r"Incompatible shapes", r"ConcatOp : Dimension"]
+WHEN_RAN = {"TFP209": "no shape error (a size that is only counted, like `tf.range`, fails silently: not observed)"}
+
+
+def _seen_209(run) -> list[Seen]:
+    """TFP209: a shape error TensorFlow raised at a line, or in the function body (the replica function)
+    that holds it: it decides a finding on any line of that body."""
+    from tfpar_lint.verify.probes import error_matches
+    from tfpar_lint.verify.probes.scope import _block_lines
+
+    out: list[Seen] = []
+    for err in run.all_errors():
+        if not error_matches(err, SHAPE_ERRORS):
+            continue
+        at = error_line(err) or 0
+        body = _block_lines(run.path, at, loops=False) if at else set()
+        caught = " (the script caught it)" if err.get("caught") else ""
+        out.append(Seen("TFP209", at, (f"TensorFlow raised {run.error_text(err)}{caught} at line {at}, in the replica "
+                                       f"function ({run.ctx()})"),
+                        tuple(err.get("script_lines") or ()) + tuple(sorted(body)), runtime=False))
     return out

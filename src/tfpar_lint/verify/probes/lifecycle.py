@@ -199,5 +199,49 @@ def _seen_602(run) -> list[Seen]:
     return [Seen("TFP602", 0, why, status=status, anywhere=True)]
 
 
+def _ran_on_workers(run) -> dict[int, list[int]]:
+    """Each marked line -> the workers on which its statement started."""
+    out: dict[int, list[int]] = {}
+    for i, w in enumerate(run.workers):
+        marks = {int(k): v for k, v in ((w or {}).get("marks") or {}).items()}
+        ran = {int(k): v for k, v in ((w or {}).get("ran") or {}).items()}
+        for line, mid in marks.items():
+            who = out.setdefault(line, [])
+            if ran.get(mid):
+                who.append(i)
+    return out
+
+
+def _seen_608(run) -> list[Seen]:
+    """TFP608: a chief-only exit or collective that ran on some workers only, after which a peer's
+    collective failed or the run hung (judged at every marked line; never a mistake of its own)."""
+    n = len(run.workers)
+    if n < 2:
+        return []
+    peer = next((e for e in run.all_errors() if error_matches(e, _PEER_FAILED)), None)
+    out = []
+    for line, who in _ran_on_workers(run).items():
+        if not who:
+            continue
+        if len(who) == n:
+            out.append(Seen("TFP608", line, f"line {line} ran on all {n} workers", status=NOT_REPRODUCED))
+        elif peer or run.outcome == "hung":
+            after = (f"{run.error_text(peer)} on worker {peer['worker']}" if peer else f"the run hung ({run.hang})")
+            out.append(Seen("TFP608", line, (f"line {line} ran on worker {', '.join(map(str, who))} only, of {n} "
+                                             f"workers; then {after}: the other workers' collective had no peer"),
+                            runtime=False))
+        else:
+            out.append(Seen("TFP608", line, (f"line {line} ran on worker {', '.join(map(str, who))} only, but no "
+                                             f"collective failed or hung"), status=NOT_REPRODUCED))
+    return out
+
+
+# TFP607 (a misidentified chief) shows on a cluster with a `chief` task or in which branch each
+# worker takes; the verifier runs workers only and marks the flagged statement, not its branches.
+_SEEN_607 = Seen("TFP607", 0, "a misidentified chief shows on a cluster with a `chief` task (two chiefs) or in which "
+                              "branch each worker takes (no chief); the verifier runs workers only and marks the "
+                              "flagged statement, not its branches", status=INCONCLUSIVE, anywhere=True)
+
+
 def seen(run) -> list[Seen]:
-    return errors_seen(run, ERRORS) + _seen_saves(run) + _seen_602(run)
+    return errors_seen(run, ERRORS) + _seen_saves(run) + _seen_602(run) + _seen_608(run) + [_SEEN_607]

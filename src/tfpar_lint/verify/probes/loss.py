@@ -13,12 +13,20 @@ Child side:
 * updates of mirrored variables inside a replica function (line, variable),
   and at the end whether the replica copies of those variables still agree.
 
-Scripts with TFP501/503/504/505 findings run a second time on one replica
-(same data: global and numpy seeds set in both runs).  The parent compares
+Scripts with TFP501/503/504/505 (and TFP509-512) findings run a second time on one
+replica (same data: global and numpy seeds set in both runs).  The parent compares
 the first step: the update each variable got on N replicas vs on one
-replica (TFP501 about N, TFP503 about 1/N, TFP504 N for the regularised
-kernel), and the reported loss (TFP505 about 1/N with MEAN).  TFP502 is
+replica (TFP501 and TFP510 about N, TFP503 about 1/N, TFP504 N for the
+regularised kernel, TFP509 larger when per-replica clipping acted, TFP511 not 1),
+and the reported loss (TFP505 about 1/N with MEAN, TFP512 about N with SUM).  TFP502 is
 confirmed by the tf_keras reduction error at the line.
+
+TFP508: a ``PerReplica`` of several replicas handed to host code in
+cross-replica context at the line: converted to a tensor (a conversion
+function registered ahead of TensorFlow's records the line, then defers to
+TensorFlow's, which raises), turned into a NumPy array (``__array__``, which
+makes the same 0-d object array NumPy makes without it), or asked for
+``.numpy`` (the misuse record above).
 """
 from __future__ import annotations
 
@@ -47,6 +55,7 @@ class _State:
         self.outputs: dict[str, list] = {}
         self.reduces: list[dict[str, Any]] = []
         self.misuse: list[dict[str, Any]] = []
+        self.host_uses: list[dict[str, Any]] = []
         self.updates: dict[int, dict[str, Any]] = {}
         self.update_refs: dict[int, Any] = {}
         self.local = threading.local()
@@ -245,6 +254,12 @@ def install(R) -> None:
         if k not in cls.__dict__:
             setattr(cls, k, fn)
 
+    # ---- a PerReplica handed to host code (TFP508)
+    try:
+        _install_host_uses(R, L)
+    except Exception:  # pragma: no cover - a TensorFlow without these hooks
+        pass
+
     # ---- mirrored variables updated in a replica function
     def make_update(kind):
         def make(orig):
@@ -269,6 +284,43 @@ def install(R) -> None:
         patch(dv.DistributedVariable, m, make_update(m), tag="loss")
 
 
+def _install_host_uses(R, L: _State) -> None:
+    from tensorflow.python.distribute import distribute_lib
+    from tensorflow.python.distribute import values as dv
+    from tensorflow.python.framework import tensor_conversion_registry
+
+    def record(kind: str, value) -> None:
+        try:
+            n = len(getattr(value, "values", ()))
+            if n < 2 or R.in_replica_fn() or len(L.host_uses) >= 20:
+                return
+            lines = R.script_lines(3)
+            if not lines:
+                return
+            with R.lock:
+                L.host_uses.append({"line": lines[0], "lines": lines[:4], "kind": kind, "replicas": n})
+        except Exception:  # pragma: no cover
+            pass
+
+    def convert(value, dtype=None, name=None, as_ref=False):
+        if distribute_lib.in_cross_replica_context() or not distribute_lib.has_strategy():
+            record("converted to a tensor", value)
+        return NotImplemented  # TensorFlow's own conversion function decides (and raises)
+
+    tensor_conversion_registry.register_tensor_conversion_function(dv.PerReplica, convert, priority=1)
+
+    if "__array__" not in dv.PerReplica.__dict__:
+        def __array__(self, dtype=None, copy=None):
+            import numpy as np
+
+            record("turned into a NumPy array", self)
+            out = np.empty((), dtype=object)
+            out[()] = self  # what NumPy makes of an object without __array__
+            return out
+
+        dv.PerReplica.__array__ = __array__
+
+
 def collect(R) -> dict[str, Any]:
     L: _State = getattr(R, "loss", None)
     if L is None:
@@ -282,7 +334,8 @@ def collect(R) -> dict[str, Any]:
             copies = []
         updates.append(dict(rec, copies=copies))
     return {"first_step": L.first_step, "outputs": L.outputs, "reduces": L.reduces, "misuse": L.misuse,
-            "updates": updates, "average_loss": L.average_loss, "metric_fed": L.metric_fed}
+            "updates": updates, "host_uses": L.host_uses, "average_loss": L.average_loss,
+            "metric_fed": L.metric_fed}
 
 
 # ================================================================== parent
@@ -320,7 +373,8 @@ def _fmt(xs: list[dict]) -> str:
     return ", ".join(f"{x['name'].split(':')[0]} {x['n']:.4g} vs {x['one']:.4g} (ratio {x['ratio']:.2f})" for x in xs[:4])
 
 
-WHEN_RAN = {"TFP506": "no PerReplica value was used as a tensor there"}
+WHEN_RAN = {"TFP506": "no PerReplica value was used as a tensor there",
+            "TFP508": "no PerReplica value reached host code there"}
 
 
 def _fed_text(m: dict, run) -> str:
@@ -351,7 +405,13 @@ def _seen_update(run) -> list[Seen]:
             ("TFP504", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
              f"about {n}: the regularisation was added on every replica and summed"),
             ("TFP501", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
-             f"about {n}: each replica averaged over its own batch, then the gradients were summed")):
+             f"about {n}: each replica averaged over its own batch, then the gradients were summed"),
+            ("TFP510", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
+             f"about {n}: compute_average_loss divided by the per-replica batch, then the gradients were summed"),
+            ("TFP511", [r for r in rs if abs(r["ratio"] - 1) > TOLERANCE],
+             "not 1: the loss was scaled twice, so the update depends on the number of replicas"),
+            ("TFP509", [r for r in rs if abs(r["ratio"] - 1) > TOLERANCE],
+             "not 1: each replica was clipped by its own norm and the clipped gradients were summed")):
         out.append(Seen(code, 0, (f"first step {fn} on {run.ctx()} moved the variables {bad[0]['ratio']:.2f}x as far as "
                                   f"the same step on one replica (same data and seed), {what}; update norms N replicas "
                                   f"vs one: {_fmt(bad)}"), anywhere=True, runtime=False) if bad else
@@ -371,19 +431,19 @@ def _seen_reported(run, o) -> list[Seen]:
         ref = (_obs(run.rerun).get("outputs") or {}).get(fn) or []
         if not mine or not ref or not mine[0] or not ref[0]:
             out.append(Seen("TFP505", lines[0], f"the outputs of {fn} could not be compared with the one-replica run",
-                            lines, INCONCLUSIVE))
+                            lines, INCONCLUSIVE, also=("TFP512",)))
             continue
         a, b = mine[0][0], ref[0][0]
         ratio = _ratio(a, b)
         if ratio is None:
-            out.append(Seen("TFP505", lines[0], f"{fn} returned 0 on one replica", lines, INCONCLUSIVE))
+            out.append(Seen("TFP505", lines[0], f"{fn} returned 0 on one replica", lines, INCONCLUSIVE, also=("TFP512",)))
         elif abs(ratio - 1) > TOLERANCE:
             out.append(Seen("TFP505", lines[0], (f"strategy.reduce({r['op']}) at line {lines[0]}: {fn} reported loss "
                                                  f"{a:.4g} on {run.ctx()}, {b:.4g} for the same step on one replica "
-                                                 f"(same data): ratio {ratio:.2f}"), lines, runtime=False))
+                                                 f"(same data): ratio {ratio:.2f}"), lines, runtime=False, also=("TFP512",)))
         else:
             out.append(Seen("TFP505", lines[0], (f"strategy.reduce({r['op']}) at line {lines[0]}: {fn} reported {a:.4g} "
-                                                 f"on {run.ctx()} and {b:.4g} on one replica"), lines, NOT_REPRODUCED))
+                                                 f"on {run.ctx()} and {b:.4g} on one replica"), lines, NOT_REPRODUCED, also=("TFP512",)))
     return out
 
 
@@ -393,6 +453,14 @@ def seen(run) -> list[Seen]:
                                            f"({run.ctx()}) as one tensor ({m['kind']}): {m['error']}"))
            for m in o.get("misuse", [])]
     out += errors_seen(run, ERRORS)
+    for u in o.get("host_uses", []):
+        n = u.get("replicas")
+        out.append(Seen("TFP508", int(u["line"]), (f"at line {u['line']} a PerReplica value{f' of {n} replicas' if n else ''} "
+                                                   f"was {u['kind']} in cross-replica context ({run.ctx()})"),
+                        tuple(u.get("lines") or ())))
+    out += [Seen("TFP508", int(m["line"]), (f"at line {m['line']} a PerReplica value was asked for {m['kind']} "
+                                            f"({m['error']}) in cross-replica context ({run.ctx()})"), runtime=False)
+            for m in o.get("misuse", []) if m.get("line")]
     if run.replicas >= 2:
         out += [Seen("TFP505", int(m["line"]), _fed_text(m, run), (int(m["loss_line"]),))
                 for m in o.get("metric_fed", [])]

@@ -21,7 +21,7 @@ import threading
 from typing import Any, Optional
 
 from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
-from tfpar_lint.verify.probes import Seen, error_line, error_matches
+from tfpar_lint.verify.probes import Seen, error_line, error_matches, errors_seen
 
 CODES = "TFP1xx"
 
@@ -552,7 +552,12 @@ def _fit_wrapper(R, S, orig, kind):
         }
         with R.lock:
             S.fits.append(rec)
-        return orig(self, *args, **kwargs)
+        try:
+            return orig(self, *args, **kwargs)
+        except Exception as e:  # the script may catch it: keep its text as evidence
+            rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            R.record_caught(e, f"model.{kind}")
+            raise
 
     return fit
 
@@ -755,6 +760,8 @@ def _seen_errors(run, o, mis) -> tuple[list[Seen], set[str]]:
             out.append(Seen(code, line, text, tuple(sorted(lines)), runtime=False))
             if not err.get("caught") and err is run.error:
                 unlinked.add(code)
+        if p == _MIXING and _unscoped_compiles(o):
+            continue  # a model of a strategy compiled outside its scope: TFP110 at the compile (_seen_issue19)
         if not any(s.runtime for s in out) and line:
             code = _ERROR_CODE.get(p) or (_KIND_CODE.get(mis[0][0]["kind"], "TFP101") if mis else "TFP101")
             out.append(Seen(code, line, text, tuple(err.get("script_lines") or ())))
@@ -918,6 +925,7 @@ def seen(run) -> list[Seen]:
     o = _merged(run)
     mis = _misuses(run, o) if o else []
     errs, unlinked = _seen_errors(run, o, mis)
+    errs += errors_seen(run, {"TFP112": [_SHADOW_TYPE]}, runtime=False)
     if not o:
         return errs
     if mis:  # the error is the symptom of the object created outside the scope: one finding, at the object
@@ -928,4 +936,109 @@ def seen(run) -> list[Seen]:
                 mis[0] = (ob, f"{use}; then, at line {e.line}, {e.evidence}")
     # checkpoints, apply_gradients and pins first: they decide TFP104/106/107/108 at their own lines
     return (errs + _seen_checkpoints(run, o) + _seen_applies(run, o) + _seen_pins(run, o)
-            + _seen_objects(run, o, mis, unlinked))
+            + _seen_objects(run, o, mis, unlinked) + _seen_issue19(run, o))
+
+
+# ------------------------------------------------------------ issue 19: TFP110-TFP113
+_CROSS_REPLICA_STEP = [r"DistributedVariable\.handle is not available outside the replica context",
+                       r"SyncOnReadVariable does not support `assign_add` in cross-replica context",
+                       r"cannot be called in cross-replica context", _NEED_SCOPE]
+_PLACEHOLDER = r"You must feed a value for placeholder tensor"
+_SHADOW_TYPE = r"tuple indices must be integers or slices, not \w*Variable"
+WHEN_RAN.update({
+    "TFP111": "no cross-replica error",
+    "TFP112": "no shadow-variable error",
+})
+
+
+def _unscoped_compiles(o) -> list[dict]:
+    """compile calls that ran outside every scope on a model that belongs to a strategy."""
+    return [c for c in (o or {}).get("compiles", []) if c.get("lines") and c.get("strategy") is None
+            and c.get("model_strategy") is not None]
+
+
+def _block_lines(path: str, line: int, loops: bool = True) -> set[int]:
+    """The lines of the innermost loop or function body holding ``line`` (the step it is part of; with
+    ``loops`` False the function only), else of the innermost ``with`` body, else ``{line}``."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return {line}
+    step = (ast.FunctionDef, ast.AsyncFunctionDef) + ((ast.For, ast.While) if loops else ())
+    best: dict[bool, tuple[int, int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, step + (ast.With,)) and node.body:
+            lo, hi = node.body[0].lineno, max(getattr(n, "end_lineno", n.lineno) for n in node.body)
+            key = isinstance(node, step)
+            if lo <= line <= hi and (key not in best or hi - lo < best[key][1] - best[key][0]):
+                best[key] = (lo, hi)
+    b = best.get(True) or best.get(False)
+    return set(range(b[0], b[1] + 1)) if b else {line}
+
+
+def _seen_issue19(run, o) -> list[Seen]:
+    out: list[Seen] = []
+    # TFP110: the compile ran outside every scope on a model of a strategy, then the mixing error
+    mixing = [e for e in run.errors() if error_matches(e, [_MIXING])]
+    for c in o.get("compiles", []):
+        if not c.get("lines"):
+            continue
+        line, lines = int(c["lines"][0]), tuple(c["lines"])
+        if c.get("strategy") is not None or c.get("model_strategy") is None:
+            out.append(Seen("TFP110", line, f"the compile at line {line} ran " + (
+                "under a strategy scope" if c.get("strategy") is not None
+                else "for a model that belongs to no strategy"), lines, NOT_REPRODUCED))
+        elif mixing:
+            err = mixing[0]
+            caught = " (the script caught it)" if err.get("caught") else ""
+            out.append(Seen("TFP110", line, (
+                f"the compile at line {line} ran outside every scope for a model of "
+                f"{_strategy_name(run, c['model_strategy'])}; then TensorFlow raised {run.error_text(err)}{caught}"),
+                lines + tuple(err.get("script_lines") or ())))
+        else:
+            out.append(Seen("TFP110", line, (
+                f"the compile at line {line} ran outside the scope of the model's "
+                f"{_strategy_name(run, c['model_strategy'])}, and no strategy-mixing error followed"), lines,
+                NOT_REPRODUCED))
+    # TFP111: the step (or metric update) ran in cross-replica context: TensorFlow's cross-replica error
+    # there or earlier in the same step (the tape's gradient fails before apply_gradients does)
+    for err in run.errors():
+        if not error_matches(err, _CROSS_REPLICA_STEP):
+            continue
+        at = error_line(err) or 0
+        step: set[int] = set()
+        for ln in err.get("script_lines") or ():
+            step |= _block_lines(run.path, int(ln))
+        caught = " (the script caught it)" if err.get("caught") else ""
+        out.append(Seen("TFP111", at, (f"TensorFlow raised {run.error_text(err)}{caught} at line {at}, in the same "
+                                       f"step, outside strategy.run"), tuple(sorted(step)), runtime=False))
+    for a in o.get("applies", []):
+        if not a.get("lines"):
+            continue
+        line = int(a["lines"][0])
+        if not a.get("replica") and a.get("strategy") is not None and a.get("error"):
+            out.append(Seen("TFP111", line, f"apply_gradients at line {line} ran in cross-replica context and raised "
+                                            f"{a['error']}", tuple(a["lines"]), runtime=False))
+        else:
+            out.append(Seen("TFP111", line, f"apply_gradients at line {line} ran on {run.ctx()} without a "
+                                            f"cross-replica error", tuple(a["lines"]), NOT_REPRODUCED))
+    # TFP113: an optimizer not built in the scope, first applied in a traced replica function: the placeholder error
+    placeholder = [e for e in run.errors() if error_matches(e, [_PLACEHOLDER])]
+    for i, ob in enumerate(o.get("objects", [])):
+        if ob["kind"] != "optimizer" or not ob.get("lines"):
+            continue
+        applies = [a for a in o.get("applies", []) if a.get("optimizer") == i]
+        line, lines = int(ob["lines"][-1]), tuple(ob["lines"])
+        if placeholder:
+            where = " (its first apply_gradients ran in a replica function)" if any(
+                a.get("replica") for a in applies) else ""
+            out.append(Seen("TFP113", line, (
+                f"the {ob['cls']} created at line {_l(ob)} was not built in the scope{where}; the first traced step "
+                f"raised {run.error_text(placeholder[0])} on {run.ctx()}"), lines, runtime=False))
+        elif applies:
+            out.append(Seen("TFP113", line, f"the optimizer of line {_l(ob)} was applied on {run.ctx()} without the "
+                                            f"placeholder error", lines, NOT_REPRODUCED))
+    return out
