@@ -436,12 +436,13 @@ class Project:
         resolved against the files there are): a new importer of one of them, or an import line
         of one removed, changes it."""
         import hashlib
-        import json
 
         index = self._import_index()
-        payload = json.dumps([(p, sorted(set(index.get(os.path.abspath(p), ()))))
-                              for p in sorted({os.path.abspath(x) for x in paths})])
-        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+        h = hashlib.sha256()
+        for p in sorted({os.path.abspath(x) for x in paths}):
+            # NUL between names (no path holds one), two after each module
+            h.update(("\0".join([p, *sorted(set(index.get(p, ())))]) + "\0\0").encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
 
     def imported_texts(self, path: str, source: str) -> list[tuple[str, str]]:
         """(path, text) of the project files the text of ``source`` (the file at ``path``)
