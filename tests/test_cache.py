@@ -378,3 +378,56 @@ def test_corrupt_digest_index_is_ignored(project, monkeypatch, how):
     res = lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
     assert counter.take() == []  # every file hashed again: all hits
     assert dicts(res) == dicts(cold)
+
+
+# ------------------------------------------------- the project's import index, kept between runs
+def test_import_index_is_kept_and_updated_file_by_file(tmp_path, monkeypatch):
+    """The index of who imports whom is kept in the cache folder: a run that finds the project's
+    folders and files unchanged reads no file; an edited file is the only one read again; a file
+    added or removed (its folder changed) is seen.  Each time the index equals one built afresh."""
+    import time
+
+    from tfpar_lint.semantic import project as project_mod
+    from tfpar_lint.semantic.summary import SummaryStore
+
+    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+    src = tmp_path / "proj"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "__init__.py").write_text("")
+    (src / "steps.py").write_text("def train_step(x):\n    return x\n")
+    (src / "train.py").write_text("from steps import train_step\n")
+    (src / "pkg" / "util.py").write_text("import os\n")
+    (src / "other.py").write_text("x = 1\n")
+    cache = str(tmp_path / "cache")
+    steps = str(src / "steps.py")
+    reads: list[str] = []
+    real = project_mod._read_regular
+    monkeypatch.setattr(project_mod, "_read_regular", lambda p: (reads.append(p), real(p))[1])
+
+    def index(kept: bool) -> dict:
+        proj = project_mod.Project([str(src)], None, summaries=SummaryStore(cache if kept else None))
+        return {k: sorted(v) for k, v in proj._import_index().items()}
+
+    def settle():
+        time.sleep(0.05)  # the next change gets other times than the last (a coarse clock's tick)
+
+    first = index(kept=True)
+    assert first[steps] == [str(src / "train.py")]
+    reads.clear()
+    assert index(kept=True) == first and reads == []  # nothing changed: nothing read
+    settle()
+    (src / "other.py").write_text("import steps\n")
+    reads.clear()
+    got = index(kept=True)
+    assert reads == [str(src / "other.py")]
+    assert got[steps] == sorted([str(src / "train.py"), str(src / "other.py")])
+    reads.clear()
+    assert got == index(kept=False)
+    settle()
+    (src / "pkg" / "new.py").write_text("from steps import train_step\n")  # pkg/ gains a file
+    got = index(kept=True)
+    assert str(src / "pkg" / "new.py") in got[steps] and got == index(kept=False)
+    settle()
+    (src / "train.py").unlink()
+    got = index(kept=True)
+    assert str(src / "train.py") not in got[steps] and got == index(kept=False)
