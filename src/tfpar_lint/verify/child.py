@@ -193,6 +193,7 @@ def _setup(spec: dict, result: dict) -> Recorder:
     R.worker_index = worker
     R.num_workers = int(spec.get("num_workers", 1) or 1)
     R.sync_dir = spec.get("sync_dir") or None  # local cluster: where the workers agree on when to stop
+    R.own_tf_config = bool(spec.get("own_tf_config"))  # started without the verifier's TF_CONFIG
     for n in notes:
         R.note(n)
     R.text = marked_text
@@ -285,7 +286,11 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
             result["error"] = _describe_error(e, R, script)
             _print_uncaught(e, R, spec)
     except BaseException as e:
-        if STOP_SENTINEL in str(e) and R.stop_reason:
+        if isinstance(e, StopIteration) and getattr(R, "loop_cuts", 0):
+            # next() past the end of a dataset the verifier cut at --max-steps elements
+            R.stop_reason = R.stop_reason or f"stopped after {R.max_steps} elements of a dataset (next() past the cut)"
+            result["outcome"] = "stopped"
+        elif STOP_SENTINEL in str(e) and R.stop_reason:
             result["outcome"] = "stopped"
         else:
             result["outcome"] = "error"

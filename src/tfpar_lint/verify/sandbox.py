@@ -634,7 +634,6 @@ def lock(keep: tuple = ()) -> str:
     caller falls back rather than run an unlocked sandbox)."""
     _close_inherited(keep)
     uid, gid = os.getuid(), os.getgid()
-    lib = _lib()
     _unshare_user(CLONE_NEWUSER | CLONE_NEWNS, uid, gid, "unshare (lock)")
     _drop_caps()
     prctl(PR_SET_NO_NEW_PRIVS, 1)
