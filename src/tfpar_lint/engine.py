@@ -93,7 +93,7 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
     project = _PROJECTS.get(key)
     if project is None:
         def build(fpath: str, src: str) -> Module:
-            tree, opaque = deep.parse_module(src)
+            tree, opaque = deep.parse_module(src, key=os.path.abspath(fpath))
             mod = Module(tree, src, fpath, options.strategy_factories,
                          options.dataset_distributors, tf_version=options.tf_version, project=project)
             mod.opaque = opaque  # the note, should this module be linted itself
@@ -333,7 +333,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         module, tree = known, known.tree  # already built as another file's import: the same object
         opaque = getattr(known, "opaque", 0)
     else:
-        tree, opaque = deep.parse_module(source)
+        tree, opaque = deep.parse_module(source, key=os.path.abspath(path) if path != "<stdin>" else None)
         module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
                         tf_version=options.tf_version, project=project)
     if opaque and notes is not None:
