@@ -2,6 +2,13 @@
 
     git worktree add /tmp/oldtree aec08d1
     OLD=/tmp/oldtree .venv/bin/python benchmarks/before_after.py
+    OLD=/tmp/oldtree .venv/bin/python benchmarks/before_after.py --warm [ROUNDS] [--extend-exclude GLOB]
+
+``--warm``: each tree fills its own cache (one untimed run), then ROUNDS rounds (default 7) each run
+both trees warm (nothing changed) and ``ruff check --no-cache`` (default rules) when it is installed,
+in turn; the minimum and median of wall and CPU time, and the load average before each round.
+``--extend-exclude`` is handed to tfpar-lint (a file that ends in E903 is linted again on every
+warm run: it is not cached).
 
 Both trees lint the installed tensorflow, keras and tf_keras plus the OLD tree's fixtures/ (the
 same files); 3 rounds alternating, -j1 and -j2; median wall and CPU (``os.wait4`` rusage: the
@@ -29,7 +36,51 @@ def timed(tree: str, j: int) -> tuple[float, float]:
     return time.perf_counter() - t, ru.ru_utime + ru.ru_stime
 
 
+def timed_cmd(cmd: list[str], env: dict) -> tuple[float, float]:
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd="/tmp", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, _status, ru = os.wait4(p.pid, 0)
+    return time.perf_counter() - t, ru.ru_utime + ru.ru_stime
+
+
+def warm(rounds: int, extra: list[str]) -> None:
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="tfpar-warm-")
+    cmds = {}
+    for name, tree in (("before", OLD), ("after", NEW)):
+        env = dict(os.environ, PYTHONPATH=os.path.join(tree, "src"))
+        cmd = [sys.executable, "-m", "tfpar_lint", "--no-config", "--format", "json", "-j2", "--exit-zero",
+               "--cache-dir", os.path.join(tmp, name), *extra, *CORPUS]
+        print(name, "fill the cache: wall %.1f s, CPU %.1f s" % timed_cmd(cmd, env), flush=True)
+        cmds[name] = (cmd, env)
+    ruff = shutil.which("ruff") or os.path.join(os.path.dirname(sys.executable), "ruff")
+    if os.path.exists(ruff):
+        cmds["ruff (default rules)"] = ([ruff, "check", "--no-cache", "--isolated", "--exit-zero",
+                                         "--output-format", "concise", *CORPUS], dict(os.environ))
+    res: dict = {k: [] for k in cmds}
+    loads = []
+    for _ in range(rounds):
+        loads.append(os.getloadavg()[0])
+        for name, (cmd, env) in cmds.items():
+            res[name].append(timed_cmd(cmd, env))
+    print("load average before each round:", " ".join(f"{x:.1f}" for x in loads))
+    for name, v in res.items():
+        print(f"{name}: wall min {min(x[0] for x in v):.2f} median {statistics.median(x[0] for x in v):.2f} s; "
+              f"CPU min {min(x[1] for x in v):.2f} median {statistics.median(x[1] for x in v):.2f} s")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
+    if "--warm" in sys.argv:
+        args = sys.argv[sys.argv.index("--warm") + 1:]
+        rounds = int(args[0]) if args and args[0].isdigit() else 7
+        extra = []
+        if "--extend-exclude" in args:
+            extra = ["--extend-exclude", args[args.index("--extend-exclude") + 1]]
+        warm(rounds, extra)
+        return
     res: dict = {}
     for _ in range(3):
         for tree in (OLD, NEW):

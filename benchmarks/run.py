@@ -634,6 +634,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--repeat-limit", type=float, default=60.0,
                     help="do not repeat a case whose first run took longer (seconds; 0: always repeat)")
     ap.add_argument("--only", action="append", default=[], help="run only cases whose key starts with this")
+    ap.add_argument("--exclude", action="append", default=[],
+                    help="leave out corpus files whose path contains this (the header counts them)")
     ap.add_argument("--skip", action="append", default=[], help="leave out cases whose key starts with this "
                     "(keys: tfpar_cold_j1, tfpar_cold_jN, tfpar_warm_jN, flake8_j1, flake8_jN, ruff_all, "
                     "ruff_default, torchfix_jN, floor_ast, floor_cst, floor_sem_sub, plugin)")
@@ -654,6 +656,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     (tmp / "out").mkdir()
     try:
         files, per_source = build_corpus(args.smoke, snapshot=tmp)
+        if args.exclude:  # files a tool cannot lint (one E903 fails the run: exit status 2)
+            left = [f for f in files if not any(x in f for x in args.exclude)]
+            per_source["left out (--exclude)"] = len(left) - len(files)
+            files = left
         if not files:
             print("no files to benchmark (no fixtures/, no tensorflow/keras installed)", file=sys.stderr)
             return 2
@@ -675,7 +681,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         findings = compare_findings(tmp)
         meta = {
             "command": "benchmarks/run.py" + (" --smoke" if args.smoke else "") + f" --runs {runs}"
-                       + "".join(f" --only {o}" for o in args.only) + "".join(f" --skip {o}" for o in args.skip),
+                       + "".join(f" --only {o}" for o in args.only) + "".join(f" --skip {o}" for o in args.skip) + "".join(f" --exclude {o}" for o in args.exclude),
             "date": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
             "machine": machine(), "versions": versions(), "jobs": args.jobs, "git": git_state(),
             "files": len(files), "lines": lines, "bytes": size, "per_source": per_source,

@@ -284,3 +284,150 @@ def test_cli_cache_dir_from_config(project, monkeypatch, capsys):
     main(["--format", "json", "."])
     capsys.readouterr()
     assert (project / "build" / "lintcache" / ".gitignore").is_file()  # relative to the project root
+
+
+# ------------------------------------------------- the digest index (files hashed only when changed)
+def _same_size(text: str, size: int) -> str:
+    """``text`` padded with a comment to ``size`` bytes."""
+    pad = size - len(text.encode()) - 1
+    assert pad >= 1
+    return text + "#" * pad + "\n"
+
+
+def test_unchanged_files_are_not_read_again(project, monkeypatch):
+    """A file whose status (device, inode, size, times) is the one remembered is not read: its
+    digest comes from the index; the result is the same."""
+    monkeypatch.setattr(cache_mod, "RACY_NS", 0)  # trust files just written
+    cdir = str(project / "cache")
+    files = files_of(project)
+    first = lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
+    lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)  # the index learns every file
+    index = json.loads((project / "cache" / "digests" / "v1.json").read_bytes().split(b"\n", 1)[1])
+    assert set(files) <= set(index)
+    reads: list[str] = []
+    real = cache_mod.read_regular_stat
+    monkeypatch.setattr(cache_mod, "read_regular_stat", lambda p, m=0: (reads.append(p), real(p, m))[1])
+    counter = Counter(monkeypatch)
+    third = lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
+    assert counter.take() == [] and reads == []
+    assert dicts(first) == dicts(third)
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_a_miss(project, monkeypatch):
+    """The status-change time is part of the key: content replaced by other content of the same
+    size, with the modification time set back, is read and linted again."""
+    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+    counter = Counter(monkeypatch)
+    cdir = str(project / "cache")
+    files = files_of(project)
+    bad = project / "src" / "bad.py"
+    size = max(len(BAD.encode()), len(GOOD.encode())) + 2
+    bad.write_text(_same_size(BAD, size))
+    for _ in range(2):
+        res = lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
+    assert res[files.index(str(bad))].findings
+    counter.take()
+    st = os.stat(bad)
+    bad.write_text(_same_size(GOOD, size))
+    os.utime(bad, ns=(st.st_atime_ns, st.st_mtime_ns))
+    now = os.stat(bad)
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+    res = lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
+    assert counter.take() == [str(bad)]
+    assert not res[files.index(str(bad))].findings
+
+
+def test_recently_changed_files_are_not_trusted_by_status(project):
+    """A file changed within RACY_NS of being read is hashed on every run (a write in the same
+    clock tick would leave its times as they were)."""
+    cdir = str(project / "cache")
+    files = files_of(project)
+    old = project / "src" / "plain.py"
+    t = os.stat(old).st_mtime_ns - 10 * cache_mod.RACY_NS
+    os.utime(old, ns=(t, t))  # its ctime is still now: not trusted either
+    for _ in range(2):
+        lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
+    index_file = project / "cache" / "digests" / "v1.json"
+    index = json.loads(index_file.read_bytes().split(b"\n", 1)[1]) if index_file.exists() else {}
+    assert not set(files) & set(index)
+
+
+@pytest.mark.parametrize("how", ["garbage", "checksum", "fifo"])
+def test_corrupt_digest_index_is_ignored(project, monkeypatch, how):
+    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+    cdir = str(project / "cache")
+    files = files_of(project)
+    cold = lint_paths(files, enabled=ALL, jobs=1)
+    lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
+    lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
+    index_file = project / "cache" / "digests" / "v1.json"
+    data = index_file.read_bytes()
+    index_file.unlink()
+    if how == "garbage":
+        index_file.write_bytes(b"\x00not json")
+    elif how == "checksum":  # every file mapped to the digest of another, the checksum left as it was
+        head, body = data.split(b"\n", 1)
+        index = json.loads(body)
+        digests = [v[5] for v in index.values()]
+        for v, d in zip(index.values(), digests[1:] + digests[:1]):
+            v[5] = d
+        index_file.write_bytes(head + b"\n" + json.dumps(index).encode())
+    else:
+        os.mkfifo(index_file)
+    counter = Counter(monkeypatch)
+    res = lint_paths(files, enabled=ALL, jobs=1, cache_dir=cdir)
+    assert counter.take() == []  # every file hashed again: all hits
+    assert dicts(res) == dicts(cold)
+
+
+# ------------------------------------------------- the project's import index, kept between runs
+def test_import_index_is_kept_and_updated_file_by_file(tmp_path, monkeypatch):
+    """The index of who imports whom is kept in the cache folder: a run that finds the project's
+    folders and files unchanged reads no file; an edited file is the only one read again; a file
+    added or removed (its folder changed) is seen.  Each time the index equals one built afresh."""
+    import time
+
+    from tfpar_lint.semantic import project as project_mod
+    from tfpar_lint.semantic.summary import SummaryStore
+
+    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+    src = tmp_path / "proj"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "__init__.py").write_text("")
+    (src / "steps.py").write_text("def train_step(x):\n    return x\n")
+    (src / "train.py").write_text("from steps import train_step\n")
+    (src / "pkg" / "util.py").write_text("import os\n")
+    (src / "other.py").write_text("x = 1\n")
+    cache = str(tmp_path / "cache")
+    steps = str(src / "steps.py")
+    reads: list[str] = []
+    real = project_mod._read_regular
+    monkeypatch.setattr(project_mod, "_read_regular", lambda p: (reads.append(p), real(p))[1])
+
+    def index(kept: bool) -> dict:
+        proj = project_mod.Project([str(src)], None, summaries=SummaryStore(cache if kept else None))
+        return {k: sorted(v) for k, v in proj._import_index().items()}
+
+    def settle():
+        time.sleep(0.05)  # the next change gets other times than the last (a coarse clock's tick)
+
+    first = index(kept=True)
+    assert first[steps] == [str(src / "train.py")]
+    reads.clear()
+    assert index(kept=True) == first and reads == []  # nothing changed: nothing read
+    settle()
+    (src / "other.py").write_text("import steps\n")
+    reads.clear()
+    got = index(kept=True)
+    assert reads == [str(src / "other.py")]
+    assert got[steps] == sorted([str(src / "train.py"), str(src / "other.py")])
+    reads.clear()
+    assert got == index(kept=False)
+    settle()
+    (src / "pkg" / "new.py").write_text("from steps import train_step\n")  # pkg/ gains a file
+    got = index(kept=True)
+    assert str(src / "pkg" / "new.py") in got[steps] and got == index(kept=False)
+    settle()
+    (src / "train.py").unlink()
+    got = index(kept=True)
+    assert str(src / "train.py") not in got[steps] and got == index(kept=False)

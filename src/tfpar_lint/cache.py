@@ -21,6 +21,14 @@ which files import them (``Project.importers_digest``), so that a file that
 starts or stops importing one of them, or any edit to a module it depends on,
 is a miss.
 
+Whether a file is unchanged is decided by its SHA-256, as above, but a file is hashed only when
+its status changed: :class:`DigestIndex` (``digests/v1.json`` in the cache folder, shared by all
+configurations) remembers each file's digest together with its device, inode, size,
+modification and status-change times (git's index does the same), and a file whose status is
+the same is not read again.  A digest is remembered only when the file had not changed in the
+:data:`RACY_NS` before it was read (a change within the same clock tick would not change its
+times); the status-change time, which no program can set back, is part of the key.
+
 So a changed file, a different selection or option, or another tfpar-lint
 is a miss, and the entry is overwritten by the fresh result (at most one
 entry per file per configuration).  An entry is trusted only after checks:
@@ -42,11 +50,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import time
 from dataclasses import asdict
 from typing import Any, Callable, Collection, Optional
 
 from tfpar_lint import __version__
-from tfpar_lint.files import read_bounded, read_regular
+from tfpar_lint.files import read_bounded, read_regular_stat
 from tfpar_lint.finding import FileError, Finding
 
 FORMAT = 2
@@ -106,6 +116,117 @@ def _ensure_root(root: str) -> None:
                 pass
 
 
+# A file's digest is remembered by its status only when its last change (modification or status
+# change) is at least this long before it was read: a write in the same tick of a coarse
+# filesystem clock (2 s on FAT) leaves the times as they were.
+RACY_NS = 2_000_000_000
+DIGESTS_MAX = 200_000  # files remembered by DigestIndex; past it, only those of the last run are kept
+
+
+class DigestIndex:
+    """SHA-256 of files' bytes, trusted while the file's status is unchanged (see the module
+    docstring).  Kept in ``<cache folder>/digests/v1.json``: the SHA-256 of the rest of the file
+    on its first line, then ``{path: [device, inode, size, mtime_ns, ctime_ns, digest]}`` as JSON;
+    read with the checks of :func:`read_entry`, else empty.  Concurrent runs may each write it
+    (atomically): one's additions may be lost, never mixed up."""
+
+    def __init__(self, root: str) -> None:
+        self.path = os.path.join(root, "digests", "v1.json")
+        self.root = root
+        self._known: Optional[dict[str, list]] = None
+        self._used: set[str] = set()
+        self._dirty = False
+
+    @staticmethod
+    def key(st: os.stat_result, now_ns: Optional[int] = None) -> Optional[list]:
+        """The status key of a regular file read at ``now_ns`` (default: now), or None when it
+        changed too recently to be trusted (:data:`RACY_NS`) or is no regular file."""
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if now_ns is None:
+            now_ns = time.time_ns()
+        if max(st.st_mtime_ns, st.st_ctime_ns) > now_ns - RACY_NS:
+            return None
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+    def _load(self) -> dict[str, list]:
+        if self._known is None:
+            self._known = {}
+            data = read_entry(self.path)
+            if data is not None and data[64:65] == b"\n" and \
+                    data[:64].decode("ascii", "replace") == hashlib.sha256(data[65:]).hexdigest():
+                try:
+                    known = json.loads(data[65:])
+                except (ValueError, RecursionError):
+                    known = None
+                if isinstance(known, dict):
+                    self._known = {p: v for p, v in known.items()
+                                   if isinstance(v, list) and len(v) == 6 and isinstance(v[5], str)}
+        return self._known
+
+    def lookup(self, path: str, st: os.stat_result) -> Optional[str]:
+        """The remembered digest of ``path`` if its status ``st`` is the remembered one."""
+        got = self._load().get(path)
+        if got is None or not stat.S_ISREG(st.st_mode):
+            return None
+        if got[:5] != [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]:
+            return None
+        self._used.add(path)
+        return got[5]
+
+    def record(self, path: str, key: Optional[list], file_digest: str) -> None:
+        if key is None:
+            return
+        known = self._load()
+        value = list(key) + [file_digest]
+        self._used.add(path)
+        if known.get(path) != value:
+            known[path] = value
+            self._dirty = True
+
+    def digest_of(self, path: str, max_size: int) -> Optional[str]:
+        """The SHA-256 of the regular file ``path`` (at most ``max_size`` bytes), from the index
+        when its status is unchanged, else read and hashed (and remembered); None if it cannot
+        be read."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        got = self.lookup(path, st)
+        if got is not None:
+            return got
+        try:
+            data, fst = read_regular_stat(path, max_size)  # never blocks on a FIFO
+        except OSError:
+            return None
+        now = time.time_ns()
+        d = digest(data)
+        self.record(path, self.key(fst, now), d)
+        return d
+
+    def save(self) -> None:
+        if not self._dirty or self._known is None:
+            return
+        known = self._known
+        if len(known) > DIGESTS_MAX:
+            known = {p: v for p, v in known.items() if p in self._used}
+        body = json.dumps(known, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            _ensure_root(self.root)
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with open(fd, "wb") as fh:
+                fh.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+            os.replace(tmp, self.path)
+            self._dirty = False
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
 class Cache:
     """The cache for one configuration (see the module docstring)."""
 
@@ -114,17 +235,28 @@ class Cache:
                  graph: Optional[Callable[[str, list], str]] = None) -> None:
         """``graph(path, deps)``: the fingerprint of who imports ``path`` and each of ``deps`` now
         (see the module docstring; by default :func:`tfpar_lint.engine.graph_digest` with ``options``)."""
-        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE, graph_digest
+        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE, project_for
 
         if graph is None and options is not None:
-            def graph(p: str, deps: list) -> str:
-                return graph_digest(p, options, deps)
+            from tfpar_lint.engine import GRAPH_KEY
+
+            projects: dict[tuple, Any] = {}  # (folder, notebook) -> its project, during this run
+
+            def graph(p: str, deps: list) -> str:  # engine.graph_digest, its project remembered
+                folder, name = os.path.split(os.path.abspath(p))
+                where = (folder, None if name.endswith(".py") else name)
+                if where not in projects:
+                    projects[where] = project_for(p, options)
+                project = projects[where]
+                return project.importers_digest([d for d in deps if d != GRAPH_KEY]) if project is not None else ""
         self.graph = graph
         self.max_file_size = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
         self.root = os.path.abspath(directory)
         self.key = config_key(enabled, options, apply_noqa)
         self.bucket = os.path.join(self.root, f"v{FORMAT}", self.key[:32])
         self._bucket_exists: Optional[bool] = None
+        self.digests = DigestIndex(self.root)
+        self._dep_digest: dict[str, str] = {}  # during this run: a dependency's digest, by path
         self.hits = 0
         self.misses = 0
         self.writes = 0
@@ -162,28 +294,28 @@ class Cache:
         if entry is None:
             self.misses += 1
             return None
-        if data is None:
-            from tfpar_lint.engine import read_bytes
-
-            data, _err = read_bytes(path, self.max_file_size)  # never blocks on a FIFO, never unbounded
-            if data is None:
+        if data is None:  # the file's digest, read and hashed only when its status changed
+            d = self.digests.digest_of(path, self.max_file_size)  # never blocks on a FIFO, never unbounded
+            if d is None:
                 self.misses += 1
                 return None
-        d = digest(data)
+        else:
+            d = digest(data)
+        self._dep_digest.setdefault(path, d)  # its own answers may depend on it (who imports it)
         try:
             if entry.get("format") != FORMAT or entry.get("digest") != d or entry.get("key") != self.key:
                 raise ValueError("stale")
-            for dep, dep_digest in (entry.get("deps") or {}).items():
+            deps = entry.get("deps") or {}
+            for dep, dep_digest in deps.items():
                 # another project file the result read: it must be unchanged too
                 if dep == GRAPH_KEY:  # and so must which files import the modules it asked about
                     if self.graph is None:
                         raise ValueError("stale")
-                    now = self.graph(path, list(entry.get("deps") or {}))
+                    now = self.graph(path, list(deps))
                 else:
-                    try:
-                        now = digest(read_regular(dep, self.max_file_size))  # never blocks on a FIFO
-                    except OSError:
-                        now = ""
+                    now = self._dep_digest.get(dep)
+                    if now is None:
+                        now = self._dep_digest[dep] = self.digests.digest_of(dep, self.max_file_size) or ""
                 if now != dep_digest:
                     raise ValueError("stale")
             findings = [Finding.from_dict(dict(f, path=path)) for f in entry["findings"]]
@@ -204,8 +336,10 @@ class Cache:
         err = result.error
         return err is None or err.message.startswith("syntax error")
 
-    def put(self, path: str, file_digest: str, result: Any) -> bool:
-        """Store ``result`` for ``path`` with content digest ``file_digest``; False if not stored."""
+    def put(self, path: str, file_digest: str, result: Any, stat_key: Optional[list] = None) -> bool:
+        """Store ``result`` for ``path`` with content digest ``file_digest``; False if not stored.
+        ``stat_key``: the file's status when those bytes were read (:meth:`DigestIndex.key`)."""
+        self.digests.record(path, stat_key, file_digest)
         if not self.cacheable(result):
             return False
         err = result.error
@@ -251,6 +385,11 @@ class Cache:
             return False
         self.writes += 1
         return True
+
+
+    def flush(self) -> None:
+        """Write what this run learnt that is kept across runs (the file digests)."""
+        self.digests.save()
 
 
 def _checksum(body: dict) -> str:

@@ -437,12 +437,12 @@ def normalise_indentation(source: str) -> Optional[Normalised]:
     return Normalised("".join(lines), indents)
 
 
-def parse(source: str) -> tuple[cst.Module, int, Optional[Normalised]]:
-    """:func:`parse_module`, and the rewritten source when libcst needed its indentation normalised
+def parse(source: str, key: Optional[str] = None) -> tuple[cst.Module, int, Optional[Normalised]]:
+    """:func:`parse_module` (``key``: see there), and the rewritten source when libcst needed its indentation normalised
     (mixed tabs and spaces that CPython accepts): then the tree is that text's."""
     exc: Optional[cst.ParserSyntaxError] = None
     try:
-        tree, opaque = parse_module(source)
+        tree, opaque = parse_module(source, key)
         if opaque or not _mixed_indentation(source) or tree.code == source:
             return tree, opaque, None
         # libcst took the mix but rewrote it (a line indented `8 spaces + tab` in a block indented
@@ -605,12 +605,22 @@ def _trim() -> None:
 _MALLOC_TRIM = None
 
 
-def parse_module(source: str) -> tuple[cst.Module, int]:
+def parse_module(source: str, key: Optional[str] = None) -> tuple[cst.Module, int]:
     """libcst's tree of ``source`` and the number of expressions made opaque (see the module doc).
     A large module is parsed in pieces (CHUNK_CHARS).
 
+    With ``key`` (a file's path) and :data:`INCREMENTAL` set (the language server), the tree of
+    the key's last text is reused: only the top-level statements whose text changed are parsed
+    again (:class:`Incremental`).
+
     Raises :class:`PythonRejects` (Python's verdict on a suspicious file) or
     ``libcst.ParserSyntaxError``."""
+    if key is not None and INCREMENTAL is not None:
+        return INCREMENTAL.parse(key, source)
+    return _parse_module(source)
+
+
+def _parse_module(source: str) -> tuple[cst.Module, int]:
     if enabled() and len(source) >= 2 * CHUNK_CHARS:
         got = _parse_in_pieces(source)
         if got is not None:
@@ -653,3 +663,249 @@ def note(count: int) -> str:
     what = "expression" if count == 1 else "expressions"
     return (f"{count} {what} too deep for libcst's parser (more than {MAX_HEIGHT} levels, or refused by it) "
             f"analysed as unknown values; findings inside {'it' if count == 1 else 'them'} may be missing")
+
+
+# -- incremental parse (the language server) ------------------------------------------------
+
+class Incremental:
+    """Trees of files edited again and again (an editor's buffers), by key: a new text is parsed
+    only where it changed.
+
+    The text is cut at the top-level statements (where each starts: its first decorator or its
+    first line; a statement's *chunk* runs from there to the next one's start, the first chunk
+    from the top of the file).  An edit changes a run of chunks; those, and the chunk before them
+    (an indented line added at a chunk's start belongs to the statement before), are parsed alone
+    as one module, and the tree is assembled from the new statements and the unchanged ones, as
+    libcst's full parse would build it: the comment and blank lines at the end of a chunk that
+    are not in its statement's block belong to the next statement (``leading_lines``), or to the
+    module's footer after the last one; those at the top of the file are the module's header.
+    The code the new statements generate in the assembled module must be the text that was
+    parsed, and the module's indentation and line ending must stay those of the whole text;
+    anything else (the edit is not a run of whole statements, a syntax error, a file the deep
+    guard rewrites, a line ending Python counts differently) is a full parse.  The findings do
+    not depend on which way the tree was made (tests/test_incremental.py compares both)."""
+
+    MAX_KEYS = 256
+
+    def __init__(self) -> None:
+        self._states: dict[str, _State] = {}
+        self.full = 0  # full parses
+        self.partial = 0  # parses of a changed run of statements only
+        self.check = os.environ.get("TFPAR_LINT_INCREMENTAL_CHECK", "") not in ("", "0")
+
+    def forget(self, key: Optional[str] = None) -> None:
+        if key is None:
+            self._states.clear()
+        else:
+            self._states.pop(key, None)
+
+    def parse(self, key: str, source: str) -> tuple[cst.Module, int]:
+        state = self._states.get(key)
+        if state is not None:
+            if state.text == source:
+                return state.tree, 0
+            tree = _reparse(state, source)
+            if tree is not None:
+                if self.check and tree.code != source:  # pragma: no cover - a bug of _reparse
+                    raise AssertionError("incremental parse: the tree's code is not the text")
+                self.partial += 1
+                return tree, 0
+        self._states.pop(key, None)
+        tree, opaque = _parse_module(source)
+        self.full += 1
+        if not opaque:
+            new = _State.of(source, tree)
+            if new is not None:
+                if len(self._states) >= self.MAX_KEYS:
+                    self._states.pop(next(iter(self._states)))
+                self._states[key] = new
+        return tree, opaque
+
+
+# Set by the language server: parse_module(source, key) reuses the key's last tree.
+INCREMENTAL: Optional[Incremental] = None
+
+
+class _State:
+    """A text, its tree, and where each top-level statement's chunk starts (``starts[0]`` is 0:
+    the first chunk holds the module's header)."""
+
+    __slots__ = ("text", "tree", "starts", "blocks")
+
+    def __init__(self, text: str, tree: cst.Module, starts: list[int], blocks: list[bool]) -> None:
+        self.text, self.tree, self.starts, self.blocks = text, tree, starts, blocks
+
+    @classmethod
+    def of(cls, text: str, tree: cst.Module) -> "Optional[_State]":
+        starts = _statement_starts(text)
+        if starts is None or len(starts) != len(tree.body) or not tree.body:
+            return None
+        starts[0] = 0
+        return cls(text, tree, starts, [_has_block(st) for st in tree.body])
+
+
+def _line_offsets(text: str) -> list[int]:
+    """Offset of each line's start (line 1 at index 0), lines ended by \n (\r\n included)."""
+    out = [0]
+    find = text.find
+    i = find("\n")
+    while i >= 0:
+        out.append(i + 1)
+        i = find("\n", i + 1)
+    return out
+
+
+def _statement_starts(text: str) -> Optional[list[int]]:
+    """Offsets where the top-level statements of ``text`` start (a decorated definition at its
+    first decorator; statements sharing a line are one, as in libcst), or None when Python cannot
+    parse it or counts lines otherwise (a lone \r)."""
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return None
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning ("invalid escape sequence"...): not ours to print
+            tree = _compile(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    offsets = _line_offsets(text)
+    out: list[int] = []
+    last = 0
+    for node in tree.body:
+        line = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        if line == last:
+            continue
+        if line < last or line > len(offsets):
+            return None
+        last = line
+        out.append(offsets[line - 1])
+    return out
+
+
+def _first_block(stmt: cst.CSTNode) -> Optional[cst.IndentedBlock]:
+    """The first indented block (in source order) of the top-level statement ``stmt``: libcst
+    takes the module's indentation from the first one of the file."""
+    if not isinstance(stmt, cst.BaseCompoundStatement):
+        return None
+    stack: list = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.IndentedBlock):
+            return node
+        stack.extend(child for child in reversed(node.children) if not isinstance(
+            child, (cst.BaseExpression, cst.BaseParenthesizableWhitespace, cst.EmptyLine, cst.Comment,
+                    cst.Newline, cst.BaseSmallStatement, cst.BaseStatement)) or isinstance(child, cst.BaseCompoundStatement))
+    return None
+
+
+def _has_block(stmt: cst.CSTNode) -> bool:
+    return _first_block(stmt) is not None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # bisection over slices compared at C speed
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    lo, hi = 0, limit
+    la, lb = len(a), len(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[la - mid:] == b[lb - mid:]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _reparse(state: _State, text: str) -> Optional[cst.Module]:
+    """The tree of ``text`` made from ``state`` (see :class:`Incremental`), or None: parse it all.
+    On success ``state`` describes ``text``."""
+    import bisect
+
+    old = state.text
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return None
+    if len(text) >= MIN_SIZE and flagged_lines(text, first_only=True):
+        return None  # the deep guard's business
+    pre = _common_prefix(old, text)
+    suf = _common_suffix(old, text, min(len(old), len(text)) - pre)
+    old_end = len(old) - suf  # the edit replaced old[pre:old_end] by text[pre:len(text) - suf]
+    delta = len(text) - len(old)
+    starts, body, n = state.starts, state.tree.body, len(state.tree.body)
+    first = max(bisect.bisect_right(starts, pre) - 1, 0)
+    last = max(bisect.bisect_left(starts, old_end) - 1, first)  # the chunk holding old_end - 1
+    first = max(first - 1, 0)  # and the chunk before (an indented line added at a chunk's start)
+    lo = starts[first]
+    at_end = last + 1 >= n
+    hi = (starts[last + 1] if not at_end else len(old)) + delta
+    if hi < lo:  # pragma: no cover - the edit lies inside [lo, hi) by construction
+        return None
+    region = text[lo:hi]
+    try:
+        part = cst.parse_module(region)
+    except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    if not part.body or (first > 0 and (part.header or part.body[0].leading_lines)):
+        return None
+    module = state.tree
+    if part.default_newline != module.default_newline:
+        return None
+    # the module's indentation is its first indented block's (libcst); the statements kept were
+    # built against the old one
+    before, after = state.blocks[:first], state.blocks[last + 1:]
+    part_blocks = [_has_block(st) for st in part.body]
+    if any(before):
+        indent = module.default_indent
+    elif any(part_blocks):
+        indent = part.default_indent
+    elif any(after):
+        block = _first_block(body[last + 1 + after.index(True)])
+        indent = block.indent if block is not None and block.indent is not None else module.default_indent
+    else:
+        indent = part.default_indent
+    if (any(before) or any(after)) and indent != module.default_indent:
+        return None
+    if any(part_blocks) and part.default_indent != indent:
+        return None
+    tree = module.with_changes(default_indent=indent)
+    # the new statements must generate, in the assembled module, exactly the text they came from
+    generated = "".join([tree.code_for_node(x) for x in part.header] if first == 0 else [])
+    generated += "".join(tree.code_for_node(x) for x in part.body)
+    generated += "".join(tree.code_for_node(x) for x in part.footer)
+    if at_end and not part.has_trailing_newline and generated.endswith(module.default_newline):
+        generated = generated[:-len(module.default_newline)]
+    if generated != region:
+        return None
+    part_starts = _statement_starts(region)
+    if part_starts is None or len(part_starts) != len(part.body):
+        return None
+    new_stmts = list(part.body)
+    if first > 0:  # its leading lines are the end of the chunk before, which is unchanged
+        new_stmts[0] = new_stmts[0].with_changes(leading_lines=body[first].leading_lines)
+    following = list(body[last + 1:])
+    if following and not _same_lines(following[0].leading_lines, part.footer):
+        following[0] = following[0].with_changes(leading_lines=part.footer)
+    tree = tree.with_changes(
+        header=part.header if first == 0 else module.header,
+        body=list(body[:first]) + new_stmts + following,
+        footer=part.footer if at_end else module.footer,
+        has_trailing_newline=part.has_trailing_newline if at_end else module.has_trailing_newline)
+    if first == 0:
+        part_starts[0] = 0
+    state.starts = starts[:first] + [lo + x for x in part_starts] + [x + delta for x in starts[last + 1:]]
+    state.blocks = before + part_blocks + after
+    state.text, state.tree = text, tree
+    return tree
+
+
+def _same_lines(a, b) -> bool:
+    return len(a) == len(b) and all(x.deep_equals(y) for x, y in zip(a, b))

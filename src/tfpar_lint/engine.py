@@ -95,7 +95,7 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
     project = _PROJECTS.get(key)
     if project is None:
         def build(fpath: str, src: str) -> Module:
-            tree, opaque, fixed = deep.parse(src)
+            tree, opaque, fixed = deep.parse(src, key=os.path.abspath(fpath))
             mod = Module(tree, fixed.text if fixed is not None else src, fpath, options.strategy_factories,
                          options.dataset_distributors, tf_version=options.tf_version, project=project)
             mod.opaque = opaque  # the note, should this module be linted itself
@@ -376,7 +376,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         fixed = getattr(known, "normalised", None)
     else:
         try:
-            tree, opaque, fixed = deep.parse(source)
+            tree, opaque, fixed = deep.parse(source, key=os.path.abspath(path) if path != "<stdin>" else None)
         except RecursionError as exc:  # the parse itself: the nesting is the reason
             raise NestingTooDeep() from exc
         module = Module(tree, fixed.text if fixed is not None else source, path, options.strategy_factories,
@@ -1004,13 +1004,16 @@ def too_large(path: str, size: Optional[int], max_size: int) -> FileError:
                            "(max-file-size, --max-file-size)", code="E902")
 
 
-def read_bytes(path: str, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[Optional[bytes], Optional[FileError]]:
+def read_bytes(path: str, max_size: int = DEFAULT_MAX_FILE_SIZE,
+               stat_out: Optional[list] = None) -> tuple[Optional[bytes], Optional[FileError]]:
     """The bytes of ``path``, or the error that says why not.
 
     Never blocks and never reads without bound: what is not a regular file
     (a FIFO, a device, a symlink to one) is skipped before it is opened, and
     checked again on the open descriptor; a file over ``max_size`` bytes
-    (0: no limit) is skipped, also when it grows while being read.
+    (0: no limit) is skipped, also when it grows while being read.  With
+    ``stat_out`` (a list), the status of the open file, taken before it was
+    read, is appended to it.
     """
     try:
         err = check_file(path, os.stat(path), max_size)
@@ -1019,12 +1022,15 @@ def read_bytes(path: str, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[Option
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
         fd = os.open(path, flags)
         with open(fd, "rb") as fh:
-            err = check_file(path, os.fstat(fd), max_size)
+            st = os.fstat(fd)
+            err = check_file(path, st, max_size)
             if err is not None:
                 return None, err
             data = read_bounded(fh, max_size)
         if max_size and len(data) > max_size:
             return None, too_large(path, None, max_size)
+        if stat_out is not None:
+            stat_out.append(st)
         return data, None
     except IsADirectoryError:
         return None, FileError(path, "is a directory")
@@ -1077,18 +1083,21 @@ def _worker(args) -> FileResult:
     return lint_file(path, enabled, options, apply_noqa, max_size)
 
 
-def _worker_digest(args) -> tuple[FileResult, Optional[str]]:
-    """lint_file, plus the SHA-256 of the bytes it linted (None if unreadable), for the cache."""
+def _worker_digest(args) -> tuple[FileResult, Optional[str], Optional[list]]:
+    """lint_file, plus the SHA-256 of the bytes it linted (None if unreadable) and the file's
+    status key when it may be trusted (:meth:`tfpar_lint.cache.DigestIndex.key`), for the cache."""
     path, enabled, options, apply_noqa, max_size = args
-    data, err = read_bytes(path, max_size)
+    st: list = []
+    data, err = read_bytes(path, max_size, st)
     if data is None:
-        return FileResult(path, error=err), None
-    from tfpar_lint.cache import digest
+        return FileResult(path, error=err), None, None
+    from tfpar_lint.cache import DigestIndex, digest
 
+    key = DigestIndex.key(st[0]) if st else None
     source, err = decode_source(path, data)
     if source is None:
-        return FileResult(path, error=err), digest(data)
-    return lint_source(source, path, enabled, options, apply_noqa), digest(data)
+        return FileResult(path, error=err), digest(data), key
+    return lint_source(source, path, enabled, options, apply_noqa), digest(data), key
 
 
 def _source_task(args) -> FileResult:
@@ -1196,9 +1205,9 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
         nonlocal done
         i = todo[k]
         if cache is not None:
-            out, file_digest = out
+            out, file_digest, stat_key = out
             if file_digest is not None:
-                cache.put(paths[i], file_digest, out)
+                cache.put(paths[i], file_digest, out, stat_key)
         results[i] = out
         done += 1
         if progress:
@@ -1213,6 +1222,8 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
             progress(done, total)
 
     if not work:
+        if cache is not None:
+            cache.flush()
         return results  # type: ignore[return-value]
     # Largest files first (longest-processing-time-first, roughly: the few big
     # files that reach the parser start early instead of landing last and
@@ -1221,6 +1232,8 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
     workers.run_tasks(worker, work, jobs=jobs, timeout=timeout,
                       memory_limit=worker_memory_limit(max_file_size), order=order,
                       on_result=record, on_failure=failed)
+    if cache is not None:
+        cache.flush()
     return results  # type: ignore[return-value]
 
 

@@ -50,15 +50,22 @@ def read_bounded(fh, max_size: int) -> bytes:
 
 def read_regular(path: str, max_size: int = 0) -> bytes:
     """The bytes of the regular file ``path`` (at most ``max_size`` bytes; 0: no limit)."""
+    return read_regular_stat(path, max_size)[0]
+
+
+def read_regular_stat(path: str, max_size: int = 0) -> tuple[bytes, os.stat_result]:
+    """:func:`read_regular`, and the status of the open file taken before reading it (for
+    :class:`tfpar_lint.cache.DigestIndex`)."""
     _check(path, os.stat(path), max_size)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
     with open(fd, "rb") as fh:
-        _check(path, os.fstat(fd), max_size)
+        st = os.fstat(fd)
+        _check(path, st, max_size)
         data = read_bounded(fh, max_size)
     if max_size and len(data) > max_size:  # it grew while being read
         raise FileTooLarge(path)
-    return data
+    return data, st
 
 
 def read_regular_text(path: str, max_size: int = 0) -> str:

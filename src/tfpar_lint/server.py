@@ -232,6 +232,10 @@ def _noqa_edit(source: str, line: int, code: str) -> Optional[lsp.TextEdit]:
 
 
 def make_server() -> TfparServer:
+    from tfpar_lint import deep
+
+    if deep.INCREMENTAL is None:  # an edited file is parsed again only where it changed
+        deep.INCREMENTAL = deep.Incremental()
     server = TfparServer()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)

@@ -378,69 +378,88 @@ class Project:
         return [(p, texts[p]) for p in self._import_index().get(path, ()) if p != path]
 
     def _import_index(self) -> dict[str, list[str]]:
-        """Project file -> the project files whose import lines resolve to it (one pass over the
-        texts, import lines resolved like ``imported_texts`` does)."""
+        """Project file -> the project files whose import lines resolve to it (import lines
+        resolved like ``imported_texts`` does).  With a cache folder, kept there between runs
+        (:meth:`_index_memo`): only the files whose status changed are read again."""
         if self._index is None:
-            memo = self._index_memo()
-            if memo is not None and memo[1] is not None:
-                self._index = memo[1]
-                return self._index
+            memo_path = self._index_memo_path()
+            stored = self._load_index_memo(memo_path) if memo_path else None
+            reuse: dict[str, tuple] = {}
+            if stored is not None and all(_dir_key(d) == k for d, k in stored["dirs"].items()):
+                # no folder gained or lost an entry: the same files, and each import line resolves
+                # as it did; a file whose status is the same has the same import lines
+                self._files = [f[0] for f in stored["files"]]
+                self._dirs = stored["dirs"]
+                self.capped = self.capped or bool(stored["capped"])
+                reuse = {f[0]: (f[1], f[2]) for f in stored["files"]}
+            per_file: list[list] = []
+            changed = stored is None or not reuse
+            for p in self._project_files():
+                key = None if p in OVERLAY else _file_key(p)  # an editor's buffer: never kept
+                got = reuse.get(p)
+                if got is not None and key is not None and got[0] == key:
+                    targets = got[1]
+                else:
+                    changed = True
+                    text = self._texts.get(p) if self._texts is not None else _read_regular(p)
+                    targets = self._import_targets(p, text) if text is not None and "import" in text else []
+                per_file.append([p, key, targets])
             self._index = {}
-            for p, text in self._project_texts().items():
-                if "import" not in text:
-                    continue
-                for target in self._import_targets(p, text):
+            for p, _key, targets in per_file:
+                for target in targets:
                     lst = self._index.setdefault(target, [])
                     if not lst or lst[-1] != p:
                         lst.append(p)
-            if memo is not None:
-                self._store_index(memo[0], self._index)
+            if memo_path and changed:
+                self._store_index_memo(memo_path, per_file)
         return self._index
 
-    def _index_memo(self) -> Optional[tuple]:
-        """``(memo file, index or None)``: the import index kept in the result cache's folder for
-        this project, valid while no project file was added, removed or changed (names, sizes and
-        modification times, the walk of :meth:`_project_texts`) and tfpar-lint is the same.  None
-        without a cache folder."""
+    def _index_memo_path(self) -> Optional[str]:
+        """Where the import index of this project is kept (the result cache's folder, by the
+        project's folders and tfpar-lint's code), or None without a cache folder."""
         folder = getattr(self.summaries, "root", None) if self.summaries is not None else None
         if not folder:
             return None
         import hashlib
         import json
 
-        from tfpar_lint.cache import _checksum, code_fingerprint, read_entry
+        from tfpar_lint.cache import code_fingerprint
 
         h = hashlib.sha256(json.dumps([code_fingerprint(), self.roots, self.root]).encode("utf-8", "surrogatepass"))
-        path = os.path.join(folder, "importers", "v1", h.hexdigest()[:40] + ".json")
-        sig = hashlib.sha256()
-        for p in self._project_files():
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
-            sig.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode("utf-8", "surrogatepass"))
-        self._index_sig = sig.hexdigest()
+        return os.path.join(folder, "importers", "v2", h.hexdigest()[:40] + ".json")
+
+    @staticmethod
+    def _load_index_memo(path: str) -> Optional[dict]:
+        """The kept index: ``{"dirs": {folder: status key}, "files": [[path, status key, targets]],
+        "capped": bool}``, or None (absent, not the user's regular file, checksum wrong...)."""
+        import json
+
+        from tfpar_lint.cache import _checksum, read_entry
+
         data = read_entry(path)
         if data is None:
-            return path, None
+            return None
         try:
             entry = json.loads(data)
             body = {k: v for k, v in entry.items() if k != "checksum"}
-            if entry.get("checksum") != _checksum(body) or entry.get("sig") != self._index_sig:
-                return path, None
-            index = entry["index"]
-            if not isinstance(index, dict) or not all(isinstance(v, list) for v in index.values()):
-                return path, None
-            return path, index
+            if entry.get("checksum") != _checksum(body):
+                return None
+            if not isinstance(body["dirs"], dict) or not isinstance(body["files"], list) or not all(
+                    isinstance(f, list) and len(f) == 3 and isinstance(f[0], str) and isinstance(f[2], list)
+                    for f in body["files"]):
+                return None
+            return body
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-            return path, None
+            return None
 
-    def _store_index(self, path: str, index: dict) -> None:
+    def _store_index_memo(self, path: str, per_file: list) -> None:
         import json
 
         from tfpar_lint.cache import _checksum
 
-        body = {"sig": self._index_sig, "index": index}
+        if any(k is None for k in self._dirs.values()):
+            return  # a folder changed as it was listed: list it again next time
+        body = {"dirs": self._dirs, "files": per_file, "capped": self.capped}
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -459,12 +478,13 @@ class Project:
         resolved against the files there are): a new importer of one of them, or an import line
         of one removed, changes it."""
         import hashlib
-        import json
 
         index = self._import_index()
-        payload = json.dumps([(p, sorted(set(index.get(os.path.abspath(p), ()))))
-                              for p in sorted({os.path.abspath(x) for x in paths})])
-        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+        h = hashlib.sha256()
+        for p in sorted({os.path.abspath(x) for x in paths}):
+            # NUL between names (no path holds one), two after each module
+            h.update(("\0".join([p, *sorted(set(index.get(p, ())))]) + "\0\0").encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
 
     def imported_texts(self, path: str, source: str) -> list[tuple[str, str]]:
         """(path, text) of the project files the text of ``source`` (the file at ``path``)
@@ -518,16 +538,22 @@ class Project:
         return got is not None and got[0] is target
 
     def _project_files(self) -> list[str]:
-        """The project's ``.py`` files the scan for importers reads (at most MAX_SCAN), in walk order."""
+        """The project's ``.py`` files the scan for importers reads (at most MAX_SCAN), in walk order.
+        ``self._dirs``: the status of each folder the walk listed (or left out for want of an
+        ``__init__.py``) and of each root, for :meth:`_import_index`'s kept index."""
         if getattr(self, "_files", None) is None:
             files: list[str] = []
             seen_set: set = set()
+            dirs: dict[str, Optional[list]] = {r: _dir_key(r) for r in self.roots}
             for root in self.roots:
                 for dirpath, dirnames, filenames in os.walk(root):
-                    if root != self.root:  # a script's folder: its own files and its packages
-                        dirnames[:] = [d for d in dirnames if os.path.isfile(os.path.join(dirpath, d, "__init__.py"))]
+                    dirs[dirpath] = _dir_key(dirpath)
                     dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in (
                         "__pycache__", "node_modules", "site-packages", "venv", "build", "dist")]
+                    if root != self.root:  # a script's folder: its own files and its packages
+                        for d in dirnames:  # (one that gains an __init__.py is walked next time)
+                            dirs.setdefault(os.path.join(dirpath, d), _dir_key(os.path.join(dirpath, d)))
+                        dirnames[:] = [d for d in dirnames if os.path.isfile(os.path.join(dirpath, d, "__init__.py"))]
                     for fn in filenames:
                         if not fn.endswith(".py") or len(files) >= MAX_SCAN:
                             continue
@@ -540,6 +566,7 @@ class Project:
                         self.capped = True
                         break
             self._files = files
+            self._dirs = dirs
         return self._files
 
     def _project_texts(self) -> dict[str, str]:
@@ -550,6 +577,33 @@ class Project:
                 if text is not None:
                     self._texts[p] = text
         return self._texts
+
+
+def _file_key(path: str) -> Optional[list]:
+    """The status key of a project file for the kept import index (that of the result cache's
+    digest index: device, inode, size, times; None when unreadable or changed too recently)."""
+    from tfpar_lint.cache import DigestIndex
+
+    try:
+        return DigestIndex.key(os.stat(path))
+    except OSError:
+        return None
+
+
+def _dir_key(path: str) -> Optional[list]:
+    """A folder's status (its times change when an entry is added, removed or renamed in it): []
+    when it does not exist, None when it changed too recently to be trusted."""
+    from tfpar_lint.cache import RACY_NS
+
+    import time
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    if max(st.st_mtime_ns, st.st_ctime_ns) > time.time_ns() - RACY_NS:
+        return None
+    return [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _imported_names(b) -> list[str]:
