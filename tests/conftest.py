@@ -112,6 +112,33 @@ def cli(capsys, monkeypatch) -> Callable[..., Result]:
     return run
 
 
+def default_signals() -> None:
+    """``preexec_fn`` for a child that a test sends SIGINT or SIGTERM: both do what they do by default.
+    A suite run under `nohup` in the background, or in the background of a non-interactive shell,
+    inherits SIGINT ignored, and a child keeps an ignored signal ignored, so a test that interrupts a
+    child installs the signals explicitly instead of relying on what it inherited."""
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``bash scripts/dev.sh test`` runs ``-n 2 --dist loadfile
+    --no-loadscope-reorder``), the modules that take long (marked ``verify`` or ``slow``) are handed
+    out first, those with the most such tests first, and the many quick modules fill the gaps at the
+    end, so no worker is left with one long module after the other has finished.  Each module stays
+    whole on one worker (loadfile): its module-scoped fixtures, which run many TensorFlow scripts at
+    once, run once.  A run without xdist keeps pytest's order."""
+    if not hasattr(config, "workerinput"):
+        return
+    from collections import Counter
+
+    slow = Counter(item.path for item in items
+                   if item.get_closest_marker("verify") is not None or item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow[item.path])  # stable: pytest's order within a module and among equals
+
+
 def _package_root() -> str:
     """The folder holding the tfpar_lint this process imported (the worktree's src/ or site-packages)."""
     import tfpar_lint
