@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "with findings found in the folders given (other files in those folders are linted, "
                           "never run). Each finding gets CONFIRMED, NOT_REPRODUCED or INCONCLUSIVE with its "
                           "evidence; a mistake the run shows where the linter was silent is a finding of its "
-                          "own, RUNTIME. Each run is sandboxed: see README, Security")
+                          "own, RUNTIME. Each run is sandboxed: see docs/verify.md, Security")
     ver.add_argument("--show-output", action="store_true",
                      help="print each verified script's stdout and stderr (always shown, last lines, when it fails)")
     ver.add_argument("--devices", type=_devices, default="auto",
