@@ -264,7 +264,7 @@ def test_fixtures_cold_equals_warm(tmp_path):
 def test_cli_flags(project, monkeypatch, capsys):
     monkeypatch.chdir(project)
     src = str(project / "src")
-    assert main(["--no-config", "--no-cache", "--format", "json", src]) == 2  # broken.py: exit 2
+    assert main(["--no-config", "--no-cache", "--format", "json", src]) == 1  # broken.py: a syntax error is a finding (exit 1), as in ruff
     cold = capsys.readouterr().out
     assert not (project / ".tfpar_lint_cache").exists()
     main(["--no-config", "--format", "json", src])

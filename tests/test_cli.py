@@ -460,6 +460,8 @@ def fake_verify(monkeypatch):
             return runs
         mod = types.ModuleType("tfpar_lint.verify")
         mod.verify_findings = verify_findings
+        mod.__path__ = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src", "tfpar_lint",
+                                     "verify")]  # its TensorFlow-free parts (what --verify runs, --devices) are real
         monkeypatch.setitem(sys.modules, "tfpar_lint.verify", mod)
         monkeypatch.setattr("tfpar_lint.cli._tensorflow_available", lambda: True)
         return calls
@@ -475,8 +477,9 @@ def test_verify_confirmed_text(project, cli, snippets, fake_verify):
     assert r.lines[0] == ("train.py: stopped after 3 steps of step (the step bound, --max-steps); "
                           "2 replicas on cpu:0,cpu:1; 4.1 s; 1 CONFIRMED")
     assert r.lines[1] == "train.py:3:9: TFP101 CONFIRMED: variable is not mirrored"
-    assert r.lines[2].startswith("== 1 script verified: 1 CONFIRMED, 0 RUNTIME")
-    assert r.lines[3].startswith("Next: ")
+    assert r.lines[2].startswith("    fix: Build the model inside `with strategy.scope():`")  # the rule's fix
+    assert r.lines[3].startswith("== 1 script run: 1 CONFIRMED, 0 RUNTIME")
+    assert r.lines[4].startswith("Next: ")
     assert calls == {"scripts": ["train.py"], "devices": "cpu:2", "max_steps": 3, "timeout": 60.0,
                      "script_args": ["--epochs", "1"]}
     r = cli("--verify", "-v", "train.py")
@@ -484,11 +487,13 @@ def test_verify_confirmed_text(project, cli, snippets, fake_verify):
     assert r.lines[2] == "    CONFIRMED: variable is not mirrored (2 replicas on /cpu:0,/cpu:1, 4.1 s)"
 
 
-@pytest.mark.parametrize("status, rc", [(CONFIRMED, 1), (INCONCLUSIVE, 0), (NOT_REPRODUCED, 0)])
+@pytest.mark.parametrize("status, rc", [(CONFIRMED, 1), (INCONCLUSIVE, 2), (NOT_REPRODUCED, 0)])
 def test_verify_exit_codes(project, cli, snippets, fake_verify, status, rc):
+    """A finding the run could not decide leaves the script unverified: exit 2, never 0."""
     fake_verify(status)
     project.write("train.py", snippets.tfp101)
     assert cli("--verify", "train.py").rc == rc
+    assert cli("--verify", "--exit-zero", "train.py").rc == 0
 
 
 def test_verify_runtime_finding_exits_1_in_every_format(project, cli, snippets, fake_verify):
@@ -514,7 +519,12 @@ def test_verify_script_that_could_not_run_exits_2(project, cli, snippets, fake_v
     fake_verify(INCONCLUSIVE, outcome="failed")
     project.write("train.py", snippets.tfp101)
     r = cli("--verify", "train.py")
-    assert r.rc == 2 and "could not be run" in r.lines[0]
+    assert r.rc == 2 and "COULD_NOT_RUN" in r.lines[0]
+    project.write("clean.py", snippets.clean)  # no finding at all: still not "clean"
+    r = cli("--verify", "--format", "json", "clean.py")
+    assert r.rc == 2
+    (d,) = json.loads(r.out)
+    assert (d["code"], d["verification"]["status"]) == ("E904", "COULD_NOT_RUN")
 
 
 def test_verify_json_and_sarif(project, cli, snippets, fake_verify):
@@ -536,7 +546,8 @@ def test_help_names_the_verdicts_and_exit_codes(cli):
     out = " ".join(build_help().split())
     for v in VERDICTS:
         assert v in out
-    assert "0 when nothing is CONFIRMED or RUNTIME, 1 otherwise, 2 when a script could not be run at all" in out
+    assert ("2 when a script COULD_NOT_RUN or a finding is INCONCLUSIVE (not with --exit- zero), else 1 when a "
+            "finding is CONFIRMED or RUNTIME, else 0") in out
 
 
 def build_help() -> str:
@@ -631,20 +642,61 @@ def test_verify_for_real(project, cli):
     lines = r.out.splitlines()
     assert lines[0].startswith("good.py: ran to the end; 2 replicas on cpu:0,cpu:1; ") and lines[0].endswith(
         "nothing found"), r.out
-    assert lines[1].startswith("== 1 script verified: 0 CONFIRMED, 0 RUNTIME"), r.out
+    assert lines[1].startswith("== 1 script run: 0 CONFIRMED, 0 RUNTIME"), r.out
 
 
-def test_verify_runs_named_files_and_flagged_files_only(project, snippets):
-    """``--verify DIR`` never executes a folder's clean files (setup.py included); named files always run."""
+def test_verify_dir_runs_every_entry_point_that_uses_a_strategy(project, snippets):
+    """``--verify DIR`` runs the folder's scripts that use a strategy, flagged or not; it skips setup.py,
+    tests and modules that are not an entry point (saying why), and never runs files without a strategy;
+    named files always run."""
     from tfpar_lint.cli import _scripts_to_run
     from tfpar_lint.discovery import discover
 
-    project.write("pkg/setup.py", "import setuptools\n")
-    project.write("pkg/clean.py", snippets.clean)
+    project.write("pkg/setup.py", "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
+    project.write("pkg/clean.py", snippets.clean)  # no finding, uses a strategy: runs
     project.write("pkg/flagged.py", snippets.tfp101)
-    project.write("named.py", snippets.clean)
+    project.write("pkg/plain.py", "import os\nprint(os.getcwd())\n")  # no strategy: never run
+    project.write("pkg/tests/check_train.py", snippets.clean)  # under tests/
+    project.write("pkg/test_train.py", snippets.clean)
+    project.write("pkg/strategies.py", "import tensorflow as tf\nSTRATEGY = tf.distribute.MirroredStrategy()\n")
+    project.write("pkg/main.py", "from strategies import STRATEGY\nprint(STRATEGY.num_replicas_in_sync)\n")
+    project.write("pkg/lib.py", "import tensorflow as tf\n\n\ndef make():\n    return tf.distribute.MirroredStrategy()\n")
+    project.write("pkg/guarded.py", "import tensorflow as tf\n\n\ndef main():\n    tf.distribute.MirroredStrategy()\n\n\n"
+                                    "if __name__ == '__main__':\n    main()\n")
+    project.write("named.py", "print('not distributed')\n")
     found = discover(["pkg", "named.py"], [], str(project.root))
     flagged = Finding("TFP101", "model-outside-scope", "m", os.path.join("pkg", "flagged.py"), 3, 9, 3, 9)
     got = _scripts_to_run(found.files, ["pkg", "named.py"], [flagged])
-    assert sorted(os.path.basename(p) for p in got) == ["flagged.py", "named.py"]
-    assert _scripts_to_run(found.files, ["pkg"], []) == []
+    assert sorted(os.path.basename(p) for p in got) == ["clean.py", "flagged.py", "guarded.py", "main.py", "named.py"]
+    from tfpar_lint.verify.select import select
+
+    sel = select(found.files, ["pkg", "named.py"], [flagged.path])
+    why = {os.path.relpath(p, "pkg"): w for p, w in sel.skipped}
+    assert why == {"setup.py": "setup script", os.path.join("tests", "check_train.py"): "test", "test_train.py": "test",
+                   "strategies.py": "module imported by main.py, no __main__ entry point",
+                   "lib.py": "module that only defines things, no entry point"}, why
+    assert sel.no_strategy == 1
+
+
+def test_verify_dir_says_what_it_skipped(project, cli, snippets, fake_verify):
+    calls = fake_verify(NOT_REPRODUCED)
+    project.write("pkg/setup.py", "import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
+    project.write("pkg/train.py", snippets.clean)
+    r = cli("--verify", "pkg")
+    assert [os.path.basename(p) for p in calls["scripts"]] == ["train.py"]
+    assert "--verify did not run: pkg/setup.py (setup script)" in r.err, r.err
+
+
+def test_verify_refuses_devices_the_machine_cannot_give(project, cli, snippets, monkeypatch):
+    """No silent fallback: --devices gpu[:N] without a GPU is a usage error (exit 2, one clear line)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr("tfpar_lint.cli._tensorflow_available", lambda: True)
+    project.write("train.py", snippets.tfp101)
+    for spec in ("gpu", "gpu:2"):
+        r = cli("--verify", "--devices", spec, "train.py")
+        assert r.rc == 2, r.out + r.err
+        assert f"--devices {spec}: this machine has no GPU" in r.err and "cpu:N" in r.err, r.err
+        assert len(r.err.strip().splitlines()) == 1, r.err
+    from tfpar_lint.verify.devices import unmet
+
+    assert unmet("cpu:4") is None and unmet("auto") is None

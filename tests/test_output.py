@@ -105,21 +105,27 @@ def _verified_report(verbose=False):
 
 
 def test_verify_report_reads_like_pytest():
-    out = render("text", _verified_report()).splitlines()
+    rep = _verified_report()
+    rep.findings[0].fix_hint = "Iterate the distributed dataset."
+    out = render("text", rep).splitlines()
     assert out == [
         "a.py: stopped after 3 steps of step (the step bound, --max-steps); 2 replicas on cpu:0,cpu:1; 3.0 s; "
         "1 CONFIRMED, 1 NOT_REPRODUCED",
-        "a.py:4:1: TFP201 CONFIRMED: strategy.run at line 4 received identical data",
-        "a.py:9:1: TFP403 NOT_REPRODUCED: replicas drew different values",
+        # the whole evidence, and the rule's fix under a mistake the run showed
+        "a.py:4:1: TFP201 CONFIRMED: strategy.run at line 4 received identical data; 2 replicas (each) saw it",
+        "    fix: Iterate the distributed dataset. (`tfpar-lint rule TFP201`)",
+        "a.py:9:1: TFP403 NOT_REPRODUCED: replicas drew different values. More detail here",
         "b.py: ran to the end; no strategy created (devices cpu:0,cpu:1); 5.2 s; 1 RUNTIME",
         "b.py:10:1: TFP301 RUNTIME: variable v: 5 updates from 5 threads should give 5, the final value is 1",
-        "c.py: failed with KeyError: 'x' (c.py:3); no strategy created; 0.4 s; 1 INCONCLUSIVE",
+        "c.py: COULD_NOT_RUN: KeyError: 'x' (c.py:3); no strategy created; 0.4 s; 1 INCONCLUSIVE",
         "c.py:7:1: TFP101 INCONCLUSIVE: the script failed before line 7 ran: KeyError",
-        "== 3 scripts verified: 1 CONFIRMED, 1 RUNTIME, 1 NOT_REPRODUCED, 1 INCONCLUSIVE ==",
+        "== 3 scripts run: 1 CONFIRMED, 1 RUNTIME, 1 NOT_REPRODUCED, 1 INCONCLUSIVE; 1 script COULD_NOT_RUN ==",
         "Next: fix the CONFIRMED and RUNTIME findings; `tfpar-lint rule CODE` explains each rule and its fix "
-        "(TFP201, TFP301); -v shows the full evidence.",
-        "INCONCLUSIVE: the run could not decide (the script failed or hung first, or the line never ran); -v shows "
-        "why: pass the script's arguments after --, or raise --timeout / --max-steps.",
+        "(TFP201, TFP301); -v shows the notes and what each probe checked.",
+        "COULD_NOT_RUN: c.py did not run through and showed nothing, so nothing in it was verified (exit status 2): "
+        "fix the script, pass its arguments after --, or raise --timeout, then verify again.",
+        "INCONCLUSIVE: the run could not decide (the flagged code did not run, or the probe cannot tell; the evidence "
+        "says which): pass the script's arguments after --, or raise --timeout / --max-steps.",
     ]
 
 
@@ -136,27 +142,55 @@ def test_verify_report_verbose_and_no_family_verdicts():
         assert "TFP7xx CONFIRMED" not in text.upper()
 
 
-def test_verify_report_clean_and_first_sentence():
+def _not_run():
+    from tfpar_lint.verify.result import ScriptRun
+
+    return ScriptRun(path="t.py", outcome="error", seconds=1.0, error="ModuleNotFoundError: No module named 'x' (t.py:2)",
+                     error_line=2, verdict="COULD_NOT_RUN", reason="import error: ModuleNotFoundError: No module "
+                     "named 'x' (t.py:2)", stderr_tail=["Traceback (most recent call last):",
+                                                        "ModuleNotFoundError: No module named 'x'"])
+
+
+def test_verify_report_clean_and_not_run():
     from tfpar_lint.output import first_sentence
     from tfpar_lint.verify.result import ScriptRun
 
     rep = Report(findings=[], runs=[ScriptRun(path="ok.py", outcome="ok", seconds=1.0)], verified=True)
     assert render("text", rep).splitlines() == [
         "ok.py: ran to the end; no strategy created; 1.0 s; nothing found",
-        "== 1 script verified: 0 CONFIRMED, 0 RUNTIME, 0 NOT_REPRODUCED, 0 INCONCLUSIVE ==",
+        "== 1 script run: 0 CONFIRMED, 0 RUNTIME, 0 NOT_REPRODUCED, 0 INCONCLUSIVE ==",
         "Nothing found: no finding, and the run showed no mistake.",
     ]
-    # A script that did not run to its end is not "nothing found": the last line says so.
-    for outcome, error in (("error", "SystemExit: 2 (t.py:9)"), ("failed", "RuntimeError: no GPU")):
-        rep = Report(findings=[], runs=[ScriptRun(path="t.py", outcome=outcome, seconds=1.0, error=error)],
-                     verified=True)
-        out = render("text", rep).splitlines()
-        assert out[-1].startswith("Not run to the end: t.py; only what ran before the end was checked."), out
-        assert not any(ln.startswith("Nothing found") for ln in out), out
+    # A script that did not run through is never "nothing found": it says why, with its last stderr lines.
+    out = render("text", Report(findings=[], runs=[_not_run()], verified=True)).splitlines()
+    assert out[:3] == ["t.py: COULD_NOT_RUN: import error: ModuleNotFoundError: No module named 'x' (t.py:2); no "
+                       "strategy created; 1.0 s; nothing found",
+                       "    | Traceback (most recent call last):", "    | ModuleNotFoundError: No module named 'x'"]
+    assert out[3].endswith("; 1 script COULD_NOT_RUN =="), out
+    assert out[4].startswith("COULD_NOT_RUN: t.py did not run through"), out
+    assert not any(ln.startswith("Nothing found") for ln in out), out
     assert first_sentence("a (b; c) d; e") == "a (b; c) d"
     assert first_sentence("value 1.5 was read. Then more") == "value 1.5 was read"
     long = "word " * 60
     assert len(first_sentence(long)) <= 110 and first_sentence(long).endswith("...")
+
+
+def test_not_run_script_is_in_every_machine_format():
+    """JSON, SARIF and GitHub carry the same COULD_NOT_RUN verdict as the text report."""
+    rep = Report(findings=[], runs=[_not_run()], verified=True)
+    (d,) = json.loads(render("json", rep))
+    assert (d["code"], d["name"], d["path"], d["line"], d["error"]) == ("E904", "could-not-run", "t.py", 2, True)
+    assert d["verification"]["status"] == "COULD_NOT_RUN"
+    assert d["verification"]["evidence"].startswith("import error: ModuleNotFoundError")
+    assert d["verification"]["stderr"][-1] == "ModuleNotFoundError: No module named 'x'"
+    log = json.loads(render("sarif", rep))
+    inv = log["runs"][0]["invocations"][0]
+    assert inv["executionSuccessful"] is False
+    (n,) = inv["toolExecutionNotifications"]
+    assert n["descriptor"]["id"] == "E904" and n["properties"]["verification"]["status"] == "COULD_NOT_RUN"
+    assert inv["properties"]["scriptRuns"][0]["status"] == "COULD_NOT_RUN"
+    gh = render("github", rep)
+    assert gh.startswith("::error file=t.py,title=E904::COULD_NOT_RUN: import error"), gh
 
 
 # -- json ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The wheel and the sdist carry the LICENSE and the classifiers (built as a new user would)."""
+"""The wheel and the sdist carry the LICENSE, the classifiers and the API table (built as a new user would)."""
 from __future__ import annotations
 
 import subprocess
@@ -39,6 +39,7 @@ def test_wheel_has_license_and_classifiers(tmp_path):
         assert lic and "Apache License" in z.read(lic[0]).decode()
         meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         assert any(n.startswith("tfpar_lint/rule_pages/TFP900.md") for n in names)
+        assert "tfpar_lint/data/api_table.json.gz" in names  # the API table tfapi reads
     assert "Classifier: License :: OSI Approved :: Apache Software License" in meta
     assert "Classifier: Programming Language :: Python :: 3" in meta
     assert "License-File: LICENSE" in meta

@@ -337,7 +337,9 @@ def step(grads):
 threads = [threading.Thread(target=push) for _ in range(4)]
 threads += [threading.Thread(target=step, args=([],)) for _ in range(4)]
 """
-    assert found(src) == [(15, "TFP301"), (18, "TFP301")]
+    # TFP301: the Keras 3 optimizer's step counter; the tf_keras optimizer's counter is atomic, but
+    # its unlocked step on the shared variables from several threads is TFP302's (Hogwild)
+    assert found(src) == [(15, "TFP301"), (18, "TFP301"), (19, "TFP302")]
 
 
 def test_bound_method_of_an_instance_and_layers_of_a_model_in_threads():

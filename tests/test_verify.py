@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import CONFIRMED, COULD_NOT_RUN, INCONCLUSIVE, NOT_REPRODUCED
 from tfpar_lint.verify.result import family_of
 from tfpar_lint.verify.testing import expected_findings
 
@@ -61,13 +61,15 @@ REQUIRED = {"TFP101", "TFP102", "TFP103", "TFP105", "TFP106", "TFP201", "TFP202"
             "TFP107", "TFP108", "TFP109", "TFP204", "TFP206", "TFP207",
             # issue 4: the new rules whose symptom shows on CPU
             "TFP205", "TFP208", "TFP501", "TFP502", "TFP503", "TFP504", "TFP505", "TFP506", "TFP507",
-            "TFP601", "TFP603", "TFP604", "TFP606", "TFP701", "TFP702", "TFP703", "TFP704"}
+            "TFP601", "TFP603", "TFP604", "TFP606", "TFP701", "TFP702", "TFP703", "TFP704",
+            # issue 18: the thread family's new rules
+            "TFP302", "TFP303", "TFP304"}
 
 # Rules the verifier's design cannot show (documented on the rule page): the
 # verdict must say so (INCONCLUSIVE / NOT_REPRODUCED with the reason), never CONFIRMED.
 NOT_SHOWN_BY_VERIFIER = {
-    "TFP602": "the verifier sets TF_CONFIG before the script starts, so a TF_CONFIG written after the strategy "
-              "(here only with --worker_hosts) changes nothing",
+    "TFP602": "the fixture writes TF_CONFIG only when given --worker_hosts, which the verifier does not pass "
+              "(tests/test_verify_verdicts.py has a script that writes it after the strategy: CONFIRMED)",
 }
 # Rules whose symptom is an error raised before any strategy exists.
 NO_STRATEGY = {"TFP601"}
@@ -214,7 +216,7 @@ def test_crash_reported_with_error(verified):
     run = _run(verified, os.path.join(DATA, "crash_early.py"))
     assert run.outcome == "error" and run.exit_status == 1
     assert run.error.startswith("KeyError: 'global_batch'") and "crash_early.py:6" in run.error
-    assert run.status == INCONCLUSIVE
+    assert run.status == COULD_NOT_RUN and run.reason.startswith("crash before any training step: KeyError")
 
 
 def test_hang_killed_within_timeout(verified):
@@ -238,7 +240,7 @@ def test_two_worker_local_cluster(verified):
         assert "worker0/CPU:0,worker1/CPU:0" in run.summary()
     (f,) = verified["findings"][os.path.join(DATA, "mwms_bad_dataset_fn.py")]
     assert f.verification.status == CONFIRMED
-    assert "workers received the same data" in f.verification.evidence
+    assert "every worker reads the same data" in f.verification.evidence, f.verification.evidence
     assert good.status == NOT_REPRODUCED, good.summary()
 
 

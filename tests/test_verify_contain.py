@@ -778,14 +778,19 @@ def test_failed_script_prints_what_python_prints(tmp_path):
     r = _cli(["--verify", "chained.py", "usage.py", "perreplica.py", "--no-cache", "--devices", "cpu:2"], tmp_path)
     out, err = r.communicate(timeout=400)
     out, err = out.decode(), err.decode()
-    assert r.returncode == 1, out + err  # perreplica.py: TFP506 CONFIRMED
+    # chained.py and usage.py showed nothing (COULD_NOT_RUN: exit 2); perreplica.py: TFP506 CONFIRMED
+    assert r.returncode == 2, out + err
+    # a script that could not run: the report shows why and the last lines of its stderr
+    tails = {m.group(1): "\n".join(ln[6:] for ln in m.group(2).splitlines()) + "\n" for m in re.finditer(
+        r"^(\S+): COULD_NOT_RUN: .*\n((?:    \|.*\n)*)", out, re.M)}
+    assert tails["chained.py"].endswith(want), out
+    assert "usage: usage.py MODE\n" in tails["usage.py"], out
+    # one that failed after showing a mistake: its last output lines on stderr
     blocks = dict(re.findall(r"^---- (\S+): stderr ----\n(.*?)(?=^---- |\Z)", err, re.S | re.M))
-    assert blocks["chained.py"].endswith(want), err
-    assert "usage: usage.py MODE\n" in blocks["usage.py"], err
     tb = blocks["perreplica.py"][blocks["perreplica.py"].index("Traceback"):]
     assert re.search(r'File ".*perreplica.py", line 6, in <module>\n    print\(result.numpy\(\)\)\nAttributeError: ', tb), tb
     assert "tfpar" not in tb, tb
-    assert "chained.py: failed with ValueError: bad config (chained.py:9)" in out, out
+    assert "chained.py: COULD_NOT_RUN: crash before any training step: ValueError: bad config (chained.py:9)" in out, out
 
 
 def test_help_says_what_verify_runs():

@@ -208,7 +208,7 @@ def test_save_load_tutorial_verifies(tmp_path, mode):
     assert cli.returncode == 0, why
     header = next((ln for ln in out.splitlines() if ln.startswith("fixtures/tutorials/save_load.py: ")), "")
     assert "ran to the end" in header and f"sandbox: {mode}" in header and header.endswith("nothing found"), why
-    assert "== 1 script verified: 0 CONFIRMED, 0 RUNTIME, 0 NOT_REPRODUCED, 0 INCONCLUSIVE ==" in out, why
+    assert "== 1 script run: 0 CONFIRMED, 0 RUNTIME, 0 NOT_REPRODUCED, 0 INCONCLUSIVE ==" in out, why
     assert ("under another strategy: [{'output_0': TensorShape([16, 10])}, {'output_0': TensorShape([16, 10])}]"
             in err), why
     assert _digest(tutorials) == before

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import CONFIRMED, COULD_NOT_RUN, INCONCLUSIVE, NOT_REPRODUCED
 from tfpar_lint.verify.devices import DeviceRequest, parse_devices
 from tfpar_lint.verify.result import FamilyObservation, ScriptRun, family_of
 from tfpar_lint.verify.source import instrument
@@ -91,7 +91,7 @@ def test_scriptrun_summary_and_dict():
     assert run.status == CONFIRMED
     assert ScriptRun.from_dict(run.to_dict()) == run
     hung = ScriptRun(path="t.py", outcome="hung", hang_location="t.py:8 in <module>")
-    assert hung.status == INCONCLUSIVE and "hung at t.py:8 in <module>" in hung.summary()
+    assert hung.status == COULD_NOT_RUN and hung.unverified and "hung at t.py:8 in <module>" in hung.summary()
 
 
 def test_hang_location_from_faulthandler_dump(tmp_path):
@@ -177,7 +177,7 @@ def test_step_bound_race_is_reported_as_it_was(monkeypatch, tmp_path):
     never re-run and never NOT_REPRODUCED: it stays an error, the finding INCONCLUSIVE, and a
     note says what happened."""
     from tfpar_lint.finding import Finding
-    from tfpar_lint.verify import driver
+    from tfpar_lint.verify import driver, report
     from tfpar_lint.verify.probes import RunData
 
     err = {"type": "UnavailableError", "message": "Collective ops is aborted by: peer left", "frames": [],
@@ -203,9 +203,9 @@ def test_step_bound_race_is_reported_as_it_was(monkeypatch, tmp_path):
     data = driver._execute(job, ctx, False)
     assert calls == [False]  # run once, not re-run
     assert any("UnavailableError" in n and "not re-run" in n for n in data.driver_notes)
-    run = driver._conclude(job, data, "t.py", driver.parse_devices("cpu:2"), "")
+    run = report.conclude(job, data, "t.py")
     assert run.outcome == "error"
-    assert f.verification.status != driver.NOT_REPRODUCED, f.verification
+    assert f.verification.status != NOT_REPRODUCED, f.verification
     assert any("not re-run" in n for n in run.notes)
 
 
@@ -277,7 +277,7 @@ def _race_run(path):
 
 
 def _job(path, findings, cell_map=None):
-    from tfpar_lint.verify import driver
+    from tfpar_lint.verify import driver, report
 
     return driver._Job(index=0, script=path, findings=findings, multiworker=False, uses_threads=True, rerun=False,
                        cell_map=cell_map or {})
@@ -293,41 +293,41 @@ def _static(path, code, line, status):
 
 def test_runtime_finding_where_nothing_static_covers_it():
     from tfpar_lint.finding import RUNTIME
-    from tfpar_lint.verify import driver
+    from tfpar_lint.verify import driver, report
 
-    (g,) = driver._runtime_findings(_job("t.py", []), _race_run("t.py"), "t.py")
+    (g,) = report.runtime_findings(_job("t.py", []), _race_run("t.py"), "t.py")
     assert (g.code, g.line, g.verification.status, g.name) == ("TFP301", 10, RUNTIME,
                                                                "thread-unlocked-read-modify-write")
     assert "5 updates from 5 threads should give 5, the final value is 1" in g.verification.evidence
     # a finding of another family elsewhere does not cover it
     other = _static("t.py", "TFP201", 10, CONFIRMED)
-    assert [x.code for x in driver._runtime_findings(_job("t.py", [other]), _race_run("t.py"), "t.py")] == ["TFP301"]
+    assert [x.code for x in report.runtime_findings(_job("t.py", [other]), _race_run("t.py"), "t.py")] == ["TFP301"]
 
 
 @pytest.mark.parametrize("line, status", [(10, NOT_REPRODUCED), (11, INCONCLUSIVE), (10, CONFIRMED)])
 def test_static_finding_at_the_place_gets_the_verdict(line, status):
-    from tfpar_lint.verify import driver
+    from tfpar_lint.verify import driver, report
 
     f = _static("t.py", "TFP301", line, status)
-    assert driver._runtime_findings(_job("t.py", [f]), _race_run("t.py"), "t.py") == []
+    assert report.runtime_findings(_job("t.py", [f]), _race_run("t.py"), "t.py") == []
     assert f.verification.status == CONFIRMED
     if status != CONFIRMED:
         assert "threads should give 5" in f.verification.evidence
 
 
 def test_confirmed_static_finding_of_the_code_elsewhere_covers_it():
-    from tfpar_lint.verify import driver
+    from tfpar_lint.verify import driver, report
 
     f = _static("t.py", "TFP301", 40, CONFIRMED)
-    assert driver._runtime_findings(_job("t.py", [f]), _race_run("t.py"), "t.py") == []
+    assert report.runtime_findings(_job("t.py", [f]), _race_run("t.py"), "t.py") == []
     g = _static("t.py", "TFP301", 40, NOT_REPRODUCED)  # not confirmed: a different place, a finding of its own
-    assert [x.line for x in driver._runtime_findings(_job("t.py", [g]), _race_run("t.py"), "t.py")] == [10]
+    assert [x.line for x in report.runtime_findings(_job("t.py", [g]), _race_run("t.py"), "t.py")] == [10]
 
 
 def test_runtime_finding_in_a_notebook_points_into_its_cell():
-    from tfpar_lint.verify import driver
+    from tfpar_lint.verify import driver, report
 
-    (g,) = driver._runtime_findings(_job("n.ipynb", [], {(3, 2): 10, (3, 3): 11}), _race_run("n.ipynb"), "n.ipynb")
+    (g,) = report.runtime_findings(_job("n.ipynb", [], {(3, 2): 10, (3, 3): 11}), _race_run("n.ipynb"), "n.ipynb")
     assert (g.cell, g.line) == (3, 2)
 
 
@@ -442,7 +442,7 @@ def test_the_report_says_which_limit_ended_a_process():
     import signal
     import types
 
-    from tfpar_lint.verify import driver
+    from tfpar_lint.verify import driver, report
 
     def proc(rc, killed=False, reason="", sigkilled=False, worker=None):
         return types.SimpleNamespace(p=types.SimpleNamespace(returncode=rc), killed=killed, kill_reason=reason,

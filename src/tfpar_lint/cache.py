@@ -13,11 +13,23 @@ path and valid only for the file's exact content:
   path and stores the SHA-256 of the file's bytes next to the result; a
   lookup hashes the file and uses the entry only when the digests agree.
 
+The key of a file's result also covers every other file it depends on: an
+entry lists (``deps``) the SHA-256 of each project file the analysis or the
+pre-filter read (imports, importers, what the importers import, transitively)
+and, for the modules whose importers its answers asked for, a fingerprint of
+which files import them (``Project.importers_digest``), so that a file that
+starts or stops importing one of them, or any edit to a module it depends on,
+is a miss.
+
 So a changed file, a different selection or option, or another tfpar-lint
 is a miss, and the entry is overwritten by the fresh result (at most one
-entry per file per configuration).  An entry that cannot be read, decoded or
-understood is a miss too; nothing in the cache can make a run fail.  Writes
-are atomic (temporary file + ``os.replace``), so concurrent runs are safe.
+entry per file per configuration).  An entry is trusted only after checks:
+it is a regular file (never followed through a link), owned by the user
+running tfpar-lint, at most :data:`ENTRY_MAX_BYTES`, of this format, and its
+``checksum`` (SHA-256 of its content) matches; an entry that fails a check,
+or cannot be read, decoded or understood, is a miss and is recomputed and
+overwritten.  Nothing in the cache can make a run fail.  Writes are atomic
+(temporary file + ``os.replace``), so concurrent runs are safe.
 
 Only content-determined results are stored: findings, and syntax errors.
 Files that could not be read, and internal errors, are linted again next time.
@@ -31,13 +43,14 @@ import hashlib
 import json
 import os
 from dataclasses import asdict
-from typing import Any, Collection, Optional
+from typing import Any, Callable, Collection, Optional
 
 from tfpar_lint import __version__
-from tfpar_lint.files import read_regular
+from tfpar_lint.files import read_bounded, read_regular
 from tfpar_lint.finding import FileError, Finding
 
-FORMAT = 1
+FORMAT = 2
+ENTRY_MAX_BYTES = 64 << 20
 DEFAULT_DIR = ".tfpar_lint_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by tfpar-lint.\n"
 
@@ -97,9 +110,16 @@ class Cache:
     """The cache for one configuration (see the module docstring)."""
 
     def __init__(self, directory: str, enabled: Optional[Collection[str]], options: Any,
-                 apply_noqa: bool = True, max_file_size: Optional[int] = None) -> None:
-        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE
+                 apply_noqa: bool = True, max_file_size: Optional[int] = None,
+                 graph: Optional[Callable[[str, list], str]] = None) -> None:
+        """``graph(path, deps)``: the fingerprint of who imports ``path`` and each of ``deps`` now
+        (see the module docstring; by default :func:`tfpar_lint.engine.graph_digest` with ``options``)."""
+        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE, graph_digest
 
+        if graph is None and options is not None:
+            def graph(p: str, deps: list) -> str:
+                return graph_digest(p, options, deps)
+        self.graph = graph
         self.max_file_size = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
         self.root = os.path.abspath(directory)
         self.key = config_key(enabled, options, apply_noqa)
@@ -120,16 +140,23 @@ class Cache:
             self._bucket_exists = os.path.isdir(self.bucket)
         if not self._bucket_exists:
             return None
-        try:
-            with open(self.entry_path(path), "rb") as fh:
-                entry = json.loads(fh.read())
-        except (OSError, ValueError):
+        data = read_entry(self.entry_path(path))
+        if data is None:
             return None
-        return entry if isinstance(entry, dict) else None
+        try:
+            entry = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+            return None
+        body = {k: v for k, v in entry.items() if k != "checksum"}
+        if entry.get("checksum") != _checksum(body):
+            return None
+        return entry
 
     def get(self, path: str, data: Optional[bytes] = None) -> Optional[Any]:
         """The cached FileResult for ``path`` (whose bytes are ``data``; read here if None), or None."""
-        from tfpar_lint.engine import FileResult
+        from tfpar_lint.engine import GRAPH_KEY, FileResult
 
         entry = self._entry(path)
         if entry is None:
@@ -148,10 +175,15 @@ class Cache:
                 raise ValueError("stale")
             for dep, dep_digest in (entry.get("deps") or {}).items():
                 # another project file the result read: it must be unchanged too
-                try:
-                    now = digest(read_regular(dep, self.max_file_size))  # never blocks on a FIFO
-                except OSError:
-                    now = ""
+                if dep == GRAPH_KEY:  # and so must which files import the modules it asked about
+                    if self.graph is None:
+                        raise ValueError("stale")
+                    now = self.graph(path, list(entry.get("deps") or {}))
+                else:
+                    try:
+                        now = digest(read_regular(dep, self.max_file_size))  # never blocks on a FIFO
+                    except OSError:
+                        now = ""
                 if now != dep_digest:
                     raise ValueError("stale")
             findings = [Finding.from_dict(dict(f, path=path)) for f in entry["findings"]]
@@ -189,6 +221,7 @@ class Cache:
             "notes": list(getattr(result, "notes", []) or []),
             "error": None if err is None else {"message": err.message, "line": err.line, "col": err.col},
         }
+        entry["checksum"] = _checksum(entry)
         try:
             text = json.dumps(entry, separators=(",", ":"))
             # a finding whose data does not survive JSON exactly is not cached
@@ -206,7 +239,8 @@ class Cache:
             folder = os.path.dirname(target)
             os.makedirs(folder, exist_ok=True)
             tmp = f"{target}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with open(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
             os.replace(tmp, target)
         except OSError:
@@ -217,6 +251,36 @@ class Cache:
             return False
         self.writes += 1
         return True
+
+
+def _checksum(body: dict) -> str:
+    """SHA-256 of an entry's content (every field but ``checksum``), in a canonical form."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def read_entry(path: str, max_size: int = ENTRY_MAX_BYTES) -> Optional[bytes]:
+    """The bytes of a cache file, or None unless it is a regular file (not a link: ``O_NOFOLLOW``),
+    owned by the user running tfpar-lint, and at most ``max_size`` bytes.  Never blocks (a FIFO put
+    in its place)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_size:
+            return None
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            return None
+        with open(fd, "rb", closefd=False) as fh:
+            data = read_bounded(fh, max_size)
+        return data if len(data) <= max_size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _plain(f: Finding) -> Finding:

@@ -11,8 +11,8 @@
 
 Exit codes: 0 nothing found, 1 findings, 2 usage, configuration or file error
 (a file that cannot be read or parsed is reported and the others are still
-linted).  With ``--verify``: 0 when no finding is CONFIRMED and nothing was found
-at runtime (RUNTIME), 1 otherwise, 2 when a script could not be run at all.
+linted).  With ``--verify``: 2 when a script could not run (COULD_NOT_RUN) or a finding was left
+INCONCLUSIVE, else 1 when a finding is CONFIRMED or was found at runtime (RUNTIME), else 0.
 Bad input never prints a traceback.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
 
 from tfpar_lint import __version__
 from tfpar_lint.config import FORMATS, ConfigError, Settings, load_settings, split_csv
-from tfpar_lint.finding import CONFIRMED, RUNTIME, VERDICTS, FileError, Finding
+from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, RUNTIME, VERDICTS, FileError, Finding
 
 PROG = "tfpar-lint"
 PROGRESS_MIN_FILES = 20
@@ -76,8 +76,12 @@ def _positive_float(s: str) -> float:
         v = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--timeout must be a positive number of seconds, got {s!r}") from None
+    from tfpar_lint.config import MAX_SECONDS
+
     if not (v > 0 and math.isfinite(v)):
         raise argparse.ArgumentTypeError(f"--timeout must be a positive, finite number of seconds, got {s!r}")
+    if v > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"--timeout must be at most {MAX_SECONDS:g} seconds, got {s!r}")
     return v
 
 
@@ -122,8 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
                "scripts run by --verify. Exit codes: 0 clean, 1 findings, 2 usage/config/file error. "
                "--verify gives each finding a verdict: "
                + "; ".join(f"{k}: {v}" for k, v in VERDICTS.items())
-               + ". Exit codes under --verify: 0 when nothing is CONFIRMED or RUNTIME, 1 otherwise, "
-               "2 when a script could not be run at all.",
+               + ". Exit codes under --verify: 2 when a script COULD_NOT_RUN or a finding is INCONCLUSIVE "
+               "(not with --exit-zero), else 1 when a finding is CONFIRMED or RUNTIME, else 0.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); - for stdin")
     sel = p.add_argument_group("rule selection")
@@ -205,11 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
                           ".tfpar_lint_cache in the project root)")
     ver = p.add_argument_group("runtime verification (needs TensorFlow: the [verify] extra)")
     ver.add_argument("--verify", action="store_true",
-                     help="run scripts on several devices: the files named on the command line, and the files "
-                          "with findings found in the folders given (other files in those folders are linted, "
-                          "never run). Each finding gets CONFIRMED, NOT_REPRODUCED or INCONCLUSIVE with its "
-                          "evidence; a mistake the run shows where the linter was silent is a finding of its "
-                          "own, RUNTIME. Each run is sandboxed: see docs/verify.md, Security")
+                     help="run scripts on several devices: the files named on the command line, and the entry "
+                          "points that use a strategy in the folders given, flagged or not (setup.py, tests and "
+                          "modules are skipped, and listed; files without a strategy are never run). Each finding gets CONFIRMED, NOT_REPRODUCED or "
+                          "INCONCLUSIVE with its evidence; a mistake the run shows where the linter was silent is "
+                          "a finding of its own, RUNTIME; a script that does not run through is COULD_NOT_RUN. "
+                          "Each run is sandboxed: see docs/verify.md, Security")
     ver.add_argument("--show-output", action="store_true",
                      help="print each verified script's stdout and stderr (always shown, last lines, when it fails)")
     ver.add_argument("--devices", type=_devices, default="auto",
@@ -428,6 +433,13 @@ def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
         raise UsageError(f"{hint} ({e})") from None
     except AttributeError:
         raise UsageError("this installation's runtime verifier has no verify_findings()") from None
+    try:
+        from tfpar_lint.verify.devices import unmet
+    except ImportError:
+        unmet = None
+    why = unmet(args.devices) if unmet is not None else None
+    if why:  # never run on other devices than asked for
+        raise UsageError(why)
     kwargs: dict[str, Any] = {"devices": args.devices, "script_args": script_args, "jobs": jobs}
     if args.max_steps is not None:
         kwargs["max_steps"] = args.max_steps
@@ -699,7 +711,7 @@ def _main(argv: list[str]) -> int:
     runs: list[Any] = []
     interrupted = 0
     if args.verify:
-        scripts = _scripts_to_run(found.files, paths, findings)
+        scripts = _scripts_to_run(found.files, paths, findings, quiet=quiet)
         if scripts:  # a named clean script runs too: a mistake the linter missed is reported as RUNTIME
             try:
                 runs = _verify(scripts, findings, args, script_args, settings.jobs)
@@ -714,7 +726,7 @@ def _main(argv: list[str]) -> int:
 
     from tfpar_lint.output import Report, write
 
-    report = Report(findings=findings, errors=errors, runs=runs if fmt in ("text", "concise", "full") else [],
+    report = Report(findings=findings, errors=errors, runs=runs,
                     verified=args.verify, root=settings.root if settings.config_path else os.getcwd(),
                     unsafe_fixes=args.unsafe_fixes, show_source=args.show_source, verbose=args.verbose)
     if stdin_result is not None and stdin_source is not None:
@@ -775,7 +787,7 @@ def _main(argv: list[str]) -> int:
             except (OSError, ValueError):
                 pass
         os._exit(128 + interrupted)
-    not_run = [r for r in runs if getattr(r, "outcome", "") == "failed"]
+    not_run = _unverified(runs, findings)
     rc = exit_code(findings, errors, verified=args.verify, exit_zero=args.exit_zero, not_run=len(not_run))
     if rc == 0 and args.exit_non_zero_on_fix and modified:
         rc = 1
@@ -957,12 +969,24 @@ def _exit_on_next_signal() -> None:
             pass
 
 
-def _scripts_to_run(files: Sequence[str], paths: Sequence[str], findings: Sequence[Finding]) -> list[str]:
-    """What ``--verify`` runs: files named on the command line, and files with findings found in the
-    folders given (a folder's other files, ``setup.py`` included, are never executed)."""
-    named = {os.path.realpath(p) for p in paths if p != "-" and not os.path.isdir(p)}
-    flagged = {os.path.realpath(f.path) for f in findings}
-    return [f for f in files if os.path.realpath(f) in named or os.path.realpath(f) in flagged]
+def _scripts_to_run(files: Sequence[str], paths: Sequence[str], findings: Sequence[Finding],
+                    quiet: bool = True) -> list[str]:
+    """What ``--verify`` runs: files named on the command line, and the entry points found in the
+    folders given that use a strategy, flagged or not (``tfpar_lint.verify.select``); unless ``quiet``,
+    says on stderr which files of the folders were not run and why."""
+    from tfpar_lint.verify.select import select
+
+    sel = select(files, paths, [f.path for f in findings])
+    if not quiet and (sel.skipped or sel.no_strategy):
+        from tfpar_lint.output import display_path
+
+        parts = [f"{display_path(p)} ({why})" for p, why in sel.skipped[:20]]
+        if len(sel.skipped) > 20:
+            parts.append(f"{len(sel.skipped) - 20} more")
+        if sel.no_strategy:
+            parts.append(f"{sel.no_strategy} file{'s' if sel.no_strategy != 1 else ''} that use no strategy")
+        _stderr_write(f"{PROG}: --verify did not run: {'; '.join(parts)}\n")
+    return sel.run
 
 
 OUTPUT_TAIL_LINES = 20
@@ -973,8 +997,8 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
     script that failed (an argparse error shows as its usage line, not as ``SystemExit: 2``)."""
     for run in runs:
         failed = getattr(run, "outcome", "") in ("error", "failed", "hung")
-        if not (always or failed):
-            continue
+        if not always and (not failed or getattr(run, "stderr_tail", None)):
+            continue  # a COULD_NOT_RUN script's last stderr lines are in the report already
         for name in ("stdout", "stderr"):
             text = getattr(run, name, "") or ""
             if not text.strip():
@@ -988,6 +1012,25 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
             sys.stderr.write(head + "\n" + "\n".join(lines) + "\n")
 
 
+def _unverified(runs: Sequence[Any], findings: Sequence[Finding]) -> list[Any]:
+    """The scripts the run did not verify: nothing seen in them (no CONFIRMED or RUNTIME finding), and
+    they could not run through (COULD_NOT_RUN) or a finding of theirs is INCONCLUSIVE."""
+    from tfpar_lint.finding import COULD_NOT_RUN
+
+    by_path: dict[str, list[str]] = {}
+    for f in findings:
+        if f.verification is not None:
+            by_path.setdefault(os.path.realpath(f.path), []).append(f.verification.status)
+    out = []
+    for run in runs:
+        statuses = by_path.get(os.path.realpath(run.path), [])
+        if any(s in (CONFIRMED, RUNTIME) for s in statuses):
+            continue
+        if getattr(run, "status", "") == COULD_NOT_RUN or INCONCLUSIVE in statuses:
+            out.append(run)
+    return out
+
+
 # ruff reports a file it cannot parse or read as a diagnostic of that file (exit 1, and 0 under
 # --exit-zero); only a failure of the tool itself (E903: the analysis gave up) is exit 2.
 DIAGNOSTIC_ERRORS = frozenset({"E999", "E902"})
@@ -996,11 +1039,12 @@ DIAGNOSTIC_ERRORS = frozenset({"E999", "E902"})
 def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verified: bool,
               exit_zero: bool, not_run: int = 0) -> int:
     """0 clean, 1 findings (syntax and I/O errors included, as ruff), 2 the tool failed on a
-    file (E903).  Under --verify: 1 only when a finding is CONFIRMED or was found at runtime
-    (RUNTIME); 2 when a script could not be run at all."""
+    file (E903).  Under --verify: 2 when a script was not verified (COULD_NOT_RUN, or a finding
+    INCONCLUSIVE; not with --exit-zero), else 1 when a finding is CONFIRMED or was found at runtime
+    (RUNTIME), else 0: never 0 with a script the run did not verify."""
     from tfpar_lint.output import error_code
 
-    if any(error_code(e) not in DIAGNOSTIC_ERRORS for e in errors) or (verified and not_run):
+    if any(error_code(e) not in DIAGNOSTIC_ERRORS for e in errors) or (verified and not_run and not exit_zero):
         return 2
     findings = list(findings)
     if exit_zero:

@@ -374,8 +374,15 @@ def check_globs(patterns: Iterable[str], key: str, where: str) -> None:
             raise ConfigError(f"{where}: '{key}' has an invalid glob {pat!r}: {why}")
 
 
+# Upper bounds of the limits: larger values are surely typos (1e308), and past them the numbers no
+# longer fit what they are given to (a read size, a select() time-out in milliseconds).
+MAX_SIZE = 1 << 40  # 1 TiB
+MAX_SECONDS = 1e6  # about 11.5 days
+
+
 def parse_size(value: Any) -> int:
-    """``10485760``, ``"10M"``, ``"512 KiB"``, ``"1.5G"`` -> bytes (K, M, G are powers of 1024).
+    """``10485760``, ``"10M"``, ``"512 KiB"``, ``"1.5G"`` -> bytes (K, M, G are powers of 1024),
+    at most :data:`MAX_SIZE`.
 
     Raises ValueError with the reason.
     """
@@ -393,11 +400,14 @@ def parse_size(value: Any) -> int:
         raise ValueError(f"expected a size such as 10M, got {value!r}")
     if n < 0:
         raise ValueError(f"a size cannot be negative, got {value!r}")
+    if n > MAX_SIZE:
+        raise ValueError(f"a size of at most 1T ({MAX_SIZE} bytes) is accepted, got {value!r}")
     return n
 
 
 def parse_seconds(value: Any) -> float:
-    """A finite number of seconds >= 0 (0: no limit); raises ValueError with the reason."""
+    """A finite number of seconds >= 0 (0: no limit), at most :data:`MAX_SECONDS`; raises ValueError
+    with the reason."""
     import math
 
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -408,6 +418,8 @@ def parse_seconds(value: Any) -> float:
         raise ValueError(f"expected a number of seconds, got {value!r}") from None
     if not math.isfinite(v) or v < 0:
         raise ValueError(f"expected a finite number of seconds >= 0, got {value!r}")
+    if v > MAX_SECONDS:
+        raise ValueError(f"expected at most {MAX_SECONDS:g} seconds (0: no limit), got {value!r}")
     return v
 
 

@@ -31,7 +31,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tfpar_lint import deep
-from tfpar_lint.files import read_regular
+from tfpar_lint.files import read_bounded, read_regular
 from tfpar_lint.finding import FileError, Finding
 from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
@@ -71,7 +71,8 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
     """The project ``path`` belongs to (whole-project analysis), or None (stdin, notebooks
     run alone, ``--no-project``)."""
     from tfpar_lint.semantic import summary
-    from tfpar_lint.semantic.project import Project, project_root
+    from tfpar_lint.semantic.project import Project
+    from tfpar_lint.semantic.project import project_root_memo as project_root
 
     if not options.project or not path or path == "<stdin>" or not os.path.isfile(path):
         return None
@@ -121,7 +122,7 @@ def _rules_for(enabled: Optional[Collection[str]]) -> list[type[Rule]]:
 
 
 def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
-                    path: Optional[str] = None) -> list[type[Rule]]:
+                    path: Optional[str] = None, consulted: Optional[list] = None) -> list[type[Rule]]:
     """The pre-filter: rules whose markers occur in the text (no parsing).
 
     Two stages: the markers anywhere in the text (most files stop here, at the
@@ -135,7 +136,7 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
         return list(rules)
     # whole-project analysis: a file imported by a file that uses a strategy (steps.py, whose
     # train_step train.py runs with strategy.run) may hold a strategy's code without naming one
-    related = _related_text(path, source, options) if path else None
+    related = _related_text(path, source, options, consulted) if path else None
     passed = _marker_rules(source, rules, options, related)
     if passed:
         code = code_text(source)
@@ -144,7 +145,8 @@ def candidate_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisO
     return passed
 
 
-def _related_text(path: str, source: str, options: AnalysisOptions) -> Optional[Callable[[], str]]:
+def _related_text(path: str, source: str, options: AnalysisOptions,
+                  consulted: Optional[list] = None) -> Optional[Callable[[], str]]:
     """Whole-project analysis: the text of the project files this one imports
     (``from utils.dist import make_strategy``) and of those that import it (``train.py``, which
     runs ``steps.train_step``), read only when a marker group is missing from the file itself:
@@ -165,8 +167,43 @@ def _related_text(path: str, source: str, options: AnalysisOptions) -> Optional[
                 for p, t in list(related[len(related) - len(project.importer_texts(path)):]):
                     related += project.imported_texts(p, t)
             got.append("\n".join(t for _p, t in related))
+            if consulted is not None:  # the result now depends on these files (who imports it: ASKED)
+                consulted.extend(p for p, _t in related)
         return got[0]
     return text
+
+
+# The key under which a result's dependencies (FileResult.deps) hold who imports the modules whose
+# importers its answers asked for (Project.importers_digest): not a path, so never read as one.
+GRAPH_KEY = ":importers"
+
+
+def graph_digest(path: str, options: AnalysisOptions, deps) -> str:
+    """The fingerprint of who imports each project file among ``deps`` in ``path``'s project ("" without
+    one)."""
+    project = project_for(path, options)
+    return project.importers_digest([d for d in deps if d != GRAPH_KEY]) if project is not None else ""
+
+
+def _with_consulted(deps: dict, consulted: list, path: str, options: AnalysisOptions) -> dict:
+    """``deps`` plus the digests of the files the pre-filter read, and, when the answers asked who
+    imports a module, those modules and the fingerprint of their importers."""
+    import hashlib
+
+    from tfpar_lint.semantic import project as project_mod
+
+    asked = sorted(project_mod.ASKED)
+    project_mod.ASKED.clear()
+    for p in consulted + asked:
+        if p in deps:
+            continue
+        try:
+            deps[p] = hashlib.sha256(read_regular(p)).hexdigest()
+        except OSError:
+            deps[p] = ""
+    if asked:  # last: who imports each dependency (the cache checks it over the same list)
+        deps[GRAPH_KEY] = graph_digest(path, options, list(deps))
+    return deps
 
 
 def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOptions,
@@ -635,14 +672,19 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     if path.endswith(".ipynb"):
         return _lint_notebook(source, path, enabled, options, apply_noqa)
     enabled_rules = _rules_for(enabled)
+    consulted: list = []
+    from tfpar_lint.semantic import project as project_mod
+
+    project_mod.ASKED.clear()  # which modules' importers this file's answers ask for
     rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options,
-                            path)
+                            path, consulted)
     if not rules:
         err = _syntax_check(source, path) if check_syntax else None
         if err is not None:
             return FileResult(path, error=err)
         extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
-        return FileResult(path, findings=extra, skipped=not extra)
+        return FileResult(path, findings=extra, skipped=not extra,
+                          deps=_with_consulted({}, consulted, path, options) if options.project else {})
     deps: dict[str, str] = {}
     notes: list[str] = []
     try:
@@ -665,7 +707,9 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
     project = project_for(path, options) if deps else None
-    return FileResult(path, findings, deps=deps, capped=bool(project is not None and project.capped), notes=notes)
+    capped = bool(project is not None and project.capped)
+    deps = _with_consulted(deps, consulted, path, options) if options.project else deps
+    return FileResult(path, findings, deps=deps, capped=capped, notes=notes)
 
 
 def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], raw: list[Finding]) -> list[Finding]:
@@ -863,7 +907,7 @@ def read_bytes(path: str, max_size: int = DEFAULT_MAX_FILE_SIZE) -> tuple[Option
             err = check_file(path, os.fstat(fd), max_size)
             if err is not None:
                 return None, err
-            data = fh.read(max_size + 1) if max_size else fh.read()
+            data = read_bounded(fh, max_size)
         if max_size and len(data) > max_size:
             return None, too_large(path, None, max_size)
         return data, None
@@ -1005,6 +1049,9 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
     if timeout is None:
         timeout = workers.DEFAULT_TIMEOUT
     enabled_f = None if enabled is None else frozenset(enabled)
+    from tfpar_lint.semantic import project as project_mod
+
+    project_mod.ROOTS.clear()  # pyproject.toml files may have come or gone since the last run
     results: list[Optional[FileResult]] = [None] * total
     done = 0
     cache = None
@@ -1012,11 +1059,11 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
     if cache_dir:
         from tfpar_lint.cache import Cache
 
-        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size)
         if options.project and options.summary_dir is None:  # the modules' summaries live there too
             from dataclasses import replace
 
-            options = replace(options, summary_dir=cache.root)
+            options = replace(options, summary_dir=os.path.abspath(cache_dir))
+        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size)
         todo = []
         for i, p in enumerate(paths):
             hit = cache.get(p)

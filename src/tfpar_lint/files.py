@@ -33,6 +33,21 @@ def _check(path: str, st: os.stat_result, max_size: int) -> None:
         raise FileTooLarge(path)
 
 
+def read_bounded(fh, max_size: int) -> bytes:
+    """What is left of the open binary file ``fh``, at most ``max_size + 1`` bytes (0: no limit);
+    read in chunks, as ``read(max_size + 1)`` would allocate that much at once."""
+    if not max_size:
+        return fh.read()
+    parts, n = [], 0
+    while n <= max_size:
+        chunk = fh.read(min(1 << 20, max_size + 1 - n))
+        if not chunk:
+            break
+        parts.append(chunk)
+        n += len(chunk)
+    return b"".join(parts)
+
+
 def read_regular(path: str, max_size: int = 0) -> bytes:
     """The bytes of the regular file ``path`` (at most ``max_size`` bytes; 0: no limit)."""
     _check(path, os.stat(path), max_size)
@@ -40,7 +55,7 @@ def read_regular(path: str, max_size: int = 0) -> bytes:
     fd = os.open(path, flags)
     with open(fd, "rb") as fh:
         _check(path, os.fstat(fd), max_size)
-        data = fh.read(max_size + 1) if max_size else fh.read()
+        data = read_bounded(fh, max_size)
     if max_size and len(data) > max_size:  # it grew while being read
         raise FileTooLarge(path)
     return data

@@ -14,11 +14,14 @@ CONFIRMED = "CONFIRMED"  # a finding of the linter, whose symptom the run showed
 NOT_REPRODUCED = "NOT_REPRODUCED"  # a finding of the linter; the run showed the code behaving correctly
 INCONCLUSIVE = "INCONCLUSIVE"  # a finding of the linter the run could not decide (crash, hang, line not reached)
 RUNTIME = "RUNTIME"  # a mistake the run showed where the linter reported nothing
+COULD_NOT_RUN = "COULD_NOT_RUN"  # a script (not a finding) that did not run through: nothing it holds was verified
 VERDICTS: dict[str, str] = {
     CONFIRMED: "the run showed the finding's symptom",
     RUNTIME: "the run showed a mistake the linter did not report (a finding of its own)",
-    NOT_REPRODUCED: "the run showed the flagged code behaving correctly",
-    INCONCLUSIVE: "the run could not decide (the script failed or hung first, or the line never ran)",
+    NOT_REPRODUCED: "the flagged code ran and the run showed it behaving correctly",
+    INCONCLUSIVE: "the run could not decide (the flagged code did not run, or the probe cannot tell)",
+    COULD_NOT_RUN: "the script did not run through (import error, crash, time-out, hang) and showed nothing: "
+                   "it was not verified",
 }
 
 

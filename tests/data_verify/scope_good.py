@@ -24,7 +24,7 @@ def train_step(batch):
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        loss_metric.update_state(loss)
+        loss_metric.update_state(per_example)  # not the scaled loss: a Mean of those is 1/N of the loss
         return loss
 
     return strategy.run(replica_fn, args=batch)

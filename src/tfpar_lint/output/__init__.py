@@ -84,11 +84,28 @@ def error_code(err: FileError) -> str:
 
 
 def error_name(code: str) -> str:
-    return {"E999": "syntax-error", "E903": "analysis-gave-up"}.get(code, "io-error")
+    return {"E999": "syntax-error", "E903": "analysis-gave-up", NOT_RUN_CODE: "could-not-run"}.get(code, "io-error")
+
+
+# --verify: a script that did not run through and showed nothing (verdict COULD_NOT_RUN) is reported
+# like a file that could not be linted, with this code, in every format.
+NOT_RUN_CODE = "E904"
+
+
+def not_run(report: "Report") -> list[Any]:
+    """The verifier's script runs whose verdict is COULD_NOT_RUN, in the order they ran."""
+    from tfpar_lint.finding import COULD_NOT_RUN
+
+    return [r for r in report.runs if getattr(r, "status", "") == COULD_NOT_RUN]
+
+
+def not_run_message(run: Any) -> str:
+    """``COULD_NOT_RUN: crash before any training step: ValueError: ... (x.py:3)``."""
+    return f"COULD_NOT_RUN: {getattr(run, 'reason', '') or getattr(run, 'error', '') or 'not verified'}"
 
 
 def status_label(status: str) -> str:
-    """The verdict as printed everywhere: CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE, RUNTIME."""
+    """The verdict as printed everywhere: CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE, RUNTIME, COULD_NOT_RUN."""
     return status.upper()
 
 
@@ -202,5 +219,6 @@ def write(fmt: str, report: Report, stream: TextIO, *, statistics: bool = False)
     writers[fmt](report, stream, statistics=statistics)
 
 
-__all__ = ["FORMATS", "Report", "write", "error_code", "verification_line", "relative_uri", "display_path"]
+__all__ = ["FORMATS", "Report", "write", "error_code", "verification_line", "relative_uri", "display_path", "not_run",
+           "NOT_RUN_CODE"]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tfpar_lint.output import Report, display_path, error_code, verification_line
+from tfpar_lint.output import (NOT_RUN_CODE, Report, display_path, error_code, not_run, not_run_message,
+                               verification_line)
 
 
 def _data(s: str) -> str:
@@ -32,6 +33,9 @@ def write(report: Report, stream: TextIO, *, statistics: bool = False) -> None:
             props += [f"line={err.line}", f"col={max(err.col, 1)}"]
         props.append(f"title={_prop(code)}")
         stream.write(f"::error {','.join(props)}::{_data(err.message)}\n")
+    for run in not_run(report):
+        tail = "".join(f"\n{ln}" for ln in getattr(run, "stderr_tail", []))
+        stream.write(f"::error file={_prop(run.path)},title={_prop(NOT_RUN_CODE)}::{_data(not_run_message(run) + tail)}\n")
     for f in report.sorted_findings():
         level = "error" if f.severity == "error" else "warning"
         msg = f.message

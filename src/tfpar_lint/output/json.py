@@ -18,8 +18,9 @@ outside notebooks).
 Design choice for files that could not be linted: the top level stays a list
 (so ``jq '.[]'`` and every consumer of the findings keep working) and each
 such file is one more object of the same shape with flake8's code ``E999``
-(syntax error), ``E902`` (unreadable, not UTF-8, invalid notebook, skipped)
-or ``E903`` (the analysis gave up), name ``syntax-error`` / ``io-error`` /
+(syntax error), ``E902`` (unreadable, not UTF-8, invalid notebook, skipped),
+``E903`` (the analysis gave up) or, under ``--verify``, ``E904`` (a script that could not run:
+verdict ``COULD_NOT_RUN``, with the reason and the last lines of its stderr in ``verification``), name ``syntax-error`` / ``io-error`` /
 ``analysis-gave-up``, ``severity: "error"``, and ``"error": true`` to pick
 them out.  Objects are sorted by path, then position.  In a path, bytes that
 are not UTF-8 are written ``\\xNN`` (JSON text is Unicode); everything else,
@@ -31,7 +32,7 @@ import json
 import os
 from typing import Any, Callable, Optional, TextIO
 
-from tfpar_lint.output import Report, display_path, error_code, error_name
+from tfpar_lint.output import NOT_RUN_CODE, Report, display_path, error_code, error_name, not_run, not_run_message
 from tfpar_lint.output.sarif import help_uri
 
 
@@ -77,11 +78,26 @@ def error_record(err: Any) -> dict[str, Any]:
     }
 
 
+def run_record(run: Any) -> dict[str, Any]:
+    """A script ``--verify`` could not run (verdict COULD_NOT_RUN): an error record (code E904) whose
+    ``verification`` says why, with the last lines of the script's stderr."""
+    line = int(getattr(run, "error_line", 0) or 0)
+    return {
+        "code": NOT_RUN_CODE, "name": error_name(NOT_RUN_CODE), "message": not_run_message(run),
+        "path": display_path(run.path, controls=False), "line": line, "col": 1 if line else 0,
+        "end_line": line, "end_col": 1 if line else 0, "severity": "error", "fix_hint": "", "error": True,
+        "verification": {"status": run.status, "evidence": run.reason, "stderr": list(run.stderr_tail),
+                         "replicas": run.replicas, "devices": list(run.devices), "seconds": run.seconds},
+    }
+
+
 def records(report: Report) -> list[dict[str, Any]]:
     rows: list[tuple[tuple, dict[str, Any]]] = []
     for err in report.sorted_errors():
         rows.append(((err.path, 0, err.line, err.col, error_code(err)),
                      _ruff_fields(error_record(err), err.path, None)))
+    for run in not_run(report):
+        rows.append(((run.path, 0, 0, 0, NOT_RUN_CODE), _ruff_fields(run_record(run), run.path, None)))
     noqa_rows: dict[str, Optional[Callable[[int], int]]] = {}
     for f in report.sorted_findings():
         d = f.to_dict()

@@ -15,9 +15,11 @@
   verifier's verdict goes into the result's ``properties.verification``.
 * Files that could not be linted: ``invocations[0].toolExecutionNotifications``
   (level ``error``, ``descriptor.id`` E999/E902, with the location), and
-  ``executionSuccessful`` false.  The verifier's script runs go into
+  ``executionSuccessful`` false.  The same for a script ``--verify`` could not run (verdict
+  ``COULD_NOT_RUN``, descriptor E904, the reason and the last stderr lines in the message and in
+  ``properties.verification``).  The verifier's script runs (each with its ``status``) go into
   ``invocations[0].properties.scriptRuns``, and what each verdict (``CONFIRMED``,
-  ``RUNTIME``, ``NOT_REPRODUCED``, ``INCONCLUSIVE``) means into
+  ``RUNTIME``, ``NOT_REPRODUCED``, ``INCONCLUSIVE``, ``COULD_NOT_RUN``) means into
   ``invocations[0].properties.verdicts``.
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tfpar_lint import __version__
-from tfpar_lint.output import Report, display_path, error_code, relative_uri
+from tfpar_lint.output import NOT_RUN_CODE, Report, display_path, error_code, not_run, not_run_message, relative_uri
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://github.com/tfpar-lint/tfpar-lint"
@@ -147,8 +149,18 @@ def build(report: Report) -> dict[str, Any]:
             "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0) if not
                           err.path.endswith(".ipynb") else _location(err.path, report.root, 0, 0, 0, 0)],
         })
+    for run in not_run(report):  # --verify: a script that did not run through proves nothing
+        tail = "".join(f"\n{ln}" for ln in getattr(run, "stderr_tail", []))
+        notifications.append({
+            "level": "error",
+            "message": {"text": f"{display_path(run.path)}: {not_run_message(run)}{tail}"},
+            "descriptor": {"id": NOT_RUN_CODE},
+            "locations": [_location(run.path, report.root, 0, 0, 0, 0)],
+            "properties": {"verification": {"status": run.status, "evidence": run.reason,
+                                            "stderr": list(getattr(run, "stderr_tail", []))}},
+        })
     invocation: dict[str, Any] = {
-        "executionSuccessful": not report.errors,
+        "executionSuccessful": not report.errors and not not_run(report),
         "toolExecutionNotifications": notifications,
     }
     if report.runs:

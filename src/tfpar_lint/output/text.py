@@ -9,10 +9,11 @@ appends flake8's ``count  CODE first-message`` lines.
 
 With ``--verify`` the report reads like pytest's: per script one header line
 (``path: how the run ended; replicas and devices; seconds; verdict counts``),
-then one line per finding, ``path:line:col: CODE VERDICT: first sentence of the
-evidence``, and at the end a count of the verdicts and what to do next.  ``-v``
-prints each finding's message and full evidence, the run's notes and what each
-probe checked.
+then one line per finding, ``path:line:col: CODE VERDICT: evidence`` (all of it), and under a
+CONFIRMED or RUNTIME finding the rule's fix; a script that could not run
+(``COULD_NOT_RUN``) shows why and the last lines of its stderr.  At the end a count of the
+verdicts and what to do next.  ``-v`` also prints each finding's message, the run's notes and
+what each probe checked.
 """
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ import os
 from collections import Counter
 from typing import TextIO
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding
-from tfpar_lint.output import (BOLD, CYAN, RED, Report, display_path, error_code, first_sentence, paint, short_device,
-                               status_label, verification_line)
+from tfpar_lint.finding import CONFIRMED, COULD_NOT_RUN, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding
+from tfpar_lint.output import (BOLD, CYAN, RED, Report, display_path, error_code, paint, short_device, status_label,
+                               verification_line)
 
 
 def location(f: Finding, color: bool = False) -> str:
@@ -114,6 +115,8 @@ def _devices(run) -> str:
 def _ending(run) -> str:
     outcome = getattr(run, "outcome", "")
     notes = list(getattr(run, "notes", []) or [])
+    if getattr(run, "status", "") == COULD_NOT_RUN:
+        return f"{COULD_NOT_RUN}: {getattr(run, 'reason', '') or getattr(run, 'error', '')}"
     if outcome == "ok":
         return "ran to the end"
     if outcome == "stopped":
@@ -123,8 +126,8 @@ def _ending(run) -> str:
         where = f" at {run.hang_location}" if getattr(run, "hang_location", "") else ""
         return f"hung{where}; killed after {run.seconds:.0f} s"
     if outcome == "failed":
-        return f"could not be run: {first_sentence(getattr(run, 'error', '') or 'no result', 160)}"
-    return f"failed with {first_sentence(getattr(run, 'error', '') or 'an error', 160)}"
+        return f"could not be run: {getattr(run, 'error', '') or 'no result'}"
+    return f"failed with {getattr(run, 'error', '') or 'an error'}"
 
 
 def script_header(run, verdicts: list[str]) -> str:
@@ -149,7 +152,7 @@ def write_verified(report: Report, stream: TextIO) -> None:
         by_script.setdefault(_key(f.path), []).append(f)
     shown: set[str] = set()
     total: list[str] = []
-    seconds = 0.0
+    not_run = 0
     for run in report.runs:
         key = _key(run.path)
         if key in shown:
@@ -158,8 +161,11 @@ def write_verified(report: Report, stream: TextIO) -> None:
         fs = by_script.get(key, [])
         verdicts = [f.verification.status for f in fs if f.verification is not None]
         total += verdicts
-        seconds = max(seconds, float(getattr(run, "seconds", 0.0) or 0.0))
         stream.write(script_header(run, verdicts) + "\n")
+        if getattr(run, "status", "") == COULD_NOT_RUN:
+            not_run += 1
+            for ln in getattr(run, "stderr_tail", []) or []:
+                stream.write(f"    | {one_line(ln)}".rstrip() + "\n")
         for f in fs:
             _write_finding(f, stream, report.verbose)
         if report.verbose:
@@ -170,22 +176,27 @@ def write_verified(report: Report, stream: TextIO) -> None:
                 _write_finding(f, stream, report.verbose)
     parts = ", ".join(f"{total.count(v)} {v}" for v in ORDER)
     n = len(shown)
-    stream.write(f"== {n} script{'s' if n != 1 else ''} verified: {parts} ==\n")
+    could = f"; {not_run} script{'s' if not_run != 1 else ''} {COULD_NOT_RUN}" if not_run else ""
+    stream.write(f"== {n} script{'s' if n != 1 else ''} run: {parts}{could} ==\n")
     for line in next_steps(report.findings, report.verbose, report.runs):
         stream.write(line + "\n")
 
 
 def _write_finding(f: Finding, stream: TextIO, verbose: bool) -> None:
+    """``path:line:col: CODE VERDICT``, the whole evidence, and for a mistake the run showed, the
+    rule's fix (``tfpar-lint rule CODE`` prints its page)."""
     v = f.verification
     if v is None:
         stream.write(f"{format_finding(f)}\n    UNVERIFIED: the verifier did not run this file\n")
         return
-    if not verbose:
-        stream.write(f"{location(f)}: {f.code} {status_label(v.status)}: {first_sentence(v.evidence)}\n")
-        return
-    stream.write(format_finding(f) + "\n")
-    line = verification_line(f) or ""
-    stream.write("    " + one_line(line[3:] if line.startswith("-> ") else line) + "\n")
+    if verbose:
+        stream.write(format_finding(f) + "\n")
+        line = verification_line(f) or ""
+        stream.write("    " + one_line(line[3:] if line.startswith("-> ") else line) + "\n")
+    else:
+        stream.write(f"{location(f)}: {f.code} {status_label(v.status)}: {one_line(v.evidence)}\n")
+    if v.status in (CONFIRMED, RUNTIME) and f.fix_hint:
+        stream.write(f"    fix: {one_line(f.fix_hint)} (`tfpar-lint rule {f.code}`)\n")
 
 
 def _write_run_detail(run, stream: TextIO) -> None:
@@ -201,25 +212,32 @@ def _write_run_detail(run, stream: TextIO) -> None:
 def next_steps(findings: list[Finding], verbose: bool, runs=()) -> list[str]:
     """One or two lines: what to do with this report."""
     out = []
-    broken = [display_path(r.path) for r in runs if getattr(r, "outcome", "ok") in ("error", "hung", "failed")]
+    could_not = [display_path(r.path) for r in runs if getattr(r, "status", "") == COULD_NOT_RUN]
+    broken = [display_path(r.path) for r in runs if getattr(r, "outcome", "ok") in ("error", "hung", "failed")
+              and display_path(r.path) not in could_not]
     hit = sorted({f.code for f in findings if f.verification is not None
                   and f.verification.status in (CONFIRMED, RUNTIME)})
     undecided = any(f.verification is not None and f.verification.status == INCONCLUSIVE for f in findings)
-    more = "" if verbose else "; -v shows the full evidence"
+    more = "" if verbose else "; -v shows the notes and what each probe checked"
     if hit:
         out.append(f"Next: fix the CONFIRMED and RUNTIME findings; `tfpar-lint rule CODE` explains each rule and "
                    f"its fix ({', '.join(hit)}){more}.")
+    if could_not:
+        names = ", ".join(could_not[:3]) + (", ..." if len(could_not) > 3 else "")
+        out.append(f"{COULD_NOT_RUN}: {names} did not run through and showed nothing, so nothing in "
+                   f"{'it' if len(could_not) == 1 else 'them'} was verified (exit status 2): fix the script, pass "
+                   f"its arguments after --, or raise --timeout, then verify again.")
     if undecided:
-        out.append("INCONCLUSIVE: the run could not decide (the script failed or hung first, or the line never ran); "
-                   "-v shows why: pass the script's arguments after --, or raise --timeout / --max-steps.")
-    if broken and not undecided:
+        out.append("INCONCLUSIVE: the run could not decide (the flagged code did not run, or the probe cannot tell; "
+                   "the evidence says which): pass the script's arguments after --, or raise --timeout / --max-steps.")
+    if broken:
         names = ", ".join(broken[:3]) + (", ..." if len(broken) > 3 else "")
         its = "Its" if len(broken) == 1 else "Their"
         out.append(f"Not run to the end: {names}; only what ran before the end was checked. {its} last output lines "
-                   f"are printed on stderr: fix the script or pass its arguments after --, then verify again.")
+                   f"are printed on stderr.")
     if not out and not findings:
         out.append("Nothing found: no finding, and the run showed no mistake.")
     elif not out:
-        out.append("Nothing confirmed: the flagged code behaved correctly on these devices (NOT_REPRODUCED), and the "
-                   "run showed no other mistake.")
+        out.append("Nothing confirmed: the flagged code ran and behaved correctly on these devices (NOT_REPRODUCED), "
+                   "and the run showed no other mistake.")
     return out

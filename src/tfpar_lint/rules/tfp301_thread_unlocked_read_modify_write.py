@@ -53,6 +53,46 @@ class ThreadUnlockedReadModifyWrite(Rule):
                ("assign", "set_weights", "apply_gradients", "minimize", "update_state"))
 
     def check(self) -> Iterator[Report]:
+        seen: set[int] = set()
+        T = self.module.threads
+        for rep in self._check():
+            if isinstance(rep.node, cst.Call) and T.guarded_everywhere(rep.node):
+                continue  # every thread reaches it holding a lock (taken by a caller)
+            if id(rep.node) not in seen:
+                seen.add(id(rep.node))
+                yield rep
+        for rep in self._graph_rmw():
+            if id(rep.node) not in seen:
+                seen.add(id(rep.node))
+                yield rep
+
+    def _graph_rmw(self) -> Iterator[Report]:
+        """TF1 graph mode, through the thread analysis (update ops kept in ``self`` attributes,
+        lists and comprehensions of ops, ``tf.assign``/``K.update``): ``sess.run(ops)`` from
+        several threads where an op reads and then writes a variable every thread shares."""
+        m = self.module
+        T = m.threads
+        for run in T.runs():
+            if not T.concurrent(run.target):
+                continue
+            for step, found in T.session_rmws(run):
+                cs = step.site
+                if step.guards or cs.scope.module is not m:
+                    continue
+                op, var = found[0]
+                fn = step.fn.name
+                yield Report(
+                    cs.node,
+                    f"`{m.code(cs.node)}` in `{fn}` (run by a Python thread) runs the op `{m.code(op)}` (line "
+                    f"{{line}}), which reads and then writes `{var}`, a variable every thread shares, without a "
+                    f"lock: concurrent session runs interleave the read and the write and lose updates; hold "
+                    f"one lock shared by every thread around the run, or build an atomic update "
+                    f"(`{var}.assign_sub(...)`/`assign_add(...)`)",
+                    {"variable": var, "function": fn},
+                    related=op,
+                )
+
+    def _check(self) -> Iterator[Report]:
         m = self.module
         targets = m.thread_targets()
         for fid, starts in targets.items():

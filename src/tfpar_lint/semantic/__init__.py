@@ -10,6 +10,7 @@ call sites with their ``with``/``if``/``try`` context, stores and name reference
 * :mod:`.contexts` - strategy scopes, replica functions, thread targets, ``tf.function``;
 * :mod:`.flow` - which right-hand sides feed an expression through local names;
 * :mod:`.environment` - environment variables the module writes;
+* :mod:`.threads` - what Python threads run, what they share, the updates they make (TFP3xx);
 * :mod:`.loss` - what a loss is made of and how it is scaled (TFP5xx);
 * :mod:`.lifecycle` - multi-worker facts: chief tests, saves and their paths (TFP6xx);
 * :mod:`tfpar_lint.tfapi` - what TensorFlow and Keras APIs create and do.
@@ -40,6 +41,7 @@ from tfpar_lint.semantic.model import (  # noqa: F401  (re-exported for rules)
 from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
     arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
 )
+from tfpar_lint.semantic.threads import Threads
 from tfpar_lint.semantic.values import Inference
 
 # ============================================================================ strategy facts
@@ -127,6 +129,7 @@ class Module:
         self.contexts = Contexts(self)
         self.environment = Environment(self)
         self.flow = Flow(self)
+        self.threads = Threads(self)
         # facts several rules derive from the model, computed once (rules/_scope.values_of_kind)
         self.rule_memo: dict[str, dict] = {}
         if project is not None:

@@ -100,7 +100,7 @@ def _builds_model(m: Module, cs: CallSite, q: str) -> bool:
             return False
         fq, _ = m.qualified_name(first.func, cs.scope, cs.order)
         return fq in _INPUT_LAYERS or any(keyword(first, k) is not None for k in _SHAPE_KEYWORDS)
-    return q in api.MODEL_FACTORIES or (q.startswith("keras.applications.") and q.rsplit(".", 1)[-1][:1].isupper())
+    return q in api.MODEL_FACTORIES  # keras.applications.*, load_model, ... (from the API table)
 
 
 def _runs_keras_model(m: Module, cs: CallSite) -> bool:

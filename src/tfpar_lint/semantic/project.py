@@ -63,6 +63,38 @@ def project_root(path: str) -> Optional[str]:
         d = parent
 
 
+# folder -> its project root, remembered during one run of the engine (lint_paths clears it): a
+# run's files share their folders, and the result cache asks for every file's project
+ROOTS: dict[str, Optional[str]] = {}
+
+
+def project_root_memo(path: str) -> Optional[str]:
+    """:func:`project_root`, remembered in :data:`ROOTS`."""
+    d = os.path.dirname(os.path.abspath(path))
+    walked = []
+    found: Optional[str] = None
+    while True:
+        if d in ROOTS:
+            found = ROOTS[d]
+            break
+        walked.append(d)
+        if any(os.path.isfile(os.path.join(d, m)) for m in ROOT_MARKERS):
+            found = d
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    for w in walked:
+        ROOTS[w] = found
+    return found
+
+
+# The modules whose importers the answers asked for, since the caller last cleared it (the engine,
+# per linted file): the result cache keys that file's result on who imports them.
+ASKED: set = set()
+
+
 class Project:
     def __init__(self, roots: list[str], build: Callable[[str, str], Optional["Module"]],
                  root: Optional[str] = None, summaries: Optional["SummaryStore"] = None) -> None:
@@ -257,6 +289,7 @@ class Project:
         """Project modules that import ``module`` (found by a text scan, then confirmed by
         resolving their imports)."""
         path = os.path.abspath(module.path)
+        ASKED.add(path)
         if path in self._importers:
             module.project_deps.update(m.path for m in self._importers[path])
             return self._importers[path]
@@ -317,6 +350,7 @@ class Project:
         """(path, text) of the project files whose import lines resolve to the module at
         ``path`` (found without parsing)."""
         path = os.path.abspath(path)
+        ASKED.add(path)
         texts = self._project_texts()
         return [(p, texts[p]) for p in self._import_index().get(path, ()) if p != path]
 
@@ -324,6 +358,10 @@ class Project:
         """Project file -> the project files whose import lines resolve to it (one pass over the
         texts, import lines resolved like ``imported_texts`` does)."""
         if self._index is None:
+            memo = self._index_memo()
+            if memo is not None and memo[1] is not None:
+                self._index = memo[1]
+                return self._index
             self._index = {}
             for p, text in self._project_texts().items():
                 if "import" not in text:
@@ -332,7 +370,78 @@ class Project:
                     lst = self._index.setdefault(target, [])
                     if not lst or lst[-1] != p:
                         lst.append(p)
+            if memo is not None:
+                self._store_index(memo[0], self._index)
         return self._index
+
+    def _index_memo(self) -> Optional[tuple]:
+        """``(memo file, index or None)``: the import index kept in the result cache's folder for
+        this project, valid while no project file was added, removed or changed (names, sizes and
+        modification times, the walk of :meth:`_project_texts`) and tfpar-lint is the same.  None
+        without a cache folder."""
+        folder = getattr(self.summaries, "root", None) if self.summaries is not None else None
+        if not folder:
+            return None
+        import hashlib
+        import json
+
+        from tfpar_lint.cache import _checksum, code_fingerprint, read_entry
+
+        h = hashlib.sha256(json.dumps([code_fingerprint(), self.roots, self.root]).encode("utf-8", "surrogatepass"))
+        path = os.path.join(folder, "importers", "v1", h.hexdigest()[:40] + ".json")
+        sig = hashlib.sha256()
+        for p in self._project_files():
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            sig.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode("utf-8", "surrogatepass"))
+        self._index_sig = sig.hexdigest()
+        data = read_entry(path)
+        if data is None:
+            return path, None
+        try:
+            entry = json.loads(data)
+            body = {k: v for k, v in entry.items() if k != "checksum"}
+            if entry.get("checksum") != _checksum(body) or entry.get("sig") != self._index_sig:
+                return path, None
+            index = entry["index"]
+            if not isinstance(index, dict) or not all(isinstance(v, list) for v in index.values()):
+                return path, None
+            return path, index
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            return path, None
+
+    def _store_index(self, path: str, index: dict) -> None:
+        import json
+
+        from tfpar_lint.cache import _checksum
+
+        body = {"sig": self._index_sig, "index": index}
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with open(fd, "w", encoding="utf-8") as fh:
+                json.dump(dict(body, checksum=_checksum(body)), fh, separators=(",", ":"))
+            os.replace(tmp, path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def importers_digest(self, paths) -> str:
+        """A fingerprint of which project files import each of ``paths`` (their import lines,
+        resolved against the files there are): a new importer of one of them, or an import line
+        of one removed, changes it."""
+        import hashlib
+        import json
+
+        index = self._import_index()
+        payload = json.dumps([(p, sorted(set(index.get(os.path.abspath(p), ()))))
+                              for p in sorted({os.path.abspath(x) for x in paths})])
+        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
     def imported_texts(self, path: str, source: str) -> list[tuple[str, str]]:
         """(path, text) of the project files the text of ``source`` (the file at ``path``)
@@ -385,10 +494,11 @@ class Project:
         got = self.resolve(other, qname)
         return got is not None and got[0] is target
 
-    def _project_texts(self) -> dict[str, str]:
-        if self._texts is None:
-            self._texts = {}
-            seen = 0
+    def _project_files(self) -> list[str]:
+        """The project's ``.py`` files the scan for importers reads (at most MAX_SCAN), in walk order."""
+        if getattr(self, "_files", None) is None:
+            files: list[str] = []
+            seen_set: set = set()
             for root in self.roots:
                 for dirpath, dirnames, filenames in os.walk(root):
                     if root != self.root:  # a script's folder: its own files and its packages
@@ -396,18 +506,26 @@ class Project:
                     dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in (
                         "__pycache__", "node_modules", "site-packages", "venv", "build", "dist")]
                     for fn in filenames:
-                        if not fn.endswith(".py") or seen >= MAX_SCAN:
+                        if not fn.endswith(".py") or len(files) >= MAX_SCAN:
                             continue
                         p = os.path.abspath(os.path.join(dirpath, fn))
-                        if p in self._texts:
+                        if p in seen_set:
                             continue
-                        seen += 1
-                        text = _read_regular(p)
-                        if text is not None:
-                            self._texts[p] = text
-                    if seen >= MAX_SCAN:
+                        seen_set.add(p)
+                        files.append(p)
+                    if len(files) >= MAX_SCAN:
                         self.capped = True
                         break
+            self._files = files
+        return self._files
+
+    def _project_texts(self) -> dict[str, str]:
+        if self._texts is None:
+            self._texts = {}
+            for p in self._project_files():
+                text = _read_regular(p)
+                if text is not None:
+                    self._texts[p] = text
         return self._texts
 
 

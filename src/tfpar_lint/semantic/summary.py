@@ -360,10 +360,16 @@ class SummaryStore:
         path = self._file(key)
         if path is None:
             return None
+        from tfpar_lint.cache import _checksum, read_entry
+
+        data = read_entry(path)  # a regular file of this user's, not a link, of bounded size
+        if data is None:
+            return None
         try:
-            with open(path, "rb") as fh:
-                entry = json.loads(fh.read())
+            entry = json.loads(data)
             if not isinstance(entry, dict) or entry.get("key") != key:
+                return None
+            if entry.get("checksum") != _checksum({"key": key, "summary": entry.get("summary")}):
                 return None
             summary = entry["summary"]
             if not isinstance(summary, dict) or summary.get("format") != FORMAT \
@@ -373,7 +379,7 @@ class SummaryStore:
                                for k in ("defs", "calls", "inert", "bound")):
                 return None
             return summary
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None
 
     def _store(self, key: str, summary: dict) -> None:
@@ -386,8 +392,12 @@ class SummaryStore:
 
             _ensure_root(self.root)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump({"key": key, "summary": summary}, fh, separators=(",", ":"))
+            from tfpar_lint.cache import _checksum
+
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with open(fd, "w", encoding="utf-8") as fh:
+                json.dump({"key": key, "summary": summary, "checksum": _checksum({"key": key, "summary": summary})},
+                          fh, separators=(",", ":"))
             os.replace(tmp, path)
             self.written += 1
         except OSError:

@@ -315,14 +315,9 @@ class Inference:
             return None
         for base in cls.bases:
             q, _ = self.m.qualified_name(base, cls.scope.parent or self.m.scope, 10**9)
-            if q in api.MODEL_BASES:
-                return api.MODEL
-            if q in api.LAYER_BASES:
-                return api.LAYER
-            if q.startswith("keras.metrics.") and q[len("keras.metrics."):][:1].isupper():
-                return api.METRIC
-            if q.startswith("keras.optimizers.") and q[len("keras.optimizers."):][:1].isupper():
-                return api.OPTIMIZER
+            k = api.class_kind(q) if q else None  # from the API table: every spelling, every release
+            if k in (api.MODEL, api.LAYER, api.METRIC, api.OPTIMIZER):
+                return k
             if not q:
                 for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
                     if v.kind == api.CLASS and v.info is not cls:
@@ -560,6 +555,8 @@ class Inference:
                 out.extend(items)
             if all(isinstance(e, (cst.Dict, cst.List)) for e, _s, _o in reaching):
                 out.extend(self._stored_items(expr, scope, order, key))
+                if key is None and all(isinstance(e, cst.List) for e, _s, _o in reaching):
+                    out.extend(self._appended_items(expr, scope, order))
             return out
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             # self.buffers = [tf.Variable(...) for ...] set in another method
@@ -608,6 +605,28 @@ class Inference:
             return []
         bs = fn.cls.attrs.get(expr.attr.value) or []
         return bs if bs and all(b.value is not None for b in bs) else []
+
+    def _appended_items(self, name: cst.Name, scope: Scope, order: int) -> list:
+        """``workers = []; workers.append(Worker(...))`` (and ``insert``, ``extend`` of a literal)
+        before ``order``, on the list ``name`` holds: the items added."""
+        bound = {id(b) for b in self.m.lookup(name.value, scope, order)}
+        out = []
+        for cs in self.m.calls:
+            f = cs.node.func
+            if cs.order >= order or not isinstance(f, cst.Attribute) or not isinstance(f.value, cst.Name) \
+                    or f.value.value != name.value or f.attr.value not in ("append", "insert", "extend"):
+                continue
+            if {id(b) for b in self.m.lookup(name.value, cs.scope, cs.order)} != bound:
+                continue
+            item = arg(cs.node, 1 if f.attr.value == "insert" else 0)
+            if item is None:
+                continue
+            if f.attr.value == "extend":
+                items = self.container_items(item, cs.scope, cs.order)
+                out.extend(items or ())
+            else:
+                out.append((item, cs.scope, cs.order))
+        return out
 
     def _stored_items(self, name: cst.Name, scope: Scope, order: int, key: object) -> list:
         """``d[k] = v`` stores into the dict / list that ``name`` holds, made before ``order``

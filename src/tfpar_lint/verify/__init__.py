@@ -6,19 +6,19 @@ Entry point for the CLI::
     verify_findings(scripts, findings, devices="auto", max_steps=3, timeout=120.0,
                     script_args=(), jobs=None, workdir=None) -> list[ScriptRun]
 
-Layout:
+Layout (driver, sandbox, probes, report):
 
-* ``driver.py``      - child processes, timeouts, local clusters, verdicts
-* ``child.py``       - the instrumented child (``python -m tfpar_lint.verify.child``)
-* ``sandbox.py``     - containment: user/mount/PID namespaces with overlays (Python-level guard as fallback)
-* ``procs.py``       - process trees, marker sweeps, kills, capped output relays
-* ``instrument.py``  - core patches (strategy devices, strategy.run, step bounds)
-* ``runtime.py``     - child-side recorder, stack helpers, patch/import hooks
-* ``source.py``      - line markers (did the flagged line run?)
-* ``devices.py``     - ``--devices`` parsing and logical device set-up
-* ``synthetic.py``   - offline ``keras.datasets`` replacement
-* ``result.py``      - :class:`ScriptRun` / :class:`FamilyObservation`
-* ``probes/``        - one module per rule family (scope, input, threads, randomness)
+* ``select.py``      - what ``--verify`` runs (entry points that use a strategy; what is skipped and why)
+* ``driver.py``      - child processes, timeouts, local clusters, interrupts (``zygote.py``: the fork server)
+* ``sandbox.py``     - containment: user/mount/PID namespaces with overlays (``redirect.py``: the Python-level
+  fallback); ``procs.py``: process trees, marker sweeps, kills, capped output relays
+* ``child.py``       - the instrumented child (``python -m tfpar_lint.verify.child``); ``instrument.py`` (core
+  patches: strategy devices, strategy.run, step bounds, dataset element tags), ``runtime.py`` (the recorder,
+  stack helpers, patch/import hooks), ``source.py`` (line markers), ``devices.py``, ``synthetic.py``
+* ``probes/``        - one module per rule family: ``install``/``collect`` in the child, ``seen(run)`` in the
+  parent (``probes/__init__.py`` turns what was seen into verdicts the same way for every family)
+* ``report.py``      - verdicts of findings and scripts (CONFIRMED, RUNTIME, NOT_REPRODUCED, INCONCLUSIVE,
+  COULD_NOT_RUN); ``result.py``: :class:`ScriptRun` / :class:`FamilyObservation`
 
 Importing this package does not import TensorFlow.
 """

@@ -24,6 +24,9 @@ import types
 from tfpar_lint.verify.runtime import STOP_SENTINEL, Recorder, VerifierStop, describe_error as _describe_error
 
 
+_os_exit = os._exit  # the verifier's own exits (the script's os._exit is caught: _catch_os_exit)
+
+
 class VerifierTimeout(BaseException):
     """Raised in the main thread when the driver sends SIGTERM at the timeout."""
 
@@ -35,10 +38,15 @@ def main(argv: list[str]) -> int:
     spec_path = argv[0]
     with open(spec_path) as f:
         spec = json.load(f)
+    from tfpar_lint.verify import sandbox
+
+    # SIGKILL of tfpar-lint (or of the fork server) takes this run down: a link of the chain
+    parent = os.getppid()
+    sandbox.die_with_parent(parent if parent in (spec.get("protected_pids") or [parent]) else None)
     t_start = time.time()
     result: dict = {"outcome": "failed", "notes": [], "pid": os.getpid()}
     stacks = open(spec["stacks"], "w")
-    _STATE.update(spec=spec, result=result, stacks=stacks)
+    _STATE.update(spec=spec, result=result, stacks=stacks, t_start=t_start)
     _contain(spec, result)
     remaining = spec["deadline"] - time.time()
     if remaining > 0:
@@ -65,7 +73,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.flush()
         _end_descendants()
     finally:
-        os._exit(code)
+        _os_exit(code)
 
 
 def _end_descendants() -> None:
@@ -123,7 +131,10 @@ def _contain(spec: dict, result: dict) -> None:
         result["sandbox"] = "python"
         _STATE["python_guard"] = [rundir, spec.get("tmpdir") or rundir] + (
             [spec["sync_dir"]] if spec.get("sync_dir") else [])
-        sandbox.set_subreaper()  # orphans of the script's processes stay below this process
+        # No PID namespace: this process stays outside as the run's subreaper, and kills what the
+        # script left (setsid, double forks, execve) once it has ended; the script runs in a child.
+        sandbox.reaper_split()
+        result["pid"] = os.getpid()
         try:
             os.chdir(cwd)
         except OSError:
@@ -134,7 +145,7 @@ def _contain(spec: dict, result: dict) -> None:
         # A last resort when the driver itself is gone: nobody else would end this process.
         def _watchdog():
             time.sleep(max(1.0, deadline - time.time() + float(spec.get("hard_grace", 30))))
-            os._exit(124)
+            _os_exit(124)
 
         from tfpar_lint.verify.runtime import own_thread
 
@@ -171,8 +182,10 @@ def _setup(spec: dict, result: dict) -> Recorder:
         pass
 
     script = os.path.realpath(spec["script"])
-    with open(script, encoding="utf-8") as f:
-        text = f.read()
+    from tfpar_lint.files import read_regular_text
+    from tfpar_lint.verify.driver import SCRIPT_MAX_BYTES
+
+    text = read_regular_text(script, SCRIPT_MAX_BYTES)  # a regular file, read without blocking, bounded
     marked_text, marks = source.instrument(text, [int(x) for x in spec.get("lines", [])])
     R = Recorder(script, int(spec["max_steps"]), marks)
     R.devices = devs
@@ -180,6 +193,7 @@ def _setup(spec: dict, result: dict) -> Recorder:
     R.worker_index = worker
     R.num_workers = int(spec.get("num_workers", 1) or 1)
     R.sync_dir = spec.get("sync_dir") or None  # local cluster: where the workers agree on when to stop
+    R.own_tf_config = bool(spec.get("own_tf_config"))  # started without the verifier's TF_CONFIG
     for n in notes:
         R.note(n)
     R.text = marked_text
@@ -224,7 +238,7 @@ def _setup(spec: dict, result: dict) -> Recorder:
             R.leave()
             faulthandler.cancel_dump_traceback_later()
             _finish(R, result, spec, time.time())
-            os._exit(0)
+            _os_exit(0)
 
         R.on_preempt = preempt
     result["setup_seconds"] = round(time.time() - t0, 3)
@@ -236,7 +250,6 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
     text = R.text
     lines = text.splitlines(keepends=True)
     _protect_linecache({script: lines, spec["script"]: lines})
-    code = compile(text, script, "exec", dont_inherit=True)
     mod = types.ModuleType("__main__")
     mod.__file__ = script
     mod.__builtins__ = builtins
@@ -255,7 +268,10 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
         sandbox.install_python_guard(_STATE["python_guard"], protected_pids=spec.get("protected_pids") or [],
                                      overlay=os.path.join(spec["scratch"], "overlay"))
     t0 = time.time()
+    _catch_os_exit(spec, R, result, t0)
     try:
+        # compiled in here: a file too deeply nested for Python fails as under `python script.py`
+        code = compile(text, script, "exec", dont_inherit=True)
         exec(code, mod.__dict__)
         result["outcome"] = "ok"
     except VerifierStop:
@@ -270,7 +286,11 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
             result["error"] = _describe_error(e, R, script)
             _print_uncaught(e, R, spec)
     except BaseException as e:
-        if STOP_SENTINEL in str(e) and R.stop_reason:
+        if isinstance(e, StopIteration) and getattr(R, "loop_cuts", 0):
+            # next() past the end of a dataset the verifier cut at --max-steps elements
+            R.stop_reason = R.stop_reason or f"stopped after {R.max_steps} elements of a dataset (next() past the cut)"
+            result["outcome"] = "stopped"
+        elif STOP_SENTINEL in str(e) and R.stop_reason:
             result["outcome"] = "stopped"
         else:
             result["outcome"] = "error"
@@ -280,6 +300,43 @@ def _run_script(spec: dict, R: Recorder, result: dict) -> None:
         result["script_seconds"] = round(time.time() - t0, 3)
         if old_main is not None:
             sys.modules["__main__"] = old_main
+
+
+def _catch_os_exit(spec: dict, R: Recorder, result: dict, t0: float) -> None:
+    """A script may end with ``os._exit(code)``: Python then runs no ``finally`` and the result
+    would never be written.  The script's own process writes it first (code 0 is a normal end,
+    as under ``python script.py``); its forked children (``multiprocessing`` workers leave through
+    ``os._exit`` too) pass straight through."""
+    real_exit = os._exit
+    me = os.getpid()
+
+    def _exit(code):
+        if os.getpid() == me and not _STATE.get("exiting"):
+            _STATE["exiting"] = True
+            try:
+                faulthandler.cancel_dump_traceback_later()
+                n = int(code)
+            except (TypeError, ValueError, OverflowError):
+                n = 1
+            try:
+                result["script_seconds"] = round(time.time() - t0, 3)
+                if n == 0:
+                    result["outcome"] = "ok"
+                else:
+                    result["outcome"] = "error"
+                    result["error"] = {"type": "SystemExit", "message": f"os._exit({n})", "frames": [],
+                                       "script_lines": [], "location": ""}
+                R.note(f"the script left with os._exit({n})")
+                _finish(R, result, spec, _STATE.get("t_start", t0))
+                sys.stdout.flush()
+                sys.stderr.flush()
+                _end_descendants()
+            except BaseException:  # noqa: BLE001 - leave as the script asked, whatever happens
+                pass
+        real_exit(code)
+
+    _exit.__doc__ = real_exit.__doc__
+    os._exit = _exit
 
 
 def _print_uncaught(e: BaseException, R: Recorder, spec: dict) -> None:

@@ -46,11 +46,42 @@ def parse_devices(spec: str | None) -> DeviceRequest:
     return DeviceRequest(m.group(1), n)
 
 
+def host_gpus() -> int:
+    """How many GPUs the scripts would see, guessed in the parent without TensorFlow: the NVIDIA
+    device nodes (``/dev/nvidiaN``; WSL's ``/dev/dxg`` counts as one), as far as
+    ``CUDA_VISIBLE_DEVICES`` lets them through."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", None)
+    if visible is not None and visible.strip() in ("", "-1"):
+        return 0
+    try:
+        n = sum(1 for d in os.listdir("/dev") if re.fullmatch(r"nvidia\d+", d))
+    except OSError:
+        n = 0
+    if not n and os.path.exists("/dev/dxg"):
+        n = 1
+    if visible is not None and n:
+        ids = [x for x in visible.split(",") if x.strip() and not x.strip().startswith("-")]
+        n = min(n, len(ids))
+    return n
+
+
 def host_has_gpu() -> bool:
-    """Cheap guess in the parent (no TensorFlow import): NVIDIA device nodes."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
-        return False
-    return os.path.exists("/dev/nvidia0") or os.path.exists("/dev/dxg")
+    return host_gpus() > 0
+
+
+def unmet(spec: str | None) -> str | None:
+    """Why this machine cannot give what ``--devices`` asks for (None when it can): a GPU request
+    without a GPU is refused, never run on CPUs instead."""
+    try:
+        req = parse_devices(spec)
+    except ValueError as e:
+        return str(e)
+    if req.kind == "gpu" and not host_has_gpu():
+        hidden = " (CUDA_VISIBLE_DEVICES hides them)" if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1") \
+            else ""
+        return (f"--devices {req}: this machine has no GPU{hidden}; use --devices auto or cpu:N "
+                f"(N logical CPU devices), or run on a machine with a GPU")
+    return None
 
 
 @dataclass(frozen=True)

@@ -36,13 +36,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding, Verification
-from tfpar_lint.verify import probes as probes_pkg
-from tfpar_lint.verify import procs, sandbox
+from tfpar_lint.files import FileTooLarge, NotRegularFile, read_regular
+from tfpar_lint.finding import INCONCLUSIVE, Finding, Verification
+from tfpar_lint.verify import procs, report, sandbox, zygote
 from tfpar_lint.verify import procs as procs_mod
 from tfpar_lint.verify.devices import DeviceRequest, host_has_gpu, parse_devices
 from tfpar_lint.verify.probes import RunData
-from tfpar_lint.verify.result import FAMILIES, FamilyObservation, ScriptRun, family_of
+from tfpar_lint.verify.result import ScriptRun
 
 KILL_GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 # Limits per run (overridable through the environment): captured stdout and stderr, each; resident memory
@@ -65,7 +65,7 @@ def _output_cap() -> int:
 
 PEER_GRACE = 10.0  # seconds a worker may outlive a failed peer
 NUM_WORKERS = 2
-FORCED_SEED = 1234
+FORCED_SEED = report.FORCED_SEED
 _SRC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -101,12 +101,6 @@ _MWMS = re.compile(r"MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy")
 _THREADS = re.compile(r"\bthreading\b|\bconcurrent\.futures\b|\bThreadPoolExecutor\b|\bThread\b")
 
 
-def _script_line(f: Finding, cmap: dict) -> int:
-    if cmap and f.cell is not None:
-        return cmap.get((f.cell, f.line), f.line)
-    return f.line
-
-
 def _code_only(text: str) -> str:
     """The script's names and attributes, without comments and strings (a
     docstring that mentions MultiWorkerMirroredStrategy is not a cluster)."""
@@ -114,7 +108,7 @@ def _code_only(text: str) -> str:
 
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deeply nested: the script's own fault
         return text
     names = []
     for node in ast.walk(tree):
@@ -127,6 +121,31 @@ def _code_only(text: str) -> str:
             if isinstance(node, ast.ImportFrom) and node.module:
                 names.append(node.module)
     return " ".join(names) + " "
+
+
+def _writes_tf_config(text: str) -> bool:
+    """The script writes the TF_CONFIG environment variable itself (``os.environ["TF_CONFIG"] = ...``,
+    ``setdefault``/``update``/``putenv``): it is its own launcher."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+
+    def is_name(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value == "TF_CONFIG"
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and is_name(node.slice):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "setdefault", "putenv", "update", "__setitem__"):
+            if any(is_name(a) for a in node.args) or any(k.arg == "TF_CONFIG" for k in node.keywords):
+                return True
+            if any(isinstance(a, ast.Dict) and any(is_name(k) for k in a.keys) for a in node.args):
+                return True
+    return False
 
 
 @dataclass
@@ -142,14 +161,40 @@ class _Job:
     cell_map: dict = field(default_factory=dict)  # (cell, line) -> script line, notebooks only
     one_replica: bool = False  # the re-run uses one device (TFP501/503/504/505: the same step on one replica)
     preempt: bool = False  # worker 1 leaves after PREEMPT_STEPS steps (TFP704: is the peer's failure swallowed?)
+    unrunnable: str = ""  # why the script is not run at all (not a regular file, too large, unreadable)
+    own_tf_config: bool = False  # the script writes TF_CONFIG: its workers start without the verifier's
+
+
+# A script (or notebook) is run only when its resolved path is a regular file of at most this many bytes;
+# it is read without blocking (a FIFO named *.py) and without reading past the bound (a link to /dev/zero).
+SCRIPT_MAX_BYTES = 10 * 1024 * 1024
+
+
+def _unreadable(shown: str, real: str, e: BaseException) -> str:
+    import stat as stat_mod
+
+    if isinstance(e, FileTooLarge):
+        return f"not run: {shown} is larger than {SCRIPT_MAX_BYTES >> 20} MB"
+    if isinstance(e, (NotRegularFile, IsADirectoryError)):
+        try:
+            mode = os.stat(real).st_mode
+            kind = ("a directory" if stat_mod.S_ISDIR(mode) else "a FIFO" if stat_mod.S_ISFIFO(mode) else
+                    "a character device" if stat_mod.S_ISCHR(mode) else "a block device" if stat_mod.S_ISBLK(mode)
+                    else "a socket" if stat_mod.S_ISSOCK(mode) else "not a regular file")
+        except OSError:
+            kind = "not a regular file"
+        via = f" ({shown} resolves to {real})" if os.path.abspath(shown) != real else ""
+        return f"not run: {shown} is {kind}{via}; only regular files are run"
+    if isinstance(e, UnicodeDecodeError):
+        return f"not run: {shown} is not UTF-8 text"
+    return f"not run: {shown} cannot be read: {getattr(e, 'strerror', None) or e}"
 
 
 def _notebook_script(path: str, folder: str) -> tuple[str, dict, str]:
     """A notebook's code cells as one script: (script path, (cell, line) -> line, text)."""
     from tfpar_lint.notebook import code_cells
 
-    with open(path, encoding="utf-8") as f:
-        cells = code_cells(f.read())
+    cells = code_cells(read_regular(path, SCRIPT_MAX_BYTES).decode("utf-8"))
     out: list[str] = []
     cmap: dict = {}
     for number, src in cells:
@@ -222,14 +267,15 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     for i, rp in enumerate(order):
         fs = by_path.get(rp, [])
         run_path, cmap = rp, {}
+        unrunnable = ""
         try:
             if rp.endswith(".ipynb"):
                 run_path, cmap, text = _notebook_script(rp, os.path.join(root, f"{i:03d}-notebook"))
             else:
-                with open(rp, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-        except (OSError, ValueError):
+                text = read_regular(rp, SCRIPT_MAX_BYTES).decode("utf-8", "replace")
+        except (OSError, ValueError) as e:
             text = ""
+            unrunnable = _unreadable(display.get(rp, rp), rp, e)
         codes = {f.code for f in fs}
         code_text = _code_only(text)
         jobs_list.append(_Job(
@@ -239,8 +285,9 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             rerun="TFP403" in codes or bool(codes & ONE_REPLICA_CODES),
             one_replica="TFP403" not in codes and bool(codes & ONE_REPLICA_CODES),
             preempt="TFP704" in codes,
-            lines=sorted({_script_line(f, cmap) for f in fs}),
-            run_path=run_path, cell_map=cmap,
+            own_tf_config=_writes_tf_config(text),
+            lines=sorted({report.script_line(f, cmap) for f in fs}),
+            run_path=run_path, cell_map=cmap, unrunnable=unrunnable,
         ))
     n_jobs = jobs if jobs and jobs > 0 else default_jobs(req)
     slots = _Slots(n_jobs)
@@ -280,8 +327,8 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     try:
         if n_runs > 1 and os.environ.get("TFPAR_VERIFY_FORK", "1") != "0":
             try:
-                ctx["zygote"] = _Zygote(dict(base_env, **{procs.MARKER: ctx["marker"]}),
-                                        os.path.join(root, "zygote.log"))
+                ctx["zygote"] = zygote.Server(dict(base_env, HOME=_private_home(os.path.join(root, "zygote")),
+                                                   **{procs.MARKER: ctx["marker"]}), os.path.join(root, "zygote.log"))
             except OSError:
                 ctx["zygote"] = None
         # One task per run (a job with a re-run gives two tasks running in parallel).
@@ -293,7 +340,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             data = futs[(job.index, 0)].result()
             if job.rerun:
                 data.rerun = futs[(job.index, 1)].result()
-            runs.append(_conclude(job, data, display.get(job.script, job.script), req, root if keep else "", ctx))
+            runs.append(_conclude_one(job, data, display.get(job.script, job.script), root if keep else "", ctx))
     except KeyboardInterrupt:
         ctx["cancel"].set()
         signum = interrupted[0] or signal.SIGINT
@@ -314,7 +361,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
                     data.rerun = fs[1].result()
                 if getattr(data, "interrupted", False) or getattr(data.rerun, "interrupted", False):
                     continue  # stopped or never started by the interrupt: not a result
-                runs.append(_conclude(job, data, shown, req, root if keep else "", ctx))
+                runs.append(report.conclude(job, data, shown, root if keep else "", ctx))
             except Exception:  # noqa: BLE001 - a run that cannot be concluded is not reported
                 continue
         raise Interrupted(runs, signum) from None
@@ -382,8 +429,20 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
+def _private_home(folder: str) -> str:
+    """A run's own HOME (in its scratch: Keras writes ~/.keras/keras.json when it is imported, and a
+    script's ~/ files must not reach the user's home, with a sandbox or without)."""
+    home = os.path.join(folder, "home")
+    os.makedirs(home, exist_ok=True)
+    return home
+
+
 def _child_env(req: DeviceRequest, tf_config: Optional[str]) -> dict[str, str]:
     env = dict(os.environ)
+    if "PYTHONUSERBASE" not in env:  # the user's site-packages stay importable under a private HOME
+        import site
+
+        env["PYTHONUSERBASE"] = site.getuserbase()
     env["PYTHONPATH"] = _SRC_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
@@ -395,130 +454,6 @@ def _child_env(req: DeviceRequest, tf_config: Optional[str]) -> dict[str, str]:
     if tf_config:
         env["TF_CONFIG"] = tf_config
     return env
-
-
-class _ForkedProc:
-    """A child forked by the zygote, with the part of Popen's API the driver uses."""
-
-    def __init__(self, zygote: "_Zygote", pid: int):
-        self.z = zygote
-        self.pid = pid
-        self.returncode: Optional[int] = None
-
-    def poll(self) -> Optional[int]:
-        if self.returncode is None:
-            self.returncode = self.z.exit_code(self.pid)
-            if self.returncode is None and self.z.dead:
-                # The zygote died (killed by a script?): this child was re-parented to the driver
-                # (a child subreaper), which reaps it; or it is someone else's and /proc says if it lives.
-                try:
-                    pid, status = os.waitpid(self.pid, os.WNOHANG)
-                    if pid == self.pid:
-                        self.returncode = os.waitstatus_to_exitcode(status)
-                except ChildProcessError:
-                    if not os.path.exists(f"/proc/{self.pid}") or _zombie(self.pid):
-                        self.returncode = -9
-        return self.returncode
-
-    def wait(self, timeout: Optional[float] = None) -> int:
-        end = None if timeout is None else time.time() + timeout
-        while self.poll() is None:
-            if end is not None and time.time() >= end:
-                raise subprocess.TimeoutExpired("zygote child", timeout)
-            with self.z.cv:
-                self.z.cv.wait(0.05)
-        return self.returncode  # type: ignore[return-value]
-
-
-class _Zygote:
-    """Parent side of :mod:`tfpar_lint.verify.zygote` (fork server)."""
-
-    def __init__(self, env: dict[str, str], log: str):
-        self.cv = threading.Condition()
-        self.pids: dict[int, int] = {}
-        self.exits: dict[int, int] = {}
-        self.ready = False
-        self.dead = False
-        self.next_id = 0
-        self.write_lock = threading.Lock()
-        self.logf = open(log, "wb")
-        self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.zygote"], env=env,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.logf,
-                                  start_new_session=True)
-        self.reader = threading.Thread(target=self._read, name="tfpar-zygote-reader", daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.p.stdout is not None
-        for raw in self.p.stdout:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
-                continue
-            with self.cv:
-                if msg.get("ready"):
-                    self.ready = True
-                elif "id" in msg:
-                    self.pids[msg["id"]] = msg["pid"]
-                elif "exit" in msg:
-                    self.exits[msg["exit"]] = msg["code"]
-                self.cv.notify_all()
-        with self.cv:
-            self.dead = True
-            self.cv.notify_all()
-
-    def wait_ready(self, timeout: float) -> bool:
-        end = time.time() + timeout
-        with self.cv:
-            while not self.ready and not self.dead and time.time() < end:
-                self.cv.wait(0.1)
-            return self.ready and not self.dead
-
-    def exit_code(self, pid: int) -> Optional[int]:
-        with self.cv:
-            return self.exits.get(pid)
-
-    def spawn(self, spec_path: str, cwd: str, env: dict[str, str], stdout: str, stderr: str) -> _ForkedProc:
-        with self.write_lock:
-            rid = self.next_id
-            self.next_id += 1
-            req = {"id": rid, "spec": spec_path, "cwd": cwd, "env": env, "stdout": stdout, "stderr": stderr}
-            assert self.p.stdin is not None
-            try:
-                self.p.stdin.write((json.dumps(req) + "\n").encode())
-                self.p.stdin.flush()
-            except (OSError, ValueError) as e:  # the zygote is gone: the caller starts a fresh interpreter
-                raise RuntimeError(f"the zygote died: {e}") from None
-        with self.cv:
-            while rid not in self.pids:
-                if self.dead:
-                    raise RuntimeError("the zygote died")
-                self.cv.wait(0.1)
-            return _ForkedProc(self, self.pids[rid])
-
-    def close(self, kill: bool = False) -> None:
-        try:
-            if self.p.stdin:
-                self.p.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.p.wait(0.1 if kill else 30)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.logf.close()
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-        return data[data.rfind(b")") + 2:][:1] in (b"Z", b"X")
-    except OSError:
-        return True
 
 
 class _Proc:
@@ -563,6 +498,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "worker_index": worker,
         "num_workers": NUM_WORKERS if worker is not None else 1,
         "tf_config": tf_config,
+        "own_tf_config": job.own_tf_config,
         "uses_threads": job.uses_threads,
         "seed": seed,
         "np_seed": seed if job.one_replica else None,
@@ -573,9 +509,12 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     spec_path = os.path.join(rundir, "spec.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
-    env = _child_env(ctx["req"], tf_config)
+    # A script that writes TF_CONFIG runs as it would without the verifier; the strategy gets the
+    # verifier's cluster only where the script had written its own TF_CONFIG (instrument.py).
+    env = _child_env(ctx["req"], None if job.own_tf_config else tf_config)
     env[procs.MARKER] = marker
     env["TMPDIR"] = tmpdir
+    env["HOME"] = _private_home(rundir)
     relays = []
     fifos = []
     for name in ("stdout", "stderr"):
@@ -584,7 +523,7 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         fifos.append(fifo)
         relays.append(procs.OutputRelay(fifo, os.path.join(rundir, f"{name}.txt"), ctx["output_cap"]))
     try:
-        zyg: Optional[_Zygote] = ctx.get("zygote")
+        zyg: Optional[zygote.Server] = ctx.get("zygote")
         if zyg is not None and zyg.wait_ready(120) and not zyg.dead:
             try:
                 fp = zyg.spawn(spec_path, start_dir, env, fifos[0], fifos[1])
@@ -679,6 +618,8 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
     try:
         if ctx["cancel"].is_set() or not got:
             raise _NotStarted()
+        if job.unrunnable:
+            raise _Unrunnable(job.unrunnable)
         data = _execute_now(job, ctx, rerun)
         if job.multiworker and _step_bound_race(data):
             # The workers agree on the step at which they stop (Recorder.agree), so this should
@@ -691,8 +632,10 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
         return data
     except Exception as e:  # the driver itself failed (spawn, disk): report, never crash the CLI
         msg = ("not run: the verifier was interrupted" if isinstance(e, _NotStarted)
-               else str(e) if isinstance(e, _Refused) else f"the verifier could not run the script: {e}")
-        err = {"type": "Interrupted" if isinstance(e, _NotStarted) else type(e).__name__, "message": msg,
+               else str(e) if isinstance(e, (_Refused, _Unrunnable)) else
+               f"the verifier could not run the script: {e}")
+        err = {"type": "Interrupted" if isinstance(e, _NotStarted) else "NotRunnable" if isinstance(e, _Unrunnable)
+               else type(e).__name__, "message": msg,
                "frames": [], "script_lines": [], "location": ""}
         data = RunData(path=job.script, workers=[{"outcome": "failed", "error": err, "notes": []}],
                        outcome="failed", seconds=time.time() - t0)
@@ -708,6 +651,10 @@ def _execute(job: _Job, ctx: dict, rerun: bool) -> RunData:
 
 class _NotStarted(Exception):
     """The verifier was interrupted before this run started."""
+
+
+class _Unrunnable(Exception):
+    """The script is not a regular file of bounded size, or cannot be read: it is not run."""
 
 
 class _Refused(Exception):
@@ -842,7 +789,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
         locs = []
         for p in procs:
             if p.killed:
-                loc = _hang_location(os.path.join(p.rundir, "stacks.txt"), job.script)
+                loc = _hang_location(os.path.join(p.rundir, "stacks.txt"), job.script, (job.run_path,))
                 if loc:
                     locs.append((f"worker {p.worker}: " if p.worker is not None else "") + loc)
         hang_loc = "; ".join(locs)
@@ -882,7 +829,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                             f"scratch folder are redirected to a copy in it)")
         elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
             sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
-    refused = _refused(results)
+    refused = report.refused(results)
     if refused:
         sb_notes.append(f"sandbox: the script tried to change mounts or namespaces ({', '.join(refused)}) and was "
                         f"refused")
@@ -980,8 +927,15 @@ _THREAD_HDR = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)", re.M)
 _FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (.+)$', re.M)
 
 
-def _hang_location(stacks_path: str, script: str) -> str:
-    """``script.py:40 in <module> (innermost: threading.py:320 in wait)`` from a faulthandler dump."""
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the verifier's frames (child.py, probes)
+
+
+def _hang_location(stacks_path: str, script: str, also: tuple = ()) -> str:
+    """``script.py:40 in <module> (innermost: threading.py:320 in wait)`` from a faulthandler dump.
+
+    The place is the user's: the innermost frame of the script (or of ``also``, the file the child
+    ran for a notebook) in the main thread, else in any thread, else the innermost frame outside
+    the verifier's own files; a verifier frame (``child.py``) is never the answer."""
     try:
         with open(stacks_path, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -999,216 +953,43 @@ def _hang_location(stacks_path: str, script: str) -> str:
         return ""
     main = next((b for b in blocks if any(fn.endswith(os.path.join("verify", "child.py")) and fun.strip() ==
                                           "_run_script" for fn, _, fun in b)), blocks[0])
-    real = os.path.realpath(script)
-    where = ""
-    for fn, ln, fun in main:
-        if os.path.realpath(fn) == real:
-            where = f"{os.path.basename(script)}:{ln} in {fun.strip()}"
-            break
-    if main:
-        fn, ln, fun = main[0]
-        inner = f"{os.path.basename(fn)}:{ln} in {fun.strip()}"
-        if not where:
-            return inner
-        if not (os.path.realpath(fn) == real):
-            return f"{where} (innermost: {inner})"
+    mine = {os.path.realpath(p) for p in (script,) + tuple(also) if p}
+
+    def ours(fn: str) -> bool:
+        return os.path.realpath(fn).startswith(os.path.realpath(_OWN_DIR))
+
+    def user(block) -> Optional[tuple]:
+        return next(((fn, ln, fun) for fn, ln, fun in block if os.path.realpath(fn) in mine), None)
+
+    hit = user(main)
+    if hit is None:
+        for b in blocks:
+            hit = user(b)
+            if hit is not None:
+                main = b
+                break
+    inner_frames = [f for f in main if not ours(f[0])]
+    inner = f"{os.path.basename(inner_frames[0][0])}:{inner_frames[0][1]} in {inner_frames[0][2].strip()}" \
+        if inner_frames else ""
+    if hit is None:
+        return inner or "in the verifier's set-up, before the script started"
+    where = f"{os.path.basename(script)}:{hit[1]} in {hit[2].strip()}"
+    if inner_frames and inner_frames[0] != hit:
+        return f"{where} (innermost: {inner})"
     return where
 
 
-# ------------------------------------------------------------------ verdicts
-def _conclude(job: _Job, data: RunData, display: str, req: DeviceRequest, keep_root: str,
-              ctx: Optional[dict] = None) -> ScriptRun:
-    notes: list[str] = list(getattr(data, "driver_notes", []))
-    for n in getattr(data, "sandbox_notes", []):
-        if n not in notes:
-            notes.append(n)
-    for r in data.workers:
-        for n in (r or {}).get("notes", []):
-            if n not in notes:
-                notes.append(n)
-    stop = next(((r or {}).get("stop_reason") for r in data.workers if (r or {}).get("stop_reason")), "")
-    if stop:
-        notes.append(stop)
-    if data.rerun is not None and job.one_replica:
-        notes.append(f"ran again on one replica (global and numpy seed {FORCED_SEED} in both runs) to compare "
-                     f"the first training step")
-    elif data.rerun is not None:
-        notes.append(f"ran twice with global seed {FORCED_SEED} to compare random streams")
-    codes = [c for c in getattr(data, "exit_codes", [])]
-    killed = getattr(data, "killed", [])
-    exit_status = None if any(killed) else (max(codes, key=lambda c: abs(c or 0)) if codes else None)
-    run = ScriptRun(
-        path=display,
-        outcome=data.outcome,
-        exit_status=exit_status,
-        seconds=round(data.seconds, 2),
-        replicas=data.replicas,
-        devices=data.devices,
-        workers=len(data.workers),
-        strategies=[f"{s['type']}({s['replicas']} replicas)" for s in _unique_strategies(data)],
-        steps=max(((r or {}).get("steps", 0) or 0) for r in data.workers) if data.workers else 0,
-        error=data.error_text(),
-        hang_location=data.hang,
-        notes=notes,
-        startup_seconds=max(((r or {}).get("startup_seconds", 0) or 0) for r in data.workers) if data.workers else 0,
-        workdir=getattr(data, "rundir", "") if keep_root else "",
-        sandbox=_sandbox_name(data, ctx),
-        sandbox_refused=_refused(data.workers),
-        stdout=_joined(data, "stdout"),
-        stderr=_joined(data, "stderr"),
-    )
-    if data.outcome == "hung":
-        run.notes.insert(0, f"hung after {data.hang_seconds or data.seconds:.0f} s; killed")
-    for fam_digit, name in FAMILIES.items():
-        mod = probes_pkg.load(name)
-        try:
-            status, summary = mod.observe(data)
-        except Exception as e:  # pragma: no cover - a probe bug must not lose the run
-            status, summary = INCONCLUSIVE, f"probe error: {type(e).__name__}: {e}"
-        if data.outcome in ("error", "hung", "failed") and status == NOT_REPRODUCED:
-            status = INCONCLUSIVE
-            summary += f" (run incomplete: {data.outcome})"
-        run.observations.append(FamilyObservation(name, f"TFP{fam_digit}xx", status, summary))
-    for f in job.findings:
-        if job.cell_map and f.cell is not None:
-            import copy
-
-            g = copy.copy(f)
-            g.line = _script_line(f, job.cell_map)
-            status, evidence = _judge(g, data)
-            evidence += f" (cell {f.cell}, line {f.line} = line {g.line} of the cells run as one script)"
-        else:
-            status, evidence = _judge(f, data)
-        f.verification = Verification(status=status, evidence=evidence, replicas=data.replicas,
-                                      devices=list(data.devices), seconds=round(data.seconds, 2))
-    run.runtime_findings = [g.to_dict() for g in _runtime_findings(job, data, display)]
-    return run
-
-
-def _seen(data: RunData) -> list:
-    """What every probe saw at a place of the script (``probes.Seen``), one per code and line."""
-    out, keys = [], set()
-    for name in FAMILIES.values():
-        mod = probes_pkg.load(name)
-        locate = getattr(mod, "locate", None)
-        if locate is None:
-            continue
-        try:
-            seen = locate(data)
-        except Exception:  # pragma: no cover - a probe bug must not lose the run
-            continue
-        for s in seen:
-            if (s.code, s.line) not in keys:
-                keys.add((s.code, s.line))
-                out.append(s)
-    return out
-
-
-def _runtime_findings(job: _Job, data: RunData, display: str) -> list[Finding]:
-    """Mistakes the run showed that no static finding covers, as findings of their own
-    (verdict RUNTIME).  A static finding of the same family on the line where the mistake
-    was seen (or one of its other lines) is the same mistake: it gets the verdict CONFIRMED
-    and the evidence instead; a CONFIRMED static finding of the same code covers it too."""
-    from tfpar_lint import registry
-
-    rules = registry.rules_by_code()
-    back = {v: k for k, v in job.cell_map.items()} if job.cell_map else {}
-    out: list[Finding] = []
-    for s in _seen(data):
-        fam = s.code[:4]
-        near = set(range(s.line - 1, s.line + 2)) | set(s.lines)
-        covered = False
-        for f in job.findings:
-            if not f.code.startswith(fam) or f.verification is None:
-                continue
-            line = _script_line(f, job.cell_map)
-            if line in near:
-                if f.verification.status != CONFIRMED:
-                    f.verification.status = CONFIRMED
-                    f.verification.evidence = s.evidence
-                covered = True
-            elif f.code == s.code and f.verification.status == CONFIRMED:
-                covered = True
-        if covered:
-            continue
-        rule = rules.get(s.code)
-        cell, line = back.get(s.line, (None, s.line))
-        g = Finding(code=s.code, name=rule.NAME if rule else "", path=display, line=line, col=1, end_line=line,
-                    end_col=1, cell=cell, severity=rule.SEVERITY if rule else "warning",
-                    message=(rule.SUMMARY if rule else s.code) + " (seen at runtime; the linter did not report it)",
-                    fix_hint=(rule.FIX_HINT or "") if rule else "")
-        g.verification = Verification(status=RUNTIME, evidence=s.evidence, replicas=data.replicas,
-                                      devices=list(data.devices), seconds=round(data.seconds, 2))
-        out.append(g)
-    return out
-
-
-def _refused(results) -> list[str]:
-    """The mount and namespace calls the script tried, every worker's, in order."""
-    out: list[str] = []
-    for r in results:
-        for what in (r or {}).get("sandbox_refused", []) or []:
-            if what not in out:
-                out.append(str(what))
-    return out
-
-
-def _sandbox_name(data: RunData, ctx: Optional[dict]) -> str:
-    modes = [m for m in getattr(data, "sandbox", []) if m]
-    if modes and all(m == "namespaces" for m in modes):
-        return "namespaces"
-    if modes:
-        return "python"
-    return (ctx or {}).get("sandbox", "")
-
-
-def _joined(data: RunData, name: str) -> str:
-    outs = getattr(data, "outputs", [])
-    if len(outs) == 1:
-        return outs[0].get(name, "")
-    return "".join(f"--- worker {i} ---\n{o.get(name, '')}" for i, o in enumerate(outs) if o.get(name))
-
-
-def _unique_strategies(data: RunData) -> list[dict]:
-    seen, out = set(), []
-    for s in data.strategies():
-        k = (s.get("type"), s.get("replicas"))
-        if k not in seen:
-            seen.add(k)
-            out.append(s)
-    return out
-
-
-def _judge(f: Finding, data: RunData) -> tuple[str, str]:
-    fam = family_of(f.code)
-    if fam is None:
-        return INCONCLUSIVE, f"no runtime probe for {f.code} yet"
-    mod = probes_pkg.load(fam)
+def _conclude_one(job: _Job, data: RunData, display: str, keep_root: str = "",
+                  ctx: Optional[dict] = None) -> ScriptRun:
+    """:func:`report.conclude`, and if judging this run fails (a verifier bug, a result too deep to
+    walk), a failed run of this script alone: the other scripts' verdicts are kept."""
     try:
-        verdict = mod.judge(f, data)
-    except Exception as e:  # pragma: no cover - a probe bug must not lose the run
-        verdict = (INCONCLUSIVE, f"probe error: {type(e).__name__}: {e}")
-    if verdict and verdict[0] == CONFIRMED:
-        return verdict
-    ran = data.ran(f.line)
-    err = data.error_text()
-    if data.outcome == "hung":
-        where = f" at {data.hang}" if data.hang else ""
-        before = f" before line {f.line} ran" if ran is False else ""
-        return INCONCLUSIVE, f"hung after {data.hang_seconds or data.seconds:.0f} s{where}{before}"
-    if ran is False:
-        if err:
-            return INCONCLUSIVE, f"the script failed before line {f.line} ran: {err}"
-        stop = next(((r or {}).get("stop_reason") for r in data.workers if (r or {}).get("stop_reason")), "")
-        if stop:
-            return INCONCLUSIVE, f"line {f.line} was not reached ({stop}); raise --max-steps"
-        tail = f"; {verdict[1]}" if verdict and verdict[1] else ""
-        return INCONCLUSIVE, f"line {f.line} never ran{tail}"
-    if verdict is None:
-        if err:
-            return INCONCLUSIVE, f"the script failed: {err}"
-        return INCONCLUSIVE, f"line {f.line} ran, but the {fam} probe saw nothing to judge there"
-    status, evidence = verdict
-    if err and status == NOT_REPRODUCED:
-        evidence += f" (the script then failed: {err})"
-    return status, evidence
+        return report.conclude(job, data, display, keep_root, ctx)
+    except (Exception, RecursionError) as e:  # noqa: BLE001
+        why = f"the verifier could not judge this run: {type(e).__name__}: {e}"
+        for f in job.findings:
+            f.verification = Verification(status=INCONCLUSIVE, evidence=why, replicas=0, devices=[], seconds=0.0)
+        return ScriptRun(path=display, outcome="failed", exit_status=None, seconds=round(data.seconds, 2),
+                         replicas=0, devices=[], workers=len(data.workers), strategies=[], steps=0, error=why,
+                         hang_location="", notes=[why], startup_seconds=0, workdir="",
+                         sandbox=report._sandbox_name(data, ctx), sandbox_refused=[], stdout="", stderr="")

@@ -113,7 +113,14 @@ def _install_strategies(R: Recorder, tf_config: str | None, split_gpu: bool) -> 
     if car is not None and tf_config:
         def make_mwms(orig):
             def __init__(self, cluster_resolver=None, communication_options=None):
-                if cluster_resolver is None and os.environ.get("TF_CONFIG") != tf_config:
+                # What TF_CONFIG the strategy is created under: the verifier's (set before the script),
+                # the script's own (replaced by the verifier's local cluster), or none yet (a script that
+                # writes its own TF_CONFIG runs without the verifier's: created before that write, the
+                # strategy is a single worker, as it would be without the verifier).
+                own = os.environ.get("TF_CONFIG")
+                R.tf_config_at_creation.append({"lines": R.script_lines(2)[:4], "script_tf_config": own != tf_config
+                                                and own is not None, "unset": own is None})
+                if cluster_resolver is None and own is not None and own != tf_config:
                     os.environ["TF_CONFIG"] = tf_config
                     R.note("the script's TF_CONFIG was replaced by the verifier's local cluster")
                 orig(self, cluster_resolver=cluster_resolver, communication_options=communication_options)
@@ -144,7 +151,8 @@ def _remap_devices(R: Recorder, devices):
 # ---------------------------------------------------------------- strategy.run
 class _FnStack(threading.local):
     def __init__(self):
-        self.stack: list[Any] = []
+        self.stack: list[Any] = []  # the tf.function calls in progress, outermost first
+        self.fed: list[bool] = []  # whether each was called with elements of a tf.data dataset
 
 
 _FN = _FnStack()
@@ -192,6 +200,10 @@ def _install_run(R: Recorder) -> None:
                 R.run_calls += 1
                 call = {
                     "arg_kind": _arg_kind(args, kwargs),
+                    # the replicas got elements of a tf.data dataset (tagged where it was iterated), not a
+                    # value the script built: known by where the objects came from, not by their values
+                    "from_data": R.from_data((args, kwargs)) or _from_iterator_op(args, kwargs) or bool(
+                        _FN.stack and _FN.fed and _FN.fed[0]),
                     "index": R.run_calls,
                     "strategy": R.strategy_index(self),
                     "lines": R.script_lines(2),
@@ -201,8 +213,9 @@ def _install_run(R: Recorder) -> None:
                 }
             site = str(call["lines"][0]) if call["lines"] else "?"
             with R.lock:
-                counts = R.run_sites.setdefault(site, {"eager": 0, "traced": 0, "keras": 0})
+                counts = R.run_sites.setdefault(site, {"eager": 0, "traced": 0, "keras": 0, "trains": 0})
                 counts["keras" if call["keras"] else ("eager" if eager else "traced")] += 1
+            grads = R.replica_gradients
             user_fn = fn
             if RUN_WRAPPERS and isinstance(fn, pf.Function):
                 # TensorFlow lifts a tf.function passed to strategy.run around the
@@ -219,11 +232,18 @@ def _install_run(R: Recorder) -> None:
                    getattr(getattr(user_fn, "__code__", None), "co_firstlineno", id(user_fn)))
             if stack:
                 R.step_functions.add(id(stack[0]))
+                before, R.tracing_step = R.tracing_step, stack[0]  # seen from the replica threads
                 try:
-                    return orig(self, fn, args=args, kwargs=kwargs, options=options)
+                    out = orig(self, fn, args=args, kwargs=kwargs, options=options)
                 except Exception as e:
                     R.record_caught(e, "strategy.run")
                     raise
+                finally:
+                    R.tracing_step = before
+                if R.replica_gradients > grads:
+                    with R.lock:
+                        counts["trains"] += 1
+                return out
             if eager:
                 R.before_step(key, f"strategy.run({call['name']})")
             try:
@@ -231,6 +251,9 @@ def _install_run(R: Recorder) -> None:
             except Exception as e:
                 R.record_caught(e, "strategy.run")
                 raise
+            if R.replica_gradients > grads:  # the replica function computed gradients: a training step
+                with R.lock:
+                    counts["trains"] += 1
             if eager:
                 R.after_step(key, f"strategy.run({call['name']})")
             return out
@@ -238,6 +261,19 @@ def _install_run(R: Recorder) -> None:
         return run
 
     patch(distribute_lib.StrategyBase, "run", make)
+
+    from tensorflow.python.eager import backprop
+
+    def make_gradient(orig):
+        def gradient(self, *a, **k):
+            if R.in_replica_fn():
+                with R.lock:
+                    R.replica_gradients += 1
+            return orig(self, *a, **k)
+
+        return gradient
+
+    patch(backprop.GradientTape, "gradient", make_gradient)
 
     def make_enter(orig):
         def __enter__(self):
@@ -250,6 +286,21 @@ def _install_run(R: Recorder) -> None:
         return __enter__
 
     patch(distribute_lib._CurrentDistributionContext, "__enter__", make_enter)  # noqa: SLF001
+
+
+_ITERATOR_OPS = ("IteratorGetNext", "IteratorGetNextSync", "OptionalGetValue")
+
+
+def _from_iterator_op(args, kwargs) -> bool:
+    """A traced argument produced by an iterator's get-next op (``next(iter(ds))`` inside the tf.function)."""
+    import tensorflow as tf
+
+    try:
+        flat = tf.nest.flatten((args, kwargs or {}), expand_composites=False)
+        return any(isinstance(x, tf.Tensor) and not hasattr(x, "numpy") and getattr(getattr(x, "op", None), "type",
+                                                                                    "") in _ITERATOR_OPS for x in flat)
+    except Exception:  # pragma: no cover
+        return False
 
 
 def _arg_kind(args, kwargs) -> str:
@@ -278,6 +329,7 @@ def _install_function_steps(R: Recorder) -> None:
             if outer and id(self) in R.step_functions:
                 R.before_step(key, name)
             stack.append(self)
+            _FN.fed.append(R.from_data((args, kwds)) if outer else False)
             try:
                 out = orig(self, *args, **kwds)
             except Exception as e:
@@ -286,6 +338,7 @@ def _install_function_steps(R: Recorder) -> None:
                 raise
             finally:
                 stack.pop()
+                _FN.fed.pop()
             if outer and id(self) in R.step_functions:
                 R.after_step(key, name)
             return out
@@ -312,6 +365,10 @@ def _install_iterator_bounds(R: Recorder) -> None:
         def __iter__(self):
             it = orig(self)
             try:
+                if isinstance(it, iterator_ops.OwnedIterator) and context.executing_eagerly():
+                    # elements are tagged (dataset, position, line of the iter()) by identity
+                    it._tfpar_origin = [id(self), 0, R.direct_caller_line(2, own_is_transparent=True)]
+                    R.keep(self)
                 if (context.executing_eagerly() and not R.keras_loop_depth and R.in_main_thread()
                         and R.direct_caller_line(2) is not None):
                     it._tfpar_budget = R.max_steps
@@ -336,7 +393,13 @@ def _install_iterator_bounds(R: Recorder) -> None:
                     R.note(f"dataset loops cut after {R.max_steps} elements")
                     raise StopIteration
                 self._tfpar_budget = b - 1
-            return orig(self)
+            out = orig(self)
+            if isinstance(self, iterator_ops.OwnedIterator):  # an element of a plain (not distributed) dataset
+                origin = getattr(self, "_tfpar_origin", None)
+                if origin is not None:
+                    origin[1] += 1
+                R.tag_data(out, tuple(origin) if origin is not None else None)
+            return out
 
         return __next__
 

@@ -792,7 +792,7 @@ def install_tensorflow(ov: Overlay, own: Callable[[], bool]) -> None:
     def mapped(t, how):
         """``t`` (a string or a string tensor with a value known now), mapped; ``t`` itself if not."""
         v = static(t)
-        if v is None:
+        if v is None or v in ("", b""):  # no file (Dataset.cache() in memory)
             return t
         k = key(v)
         if k is None:
@@ -879,6 +879,7 @@ def install_tensorflow(ov: Overlay, own: Callable[[], bool]) -> None:
     from tensorflow.python.ops import summary_ops_v2
 
     arg_wrapper(summary_ops_v2, "create_file_writer_v2", [(0, "logdir", dir_w)])
+    _install_tf_data_and_records(ov, key, out, mapped, arg_wrapper, read_k, write_k, dir_w)
     # The public API (tf.io.write_file, tf.saved_model.save, ...) holds the original functions.
     import sys
 
@@ -896,3 +897,79 @@ def install_tensorflow(ov: Overlay, own: Callable[[], bool]) -> None:
                     setattr(mod, name, g)
                 except (AttributeError, TypeError):
                     pass
+
+
+def _install_tf_data_and_records(ov: Overlay, key, out, mapped, arg_wrapper, read_k, write_k, dir_w) -> None:
+    """TFRecord files and tf.data's own files: ``tf.io.TFRecordWriter``, ``tf_record_iterator``,
+    ``tf.data.TFRecordDataset``, ``tf.data.experimental.TFRecordWriter``, ``Dataset.save``/``load``,
+    ``Dataset.cache(filename)`` and ``Dataset.snapshot`` (their ops take the path as a tensor whose
+    value is known when the op is made)."""
+    import tensorflow as tf
+    from tensorflow.python.lib.io import tf_record
+    from tensorflow.python.ops import gen_dataset_ops, gen_experimental_dataset_ops as ged
+
+    writer_init = tf_record.TFRecordWriter.__init__
+
+    def init(self, path, *a, **kw):
+        k = key(path)
+        return writer_init(self, path if k is None else out(path, ov.write_path(k)), *a, **kw)
+
+    tf_record.TFRecordWriter.__init__ = init
+    arg_wrapper(tf_record, "tf_record_iterator", [(0, "path", lambda k: ov.read_path(k))])
+
+    def each(how):
+        """A mapping of every file name in a list or a 1-D string tensor known now."""
+        def f(t):
+            try:
+                v = tf.get_static_value(t) if not isinstance(t, (str, bytes, list, tuple)) else t
+            except Exception:  # noqa: BLE001
+                return t
+            if v is None:
+                return t
+            try:
+                import numpy as np
+
+                names = [x.item() if isinstance(x, np.generic) else x for x in np.asarray(v, dtype=object).ravel()]
+            except Exception:  # noqa: BLE001
+                return t
+            if not names or not all(isinstance(x, (str, bytes)) for x in names):
+                return t
+            new = [mapped(x, how) for x in names]
+            if new == names:
+                return t
+            shaped = new[0] if getattr(np.asarray(v, dtype=object), "ndim", 1) == 0 else new
+            return tf.constant(shaped, dtype=tf.string)
+        return f
+
+    def list_wrapper(owner, name, pos, kwname, how):
+        orig = getattr(owner, name, None)
+        if orig is None:
+            return
+        f_each = each(how)
+
+        def f(*a, **kw):
+            a = list(a)
+            if kwname in kw:
+                kw[kwname] = f_each(kw[kwname])
+            elif len(a) > pos:
+                a[pos] = f_each(a[pos])
+            return orig(*a, **kw)
+
+        f.__name__ = getattr(orig, "__name__", name)
+        setattr(owner, name, f)
+
+    # TFRecordDataset, TextLineDataset, FixedLengthRecordDataset: their file names become a dataset
+    # first (each reader op then gets one inside a function, too late to know it)
+    from tensorflow.python.data.ops import readers
+
+    list_wrapper(readers, "_create_or_validate_filenames_dataset", 0, "filenames", read_k)
+    list_wrapper(gen_dataset_ops, "tf_record_dataset", 0, "filenames", read_k)
+    list_wrapper(gen_dataset_ops, "tf_record_dataset_v2", 0, "filenames", read_k)
+    arg_wrapper(gen_dataset_ops, "cache_dataset", [(1, "filename", write_k)])
+    arg_wrapper(gen_dataset_ops, "cache_dataset_v2", [(1, "filename", write_k)])
+    arg_wrapper(ged, "dataset_to_tf_record", [(1, "filename", write_k)])
+    arg_wrapper(ged, "save_dataset", [(1, "path", dir_w)])
+    arg_wrapper(ged, "save_dataset_v2", [(1, "path", dir_w)])
+    arg_wrapper(ged, "load_dataset", [(0, "path", read_k)])
+    arg_wrapper(ged, "snapshot_dataset", [(1, "path", dir_w)])
+    arg_wrapper(ged, "snapshot_dataset_v2", [(1, "path", dir_w)])

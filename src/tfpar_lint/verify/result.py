@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Finding
+from tfpar_lint.finding import CONFIRMED, COULD_NOT_RUN, INCONCLUSIVE, NOT_REPRODUCED, Finding
 
 # Rule families and the probe module that observes each one.
 FAMILIES: dict[str, str] = {
@@ -61,6 +61,7 @@ class ScriptRun:
     strategies: list[str] = field(default_factory=list)  # e.g. "MirroredStrategy(2 replicas)"
     steps: int = 0  # strategy.run / fit steps observed
     error: str = ""  # "ValueError: ... (script.py:12)" when the script raised
+    error_line: int = 0  # the script line where it raised (0: unknown)
     hang_location: str = ""  # "script.py:40 in <module>" when killed
     notes: list[str] = field(default_factory=list)
     observations: list[FamilyObservation] = field(default_factory=list)
@@ -72,17 +73,30 @@ class ScriptRun:
     stderr: str = ""
     # Mistakes the run showed that no static finding covers (Finding.to_dict(), verdict RUNTIME).
     runtime_findings: list[dict[str, Any]] = field(default_factory=list)
+    # The script's verdict (verify.report.script_verdict): CONFIRMED (something was seen), COULD_NOT_RUN
+    # (it did not run through and showed nothing), INCONCLUSIVE (it ran, a finding was not decided) or
+    # NOT_REPRODUCED (it ran and showed nothing: verified clean); why, and its last stderr lines.
+    verdict: str = ""
+    reason: str = ""
+    stderr_tail: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        """Overall verdict of the run: CONFIRMED if any family saw its symptom."""
+        """The script's verdict (older records without one: from the probes' observations)."""
+        if self.verdict:
+            return self.verdict
         if any(o.status == CONFIRMED for o in self.observations):
             return CONFIRMED
         if self.outcome in ("error", "hung", "failed"):
-            return INCONCLUSIVE
+            return COULD_NOT_RUN
         if any(o.status == INCONCLUSIVE for o in self.observations):
             return INCONCLUSIVE
         return NOT_REPRODUCED
+
+    @property
+    def unverified(self) -> bool:
+        """The run proves nothing about the script, or leaves a finding undecided (exit status 2)."""
+        return self.status in (COULD_NOT_RUN, INCONCLUSIVE)
 
     def new_findings(self) -> list[Finding]:
         """The runtime findings as :class:`Finding` objects (for the report and the exit code)."""

@@ -91,6 +91,11 @@ class Recorder:
         self.preempt_after = 0  # fault injection: leave (as if preempted) after this many steps
         self.on_preempt: Optional[Callable[[], None]] = None
         # Local cluster: a folder every worker shares, where they agree on when to stop.
+        self.data_tags: dict[int, Any] = {}  # id -> (tensor yielded by a plain tf.data iterator, its origin)
+        self.kept: list[Any] = []
+        self.replica_gradients = 0  # tape.gradient calls made inside replica functions
+        self.tf_config_at_creation: list[dict[str, Any]] = []  # per MultiWorkerMirroredStrategy created
+        self.tracing_step: Any = None  # the outer tf.function whose strategy.run is being traced
         self.sync_dir: Optional[str] = None
         self.num_workers = 1
         self.sync_wait = SYNC_WAIT
@@ -103,6 +108,39 @@ class Recorder:
             if n == 0:
                 self.ran_order.append(mid)
         return value
+
+    # ------------------------------------------------------- data identity
+    MAX_TAGS = 512
+
+    def tag_data(self, element: Any, origin: Optional[tuple] = None) -> None:
+        """Remember the tensors of one element a plain tf.data iterator yielded (by identity; the
+        tensors are kept so that their ids stay theirs), with where it came from: (id of the dataset,
+        position in its iterator, line of the ``iter()``).  A ``strategy.run``, step function or
+        value function that receives them is then known to get dataset elements, and which ones,
+        whatever their values."""
+        for t in _leaves(element):
+            if hasattr(t, "numpy") and hasattr(t, "dtype"):
+                with self.lock:
+                    self.data_tags[id(t)] = (t, origin)
+                    while len(self.data_tags) > self.MAX_TAGS:
+                        self.data_tags.pop(next(iter(self.data_tags)))
+
+    def origin(self, t: Any) -> Optional[tuple]:
+        """(dataset id, position, iter line) of a tensor tagged by :meth:`tag_data`, else None."""
+        hit = self.data_tags.get(id(t))
+        return hit[1] if hit is not None and hit[0] is t else None
+
+    def from_data(self, obj: Any) -> bool:
+        """Whether ``obj`` holds a tensor tagged by :meth:`tag_data`."""
+        if not self.data_tags:
+            return False
+        return any((hit := self.data_tags.get(id(t))) is not None and hit[0] is t for t in _leaves(obj))
+
+    def keep(self, obj: Any) -> None:
+        """Keep ``obj`` alive to the end of the run (its id names it in the records)."""
+        with self.lock:
+            if len(self.kept) < 2000:
+                self.kept.append(obj)
 
     def record_fn_error(self, e: BaseException, name: str) -> None:
         """An exception that left an outer ``tf.function`` call of the script."""
@@ -237,6 +275,12 @@ class Recorder:
             return None
         return distribute_lib.get_strategy()
 
+    def replica_id(self) -> int:
+        """The current replica's id in its sync group, as a Python int (a constant tensor when traced)."""
+        import tensorflow as tf
+
+        return int(tf.get_static_value(tf.distribute.get_replica_context().replica_id_in_sync_group))
+
     def in_replica_fn(self) -> bool:
         from tensorflow.python.distribute import distribute_lib
 
@@ -325,6 +369,17 @@ class Recorder:
 
     def total_steps(self) -> int:
         return max(self.steps.values(), default=0)
+
+
+def _leaves(obj: Any, depth: int = 0) -> list:
+    """The leaves of nested tuples, lists and dicts (no TensorFlow import)."""
+    if depth > 6:
+        return []
+    if isinstance(obj, (tuple, list)):
+        return [x for v in obj[:64] for x in _leaves(v, depth + 1)]
+    if isinstance(obj, dict):
+        return [x for v in list(obj.values())[:64] for x in _leaves(v, depth + 1)]
+    return [obj]
 
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')

@@ -123,6 +123,110 @@ def set_subreaper() -> bool:
         return False
 
 
+def die_with_parent(expected_parent: Optional[int] = None) -> None:
+    """``PR_SET_PDEATHSIG`` = SIGKILL: this process dies when the thread that started it does (every
+    link of a run's chain of processes sets it, so SIGKILL of tfpar-lint takes the whole tree
+    down).  With ``expected_parent``, leave at once when that parent is already gone (it died
+    before the call)."""
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if expected_parent is not None and os.getppid() != expected_parent:
+        os._exit(137)
+
+
+def reaper_split() -> None:
+    """The fallback's process cleanup (no PID namespace): this process becomes the run's subreaper
+    and stays outside the script (:func:`_reaper`, never returns); the script runs in the forked
+    child, which returns.  Whatever the script starts (``setsid``, a double fork, ``execve``) is
+    re-parented to the reaper when its parent dies, and the reaper kills all that is left once the
+    script has ended.  Every process the script forks from Python dies with its parent
+    (``PR_SET_PDEATHSIG``, set after each fork), so SIGKILL of the chain above leaves nothing."""
+    set_subreaper()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    me = os.getpid()
+    pid = os.fork()
+    if pid:
+        _reaper(pid)  # never returns
+    die_with_parent(me)
+    try:
+        os.register_at_fork(after_in_child=_pdeathsig_after_fork)
+    except AttributeError:  # pragma: no cover
+        pass
+
+
+def _pdeathsig_after_fork() -> None:
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reaper(pid: int) -> None:
+    code = 70
+    try:
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)  # the driver's SIGTERM is for the script
+        status = None
+        while status is None:
+            try:
+                done, st = os.waitpid(-1, 0)  # adopted orphans are reaped here as they end
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if done == pid:
+                status = st
+        kill_below()
+        if status is not None and os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        code = os.waitstatus_to_exitcode(status) if status is not None else 70
+    except BaseException:  # pragma: no cover
+        pass
+    os._exit(code if code >= 0 else 70)
+
+
+def kill_below(seconds: float = 5.0) -> int:
+    """SIGKILL every process below this one, again and again (a process forked meanwhile, an
+    orphan re-parented here), reaping them, until none is left or ``seconds`` have passed.
+    Returns how many were killed."""
+    import time
+
+    from tfpar_lint.verify import procs
+
+    me = os.getpid()
+    end = time.time() + seconds
+    killed: set = set()
+    while True:
+        below = procs.descendants([me]) - {me}
+        live = {p for p in below if not _is_zombie(p)}
+        procs.kill(live)
+        killed |= live
+        while True:
+            try:
+                done, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                done = 0
+            if not done:
+                break
+        if not below or time.time() > end:
+            return len(killed)
+        time.sleep(0.01)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return True
+    return data[data.rfind(b")") + 2:][:1] in (b"Z", b"X")
+
+
 def _unescape(s: str) -> str:
     """Mount points in mountinfo escape space, tab, newline and backslash as octal."""
     out, i = [], 0
@@ -209,11 +313,9 @@ def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Opt
                 _check(lib.setns(fd, fl), f"setns {ns}")
             finally:
                 os.close(fd)
+        _check(lib.unshare(flags), "unshare")
     else:
-        flags |= CLONE_NEWUSER
-    _check(lib.unshare(flags), "unshare")
-    if not cluster_pid:
-        _write_maps(uid, gid)
+        _unshare_user(flags | CLONE_NEWUSER, uid, gid)
     sys.stdout.flush()
     sys.stderr.flush()
     rfd, wfd = os.pipe()
@@ -263,6 +365,73 @@ def _fresh_proc() -> str:
         return "fresh /proc"
     except OSError:
         return "host /proc"
+
+
+def _unshare_user(flags: int, uid: int, gid: int, what: str = "unshare") -> None:
+    """``unshare(flags)`` (a new user namespace among them), then its id maps.
+
+    Where this process may map every id of its user namespace (root, or root of a user namespace
+    with its capabilities), a helper forked before the unshare, still outside, writes an identity
+    map of all of them: files of other users and groups keep their owners inside, so an overlay
+    can copy them up (with one id mapped, a file of another owner gets EOVERFLOW on its first
+    write).  An ordinary user may map only their own uid and gid (the kernel's rule, without a
+    setuid helper): :func:`_write_maps`."""
+    lib = _lib()
+    maps = _identity_maps() if os.geteuid() == 0 else None
+    if not maps:
+        _check(lib.unshare(flags), what)
+        _write_maps(uid, gid)
+        return
+    me = os.getpid()
+    go_r, go_w = os.pipe()
+    ok_r, ok_w = os.pipe()
+    helper = os.fork()
+    if helper == 0:  # pragma: no cover - runs in the forked helper
+        done = b"0"
+        try:
+            os.close(go_w)
+            os.close(ok_r)
+            if os.read(go_r, 1) == b"x":  # the parent has unshared
+                for name, text in (("setgroups", "deny"), ("uid_map", maps[0]), ("gid_map", maps[1])):
+                    with open(f"/proc/{me}/{name}", "w") as fh:
+                        fh.write(text)
+                done = b"1"
+        except BaseException:  # noqa: BLE001
+            pass
+        try:
+            os.write(ok_w, done)
+        finally:
+            os._exit(0)
+    os.close(go_r)
+    os.close(ok_w)
+    try:
+        ret = lib.unshare(flags)
+        err = ctypes.get_errno()
+        os.write(go_w, b"x" if ret == 0 else b"-")
+    finally:
+        os.close(go_w)
+    try:
+        done = os.read(ok_r, 1)
+    finally:
+        os.close(ok_r)
+        os.waitpid(helper, 0)
+    if ret != 0:
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    if done != b"1":  # the full map was refused: the caller's own ids only
+        _write_maps(uid, gid)
+
+
+def _identity_maps() -> Optional[tuple[str, str]]:
+    """Identity maps of every uid and gid this user namespace maps (``uid_map``, ``gid_map`` text)."""
+    out = []
+    for name in ("uid_map", "gid_map"):
+        try:
+            with open(f"/proc/self/{name}") as fh:
+                lines = [ln.split() for ln in fh.read().splitlines() if ln.strip()]
+        except OSError:
+            return None
+        out.append("\n".join(f"{a} {a} {n}" for a, _b, n in lines))
+    return (out[0], out[1]) if all(out) else None
 
 
 def _write_maps(uid: int, gid: int) -> None:
@@ -465,9 +634,7 @@ def lock(keep: tuple = ()) -> str:
     caller falls back rather than run an unlocked sandbox)."""
     _close_inherited(keep)
     uid, gid = os.getuid(), os.getgid()
-    lib = _lib()
-    _check(lib.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare (lock)")
-    _write_maps(uid, gid)
+    _unshare_user(CLONE_NEWUSER | CLONE_NEWNS, uid, gid, "unshare (lock)")
     _drop_caps()
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     how = ["mounts locked (nested user namespace)", "no capabilities", "no_new_privs"]
@@ -628,8 +795,7 @@ def cluster_holder_main() -> int:
     uid, gid = os.getuid(), os.getgid()
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        _check(_lib().unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS), "unshare")
-        _write_maps(uid, gid)
+        _unshare_user(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS, uid, gid)
         _loopback_up()
         detail = _build_root(sys.argv[2], sys.argv[3], proc=False, sync=sys.argv[4] if len(sys.argv) > 4 else None)
     except OSError as e:
@@ -822,6 +988,7 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
     def allowed_path(a: str) -> bool:
         return inside(os.path.realpath(a)) and inside(a)
 
+    _refuse_process_and_node_calls()
     ov = redirect.Overlay(overlay or os.path.join(os.path.realpath(allowed[0]), "overlay"), allowed_path)
 
     def own() -> bool:
@@ -833,6 +1000,46 @@ def install_python_guard(allowed: list[str], tf_too: bool = True, protected_pids
         redirect.install_tensorflow(ov, own)
     _STATE["overlay"] = ov
     sys.addaudithook(hook)  # last: what a wrapper above passes on is already mapped
+
+
+# C library functions that start programs or make FIFOs and device nodes: refused through ctypes in
+# the fallback (Python's own entry points to them are replaced by :func:`_refuse_process_and_node_calls`).
+_PROCESS_SYMBOLS = {"execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat",
+                    "posix_spawn", "posix_spawnp", "system", "popen", "fork", "vfork", "clone", "clone3",
+                    "mkfifo", "mkfifoat", "mknod", "mknodat"}
+
+
+def _refuse_process_and_node_calls() -> None:
+    """Fallback: the ways to start a program or make a FIFO or device node that no audit event
+    announces (``_posixsubprocess.fork_exec``, behind subprocess and multiprocessing's spawn;
+    ``os.posix_spawn``; ``os.mkfifo``, ``os.mknod``) raise PermissionError, and so do the C
+    library's own through ctypes."""
+    def refused(what):
+        def f(*a, **kw):
+            raise PermissionError(errno.EACCES, f"tfpar-lint --verify: {what} is refused without a sandbox "
+                                                f"(the Python-level guard runs)")
+        f.__name__ = what.rsplit(".", 1)[-1]
+        return f
+
+    try:
+        import _posixsubprocess
+
+        _posixsubprocess.fork_exec = refused("_posixsubprocess.fork_exec")
+    except ImportError:  # pragma: no cover
+        pass
+    sp = sys.modules.get("subprocess")
+    if sp is not None and getattr(sp, "_fork_exec", None) is not None:  # its own name for it
+        sp._fork_exec = refused("_posixsubprocess.fork_exec")
+    for name in ("posix_spawn", "posix_spawnp", "mkfifo", "mknod"):
+        if hasattr(os, name):
+            setattr(os, name, refused(f"os.{name}"))
+
+    def hook(event, args):
+        if event == "ctypes.dlsym" and len(args) > 1 and args[1] in _PROCESS_SYMBOLS and not getattr(_OWN, "on", 0):
+            raise PermissionError(errno.EACCES, f"tfpar-lint --verify: {args[1]} through ctypes is refused "
+                                                f"without a sandbox (the Python-level guard runs)")
+
+    sys.addaudithook(hook)
 
 
 # audit event -> position of its dir_fd argument (None: it has none)

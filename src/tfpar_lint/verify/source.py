@@ -64,7 +64,7 @@ def instrument(text: str, lines: list[int]) -> tuple[str, dict[int, int]]:
     first line) that will fire when that line's statement starts."""
     try:
         tree = ast.parse(text)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # compiling it fails the same way: the script's error
         return text, {}
     src = text.splitlines(keepends=True)
     # (line index, char col) -> list of insertions; applied right to left.

@@ -1,4 +1,5 @@
-"""Probes, one module per rule family.
+"""Probes, one module per rule family (``scope``, ``input``, ``threads``, ``randomness``, ``loss``,
+``lifecycle``, ``execution``: TFP1xx ... TFP7xx).
 
 Every probe module has two halves:
 
@@ -7,14 +8,16 @@ child side (imports TensorFlow lazily, runs inside the instrumented process)
     ``collect(R) -> dict``  JSON-serialisable observations at the end.
 
 parent side (no TensorFlow)
-    ``judge(finding, run) -> (status, evidence) | None``  verdict for one
-    finding of the family (``run`` is a :class:`RunData`);
-    ``observe(run) -> (status, summary)``  line-independent family verdict
-    shown for every script (so "not reproduced" can be printed for scripts
-    without findings).
+    ``seen(run) -> list[Seen]``  what the run showed, place by place: each mistake (CONFIRMED),
+    each place the flagged kind of code behaved correctly (NOT_REPRODUCED), each place it cannot
+    tell (INCONCLUSIVE), with the evidence; ``run`` is a :class:`RunData`.
+    ``ERRORS``  (optional) code -> TensorFlow's error texts that are its symptom; and
+    ``WHEN_RAN``  (optional) code -> what a line of that code that ran without a symptom shows.
 
-A probe observes the real symptom (TensorFlow errors, what each replica
-received, lost updates, random draws); it never re-runs the static check.
+From ``seen`` this module derives, the same way for every family, the verdict of a static finding
+(:func:`judge`), the mistakes that become findings of their own (:func:`locate`, RUNTIME) and the
+probe's one-line summary (:func:`observe`).  A probe observes the real symptom (TensorFlow errors,
+which replica got which object, lost updates, random draws); it never re-runs the static check.
 """
 from __future__ import annotations
 
@@ -131,58 +134,67 @@ class RunData:
         return f"{s.get('type', 'strategy')} with {n} replica{'s' if n != 1 else ''}"
 
 
-def error_at_line(run: RunData, line: int, patterns: list[str]) -> Optional[tuple[str, str]]:
-    """CONFIRMED when TensorFlow raised one of ``patterns`` (the rule's own
-    error text, matched as :mod:`scope` matches its errors) and the traceback
-    passes through ``line``; None otherwise.  Shared by the probes whose
-    symptom is an error message."""
-    from tfpar_lint.finding import CONFIRMED
-    from tfpar_lint.verify.probes.scope import error_matches
-
-    for err in run.all_errors():
-        if error_matches(err, patterns) and line in set(err.get("script_lines", [])):
-            caught = " (the script caught it)" if err.get("caught") else ""
-            who = f" on worker {err['worker']}" if len(run.workers) > 1 else ""
-            return CONFIRMED, (f"TensorFlow raised {run.error_text(err)}{who}{caught}; "
-                               f"the traceback passes through line {line}")
-    return None
-
-
-def first_family_error(run: RunData, errors: dict[str, list[str]]) -> Optional[dict[str, Any]]:
-    """The first error matching any code's patterns in ``errors`` (a probe family's ERRORS table)."""
-    for pats in errors.values():
-        err = error_elsewhere(run, pats)
-        if err:
-            return err
-    return None
-
-
-def error_elsewhere(run: RunData, patterns: list[str]) -> Optional[dict[str, Any]]:
-    """The first error matching ``patterns`` (whatever its lines)."""
-    from tfpar_lint.verify.probes.scope import error_matches
-
-    for err in run.all_errors():
-        if error_matches(err, patterns):
-            return err
-    return None
-
-
-# ------------------------------------------------------------ runtime findings
+# ------------------------------------------------------------ what a probe saw
 @dataclass
 class Seen:
-    """A mistake a probe observed at one place of the script, whatever the linter said.
+    """What a probe saw at one place of the script: a mistake (``status`` CONFIRMED), the code
+    behaving correctly (NOT_REPRODUCED), or why it cannot tell (INCONCLUSIVE), with the evidence.
 
-    ``locate(run) -> list[Seen]`` (optional in a probe module) lists them; the driver turns
-    each one that no static finding covers into a finding of its own (verdict RUNTIME).
-    ``line`` is where it was observed (the thread target's ``assign``, the ``strategy.run``
-    call whose replicas got identical batches, the ``set_seed`` call, the ``.numpy()``
-    call); ``lines`` are other script lines of the same mistake (a static finding of the
-    family on one of them is the same mistake)."""
+    ``line`` is where it was seen (the thread target's ``assign``, the ``strategy.run`` call whose
+    replicas got one tensor, the ``set_seed`` call); ``lines`` are other script lines of the same
+    thing (a static finding on one of them is judged by it); ``also`` other codes it decides;
+    ``anywhere``: it decides a finding of its code wherever the finding is; ``runtime``: a CONFIRMED
+    one is a mistake of its own (RUNTIME) when no static finding covers it.
+
+    A probe module whose parent side is ``seen(run) -> list[Seen]`` gets ``judge``, ``locate`` and
+    ``observe`` from :func:`judge_from`, :func:`locate_from` and :func:`observe_from`."""
 
     code: str
     line: int
     evidence: str
     lines: tuple[int, ...] = ()
+    status: str = "CONFIRMED"
+    also: tuple[str, ...] = ()
+    anywhere: bool = False
+    runtime: bool = True
+
+
+_RANK = {"CONFIRMED": 0, "NOT_REPRODUCED": 1, "INCONCLUSIVE": 2}
+
+
+def judge_from(seen: list[Seen], finding) -> Optional[tuple[str, str]]:
+    """The verdict of a static finding: what was seen for its code at its line (a mistake first, then
+    correct behaviour, then why it cannot tell); None when nothing was seen there."""
+    best: Optional[Seen] = None
+    for s in seen:
+        if finding.code != s.code and finding.code not in s.also:
+            continue
+        if not (s.anywhere or finding.line == s.line or finding.line in s.lines):
+            continue
+        if best is None or _RANK.get(s.status, 3) < _RANK.get(best.status, 3):
+            best = s
+    return (best.status, best.evidence) if best else None
+
+
+def locate_from(seen: list[Seen]) -> list[Seen]:
+    """The mistakes that become findings of their own (RUNTIME) where no static finding covers them."""
+    return [s for s in seen if s.status == "CONFIRMED" and s.runtime and s.line]
+
+
+def observe_from(run: "RunData", seen: list[Seen], name: str) -> tuple[str, str]:
+    """The probe's line in ``-v``: its first mistake, else what it checked."""
+    from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+
+    if not any(run.probe(name)):
+        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
+    bad = [s for s in seen if s.status == CONFIRMED]
+    if bad:
+        return CONFIRMED, bad[0].evidence
+    ok = [s for s in seen if s.status == NOT_REPRODUCED]
+    if ok:
+        more = f" (and {len(ok) - 1} more place{'s' if len(ok) > 2 else ''})" if len(ok) > 1 else ""
+        return NOT_REPRODUCED, ok[0].evidence + more
+    return NOT_REPRODUCED, "nothing of this family ran"
 
 
 def error_line(err: Optional[dict[str, Any]]) -> Optional[int]:
@@ -198,15 +210,66 @@ def error_line(err: Optional[dict[str, Any]]) -> Optional[int]:
     return int(lines[-1]) if lines else None
 
 
-def located_errors(run: RunData, errors: dict[str, list[str]]) -> list[Seen]:
-    """One :class:`Seen` per code of ``errors`` (a family's ERRORS table) whose error text
-    TensorFlow raised, at the innermost script line of that error."""
+def error_matches(err: Optional[dict], patterns: list[str]) -> Optional[str]:
+    """The first of ``patterns`` (regular expressions) that the error's ``Type: message`` matches."""
+    import re
+
+    if not err:
+        return None
+    # the functions it passed through follow the message (an AssertionError inside an update step)
+    text = f"{err.get('type', '')}: {err.get('message', '')}\n" + " ".join(str(f[2]) for f in err.get("frames", []))
+    for p in patterns:
+        if re.search(p, text, re.S):
+            return p
+    return None
+
+
+def errors_seen(run: RunData, errors: dict[str, list[str]], runtime: bool = True) -> list[Seen]:
+    """One :class:`Seen` per code of ``errors`` (a family's ERRORS table) and error TensorFlow raised
+    with that text (uncaught, or caught by the script after it left a TensorFlow API): at the
+    innermost script line it passed through, deciding a static finding on any line of its traceback."""
     out: list[Seen] = []
     for code, pats in errors.items():
-        err = error_elsewhere(run, pats)
-        line = error_line(err)
-        if err and line:
+        for err in run.all_errors():
+            if not error_matches(err, pats):
+                continue
             caught = " (the script caught it)" if err.get("caught") else ""
-            out.append(Seen(code, line, f"TensorFlow raised {run.error_text(err)}{caught}",
-                            tuple(err.get("script_lines") or ())))
+            who = f" on worker {err['worker']}" if len(run.workers) > 1 else ""
+            out.append(Seen(code, error_line(err) or 0, f"TensorFlow raised {run.error_text(err)}{who}{caught}",
+                            tuple(err.get("script_lines") or ()), runtime=runtime))
     return out
+
+
+# ------------------------------------------------------------ the same for every family
+def _seen_of(name: str, run: RunData) -> list[Seen]:
+    cache = run.__dict__.setdefault("_seen", {})
+    if name not in cache:
+        cache[name] = list(load(name).seen(run))
+    return cache[name]
+
+
+def judge(name: str, finding, run: RunData) -> Optional[tuple[str, str]]:
+    """The verdict of a static finding of probe ``name``'s family, or None (the report then says
+    why it is INCONCLUSIVE: the line never ran, the run failed first, ...)."""
+    from tfpar_lint.finding import NOT_REPRODUCED
+
+    verdict = judge_from(_seen_of(name, run), finding)
+    if verdict is not None:
+        return verdict
+    mod = load(name)
+    line = finding.line
+    if run.outcome in ("ok", "stopped") and run.ran(line):
+        if finding.code in getattr(mod, "WHEN_RAN", {}):
+            return NOT_REPRODUCED, f"line {line} ran on {run.ctx()}: {mod.WHEN_RAN[finding.code]}"
+        if finding.code in getattr(mod, "ERRORS", {}):
+            return NOT_REPRODUCED, (f"line {line} ran on {run.ctx()} without TensorFlow's error "
+                                    f"{mod.ERRORS[finding.code][0]!r}")
+    return None
+
+
+def locate(name: str, run: RunData) -> list[Seen]:
+    return locate_from(_seen_of(name, run))
+
+
+def observe(name: str, run: RunData) -> tuple[str, str]:
+    return observe_from(run, _seen_of(name, run), name)

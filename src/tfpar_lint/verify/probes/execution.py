@@ -8,7 +8,8 @@ call (``fn_errors``), whether or not the script caught them.
 Parent side:
 
 * TFP701: ``strategy.run`` at the line called eagerly (outside any
-  ``tf.function``), with the count;
+  ``tf.function``) several times, with a replica function that computed gradients (a training
+  step; a replica function that only draws numbers or predicts is not one);
 * TFP702, TFP703: TensorFlow's / Keras' own error at the line;
 * TFP704: scripts with this finding run with a simulated preemption (worker
   1 of the local cluster leaves after a few steps); confirmed when an
@@ -18,9 +19,10 @@ Parent side:
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional
+from typing import Any
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen, errors_seen
 
 CODES = "TFP7xx"
 
@@ -44,109 +46,84 @@ def _sites(run) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for w in run.workers:
         for line, c in ((w or {}).get("run_sites") or {}).items():
-            d = out.setdefault(line, {"eager": 0, "traced": 0, "keras": 0})
+            d = out.setdefault(line, {"eager": 0, "traced": 0, "keras": 0, "trains": 0})
             for k in d:
                 d[k] = max(d[k], c.get(k, 0))
     return out
 
 
-def _try_body(path: str, line: int) -> Optional[tuple[int, int, str]]:
-    """(first, last line of the try body, handler text) for the handler at ``line``."""
+def _handlers(path: str) -> list[tuple[int, int, int, str]]:
+    """(handler line, first and last line of its try body, what it catches) for every handler."""
     try:
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read())
     except (OSError, SyntaxError, ValueError):
-        return None
+        return []
+    out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Try):
+            last = max(getattr(n, "end_lineno", n.lineno) for n in node.body)
             for h in node.handlers:
-                if h.lineno == line:
-                    last = max(getattr(n, "end_lineno", n.lineno) for n in node.body)
-                    what = ast.unparse(h.type) if h.type is not None else "everything"
-                    return node.body[0].lineno, last, what
-    return None
-
-
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    from tfpar_lint.verify.probes import error_at_line
-
-    code, line = finding.code, finding.line
-    if code in ERRORS:
-        v = error_at_line(run, line, ERRORS[code])
-        if v:
-            return v
-        if run.ran(line) and run.outcome in ("ok", "stopped"):
-            return NOT_REPRODUCED, f"line {line} ran on {run.ctx()} without {ERRORS[code][0]!r}"
-        return None
-    if code == "TFP701":
-        c = _sites(run).get(str(line))
-        if not c:
-            return None
-        if c["eager"] == 1:
-            return INCONCLUSIVE, f"strategy.run at line {line} ran eagerly once only (one call is not a slow loop)"
-        if c["eager"]:
-            return CONFIRMED, (f"strategy.run at line {line} was called eagerly {c['eager']} time(s) "
-                               f"({c['traced']} traced in a tf.function) on {run.ctx()}: every step dispatches "
-                               f"each replica's ops one by one from Python")
-        return NOT_REPRODUCED, f"strategy.run at line {line} ran only inside tf.function ({c['traced']} trace(s))"
-    if code == "TFP704":
-        return _judge_704(finding, run, line)
-    return INCONCLUSIVE, f"the execution probe has no observation for {code}"
-
-
-def _judge_704(finding, run, line):
-    body = _try_body(run.path, line)
-    if body is None:
-        return None
-    lo, hi, what = body
-    preempted = [i for i, w in enumerate(run.workers) if (w or {}).get("preempted")]
-    inject = f" (the verifier made worker {preempted[0]} leave after a few steps)" if preempted else ""
-    for i, w in enumerate(run.workers):
-        if not w or w.get("preempted"):
-            continue
-        errs = list(w.get("fn_errors") or []) + list(w.get("caught") or [])
-        for e in errs:
-            lines = [ln for ln in e.get("script_lines", []) if lo <= ln <= hi]
-            if not lines:
-                continue
-            final = w.get("error") or {}
-            if final.get("type") == e.get("type"):
-                return NOT_REPRODUCED, (f"worker {i}: {e.get('type')} raised at line {lines[-1]} in the try body was "
-                                        f"re-raised by the handler at line {line}{inject}")
-            text = run.error_text(e)
-            return CONFIRMED, (f"worker {i}: {text} raised at line {lines[-1]} inside the try (lines {lo}-{hi}) was "
-                               f"caught by 'except {what}' at line {line} and the script went on "
-                               f"(outcome {w.get('outcome')}){inject}")
-    if run.ran(line) is False or not preempted:
-        return INCONCLUSIVE, (f"nothing was raised inside the try body (lines {lo}-{hi}) in this run{inject}; the "
-                              f"handler at line {line} was not exercised")
-    return NOT_REPRODUCED, f"nothing raised in the try body (lines {lo}-{hi}) reached the handler{inject}"
-
-
-def observe(run) -> tuple[str, str]:
-    from tfpar_lint.verify.probes import first_family_error
-
-    err = first_family_error(run, ERRORS)
-    if err:
-        return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
-    if not any((w or {}).get("probes", {}).get("execution") is not None for w in run.workers):
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    sites = _sites(run)
-    eager = {ln: c for ln, c in sites.items() if c["eager"] >= 3}  # a Python loop of eager steps
-    if eager:
-        ln, c = next(iter(eager.items()))
-        return CONFIRMED, f"strategy.run called eagerly at line {ln} ({c['eager']} calls)"
-    traced = sum(c["traced"] for c in sites.values())
-    return NOT_REPRODUCED, (f"{len(sites)} strategy.run site(s), {traced} traced call(s), none eager; no tape or "
-                            f"optimizer misuse error")
-
-
-def locate(run) -> list:
-    from tfpar_lint.verify.probes import Seen, located_errors
-
-    out = located_errors(run, ERRORS)
-    for ln, c in _sites(run).items():
-        if c["eager"] >= 3 and ln.isdigit():
-            out.append(Seen("TFP701", int(ln), f"strategy.run at line {ln} ran eagerly {c['eager']} times from a "
-                                               f"Python loop (no tf.function)"))
+                out.append((h.lineno, node.body[0].lineno, last, ast.unparse(h.type) if h.type is not None
+                            else "everything"))
     return out
+
+
+def _seen_704(run) -> list:
+    """TFP704 (scripts with this finding run with worker 1 leaving after a few steps): an exception
+    raised in a try body, caught by its handler, and the script went on."""
+    preempted = [i for i, w in enumerate(run.workers) if (w or {}).get("preempted")]
+    if not preempted:
+        return []
+    inject = f" (the verifier made worker {preempted[0]} leave after a few steps)"
+    out = []
+    for line, lo, hi, what in _handlers(run.path):
+        verdict = None
+        for i, w in enumerate(run.workers):
+            if not w or w.get("preempted") or verdict:
+                continue
+            for e in list(w.get("fn_errors") or []) + list(w.get("caught") or []):
+                lines = [ln for ln in e.get("script_lines", []) if lo <= ln <= hi]
+                if not lines:
+                    continue
+                if (w.get("error") or {}).get("type") == e.get("type"):
+                    verdict = Seen("TFP704", line, (f"worker {i}: {e.get('type')} raised at line {lines[-1]} in the "
+                                                    f"try body was re-raised by the handler at line {line}{inject}"),
+                                   status=NOT_REPRODUCED, runtime=False)
+                else:
+                    verdict = Seen("TFP704", line, (
+                        f"worker {i}: {run.error_text(e)} raised at line {lines[-1]} inside the try (lines {lo}-{hi}) "
+                        f"was caught by 'except {what}' at line {line} and the script went on (outcome "
+                        f"{w.get('outcome')}){inject}"), runtime=False)
+                break
+        out.append(verdict or Seen("TFP704", line, (
+            f"nothing raised in the try body (lines {lo}-{hi}) reached the handler at line {line}{inject}"),
+            status=NOT_REPRODUCED if run.ran(line) is not False else INCONCLUSIVE, runtime=False))
+    return out
+
+
+def _eager_text(line: int, c: dict, run) -> str:
+    return (f"strategy.run at line {line} ran a training step (its replica function computed gradients) eagerly "
+            f"{c['eager']} times ({c['traced']} traced in a tf.function) on {run.ctx()}: every step dispatches each "
+            f"replica's ops one by one from Python")
+
+
+def seen(run) -> list:
+    out = errors_seen(run, ERRORS)
+    for ln, c in _sites(run).items():
+        if not ln.isdigit():
+            continue
+        line = int(ln)
+        if c["eager"] >= 2 and c["trains"]:
+            out.append(Seen("TFP701", line, _eager_text(line, c, run), runtime=c["eager"] >= 3))
+        elif c["eager"] >= 2:
+            out.append(Seen("TFP701", line, f"strategy.run at line {line} ran eagerly {c['eager']} times, but its "
+                                            f"replica function computed no gradients: not a training step",
+                            status=NOT_REPRODUCED))
+        elif c["eager"] == 1:
+            out.append(Seen("TFP701", line, f"strategy.run at line {line} ran eagerly once only (one call is not a "
+                                            f"slow loop)", status=INCONCLUSIVE))
+        elif c["traced"]:
+            out.append(Seen("TFP701", line, f"strategy.run at line {line} ran only inside tf.function "
+                                            f"({c['traced']} trace(s))", status=NOT_REPRODUCED))
+    return out + _seen_704(run)

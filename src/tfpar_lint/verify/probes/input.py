@@ -19,10 +19,13 @@ batch whatever the number of replicas.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen, error_line
 
 CODES = "TFP2xx"
 MAX_TENSORS = 6
@@ -92,8 +95,9 @@ def install(R) -> None:
         site = S.sites.setdefault(key, {
             "lines": call["lines"], "strategy": call["strategy"], "eager": call["eager"],
             "keras": call["keras"], "arg_kind": call.get("arg_kind", "none"), "name": call["name"],
-            "replicas": {}, "count": {},
+            "replicas": {}, "count": {}, "from_data": False,
         })
+        site["from_data"] = site["from_data"] or bool(call.get("from_data"))
 
         def replica_fn(*args, **kwargs):
             tensors = _flat_tensors(tf, (args, kwargs))[:MAX_TENSORS]
@@ -128,12 +132,19 @@ def install(R) -> None:
     # ---- experimental_distribute_values_from_function
     def make_values(orig):
         def experimental_distribute_values_from_function(self, value_fn):
-            rec = {"lines": R.script_lines(2), "replicas": {}, "strategy": R.strategy_index(self)}
+            rec = {"lines": R.script_lines(2), "replicas": {}, "strategy": R.strategy_index(self), "used": set(),
+                   "objects": {}}
             S.values_fn.append(rec)
 
             def wrapped(ctx):
-                v = value_fn(ctx)
+                v = value_fn(_ContextSpy(ctx, rec["used"]))
                 try:
+                    # which objects each replica got: one object for every replica is the same data by identity
+                    rid = str(ctx.replica_id_in_sync_group)
+                    rec["objects"][rid] = [id(x) for x in tf.nest.flatten(v)][:8]
+                    # which dataset element each replica got (dataset, position, iter line), where tagged
+                    rec.setdefault("origins", {})[rid] = [R.origin(x) for x in tf.nest.flatten(v)][:8]
+                    rec.setdefault("refs", []).append(v)
                     ts = _flat_tensors(tf, v)[:MAX_TENSORS]
                     arrs = [t.numpy() if hasattr(t, "numpy") else np.asarray(t) for t in ts]
                     if not ts:
@@ -309,13 +320,16 @@ def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
                 call = getattr(S.local, "call", None)
                 if call is not None and R.in_replica_fn():  # made by the replica function itself
                     key = f"{line}@{','.join(map(str, call['lines']))}"
+                    rid = str(R.replica_id())
                     with R.lock:
                         inner = S.inner_iters.get(key)
                         if inner is None and len(S.inner_iters) < 20:
                             inner = S.inner_iters[key] = {"lines": call["lines"], "made": line, "replicas": {},
-                                                          "iterators": 0}
+                                                          "iterators": 0, "datasets": {}}
                         if inner is not None:
                             inner["iterators"] += 1
+                            inner["datasets"][rid] = _pipeline(self)  # the same pipeline on every replica: no split
+                            S.hand_refs.append(self)
                     it._tfpar_inner = inner
                     return it
                 rec = S.hand.get(id(self))
@@ -346,13 +360,13 @@ def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
                 inner = getattr(self, "_tfpar_inner", None)
                 if inner is not None:
                     if R.in_replica_fn():
-                        rid = int(tf.distribute.get_replica_context().replica_id_in_sync_group)
+                        rid = R.replica_id()
                         with R.lock:
                             got = inner["replicas"].setdefault(str(rid), [])
                             if len(got) < cap:
                                 got.append(fps_of(out))
                 elif call is not None and R.in_replica_fn():
-                    rid = int(tf.distribute.get_replica_context().replica_id_in_sync_group)
+                    rid = R.replica_id()
                     key = f"{id(self)}@{','.join(map(str, call['lines']))}"
                     with R.lock:
                         rec = S.plain_iters.setdefault(key, {
@@ -369,6 +383,28 @@ def _install_plain_iterators(R, S, tf, patch, fingerprint) -> None:
 
     patch(dataset_ops.DatasetV2, "__iter__", make_iter, tag="input")
     patch(iterator_ops.OwnedIterator, "__next__", make_next, tag="input")
+    # inside a tf.function AutoGraph turns next(iterator) into iterator.get_next()
+    patch(iterator_ops.OwnedIterator, "get_next", make_next, tag="input")
+
+
+def _pipeline(ds) -> str:
+    """The identity of what iterating ``ds`` reads: its source dataset object and the chain of
+    transformations on it, with the index of every ``shard`` (two replicas whose pipelines are equal
+    read the same elements, whatever their values)."""
+    parts, root = [], ds
+    for _ in range(50):
+        name = type(root).__name__
+        if name.startswith("_Shard") or name == "ShardDataset":
+            try:
+                name += f"({int(root._index.numpy())}/{int(root._num_shards.numpy())})"  # noqa: SLF001
+            except Exception:
+                name += f"(#{id(root)})"  # not readable: count it as its own
+        parts.append(name)
+        nxt = getattr(root, "_input_dataset", None)
+        if nxt is None:
+            break
+        root = nxt
+    return f"{id(root)}:{'<'.join(parts)}"
 
 
 def _install_made(R, S, tf, patch) -> None:
@@ -449,20 +485,14 @@ def _after_distribute(R, S, tf, strategy, dataset) -> None:
                            "workers": workers, "total": total, "rows": mine, "distribute_line": line})
     batch = next((r for r in recs if r["kind"] == "batch"), None)
     if batch is not None and len(S.split) < 5:
-        names_b, names_g = [], []
         f = sys._getframe(0)
         while f is not None and f.f_code.co_filename != R.script:
             f = f.f_back
-        if f is not None:
-            for k, v in list(f.f_globals.items()):
-                if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_"):
-                    if v == batch["batch_size"]:
-                        names_b.append(k)
-                    elif v == batch["batch_size"] * replicas:
-                        names_g.append(k)
+        # the script's module-level integers are read at the end of the run (collect), so that a global
+        # batch defined after this line counts as well as one defined before it
         S.split.append({"line": batch["line"], "batch_size": batch["batch_size"], "replicas": replicas,
-                        "per_replica": batch["batch_size"] / max(1, replicas), "names": names_b[:5],
-                        "global_names": names_g[:5], "distribute_line": line})
+                        "per_replica": batch["batch_size"] / max(1, replicas), "distribute_line": line,
+                        "_globals": f.f_globals if f is not None else {}})
 
 
 def _install_list_files(R, S, tf, patch) -> None:
@@ -539,11 +569,16 @@ def _counterfactual(tf, dataset_fn, real, first_element) -> dict[str, Any]:
 
     try:
         a, na = head(dataset_fn(ctx(2, 0, 2 * r)))
+        a2, _ = head(dataset_fn(ctx(2, 0, 2 * r)))  # the control: the same context again
         b, nb = head(dataset_fn(ctx(2, 1, 2 * r)))
         _, n1 = head(dataset_fn(ctx(1, 0, 2 * r)))
+        # Values tell pipelines apart only when the same context gives the same data (not data drawn at
+        # random when the callback runs); otherwise the context objects' use decides (see _dff_symptom).
+        out["deterministic"] = bool(a) and a == a2
         same = bool(a) and a == b
-        if same and na < cap and n1 < cap and n1 > na:
-            same = False  # constant data, but each pipeline gets a part of it
+        if na < cap and n1 < cap and n1 > na:
+            same = False  # each pipeline gets a part of the data (counted, whatever the values)
+            out["split_by_count"] = True
         out["same_for_pipelines"] = same
         out["elements"] = [na, nb, n1]
     except Exception as e:
@@ -570,14 +605,33 @@ def collect(R) -> dict[str, Any]:
         d = dict(d)
         d["used"] = sorted(d["used"])
         dfs.append(d)
-    return {"sites": list(S.sites.values()), "values_fn": S.values_fn, "dataset_fns": dfs,
+    split = []
+    for x in S.split:
+        x = dict(x)
+        names_b, names_g = [], []
+        for k, v in list(x.pop("_globals").items()):
+            if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_"):
+                if v == x["batch_size"]:
+                    names_b.append(k)
+                elif v == x["batch_size"] * x["replicas"]:
+                    names_g.append(k)
+        split.append(dict(x, names=names_b[:5], global_names=names_g[:5]))
+    values_fn = [dict(v, used=sorted(v["used"]), refs=None) for v in S.values_fn]
+    return {"sites": list(S.sites.values()), "values_fn": values_fn, "dataset_fns": dfs,
             "reads": list(S.reads.values()), "list_files": S.list_files, "coverage": S.coverage,
-            "split": S.split, "plain_iters": list(S.plain_iters.values()), "hand": list(S.hand.values()),
+            "split": split, "plain_iters": list(S.plain_iters.values()), "hand": list(S.hand.values()),
             "inner_iters": list(S.inner_iters.values()),
             "distributed": S.distributed_datasets}
 
 
 # ================================================================== parent
+# Sameness is judged by identity, never from equal values alone: a plain tensor handed to
+# ``strategy.run`` is one object given to every replica; a PerReplica value gives each replica its
+# own part; a replica iterating a dataset object every replica iterates reads the same elements.
+# Values are compared only where they identify elements: fingerprints that occur once in a
+# worker's own stream (constant data, tf.ones, identifies nothing), or a callback whose output is
+# the same when called twice with the same context.
+
 def _steps(site) -> list[dict[str, Any]]:
     """[{replica id: fingerprints}] per step, for steps seen by >= 2 replicas."""
     reps = site.get("replicas", {})
@@ -587,20 +641,15 @@ def _steps(site) -> list[dict[str, Any]]:
     return [{rid: reps[rid][k] for rid in reps} for k in range(n)]
 
 
-def _identical(step: dict) -> bool:
-    vals = list(step.values())
-    return all(v == vals[0] for v in vals[1:])
+def _size(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _nontrivial(step: dict) -> bool:
-    for fps in step.values():
-        for shape, _dt, _fp in fps:
-            n = 1
-            for s in shape:
-                n *= s
-            if n >= 2:
-                return True
-    return False
+    return any(_size(shape) >= 2 for fps in step.values() for shape, _dt, _fp in fps)
 
 
 def _shape_str(step: dict) -> str:
@@ -611,85 +660,72 @@ def _shape_str(step: dict) -> str:
     return f"({', '.join(str(s) for s in big[0])}{',' if len(big[0]) == 1 else ''}) {big[1]}"
 
 
-def _size(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _all_sites(run) -> list[tuple[int, dict]]:
-    """strategy.run sites; a site seen on several workers (same lines, same
-    function) is merged: replica ids are global under MultiWorkerMirroredStrategy."""
+def _all_sites(run) -> list[dict]:
+    """strategy.run sites; a site seen on several workers (same lines, same function) is merged:
+    replica ids are global under MultiWorkerMirroredStrategy."""
     merged: dict[tuple, dict] = {}
-    out = []
     for w, o in enumerate(run.probe("input")):
         for s in (o or {}).get("sites", []):
             key = (tuple(s["lines"]), s["name"])
             m = merged.get(key)
             if m is None:
-                m = merged[key] = dict(s, replicas=dict(s["replicas"]), workers=[w])
-                out.append((w, m))
+                merged[key] = dict(s, replicas=dict(s["replicas"]), workers=[w])
             else:
                 for rid, steps in s["replicas"].items():
                     m["replicas"].setdefault(rid, steps)
                 m["workers"].append(w)
-    return out
+                m["from_data"] = m.get("from_data") or s.get("from_data")
+    return list(merged.values())
 
 
-def _site_verdict(site) -> Optional[tuple[bool, int, str]]:
-    """(identical on every step, steps, shape) for one strategy.run site."""
-    steps = [s for s in _steps(site) if _nontrivial(s)]
-    if not steps:
-        return None
-    ident = all(_identical(s) for s in steps)
-    return ident, len(steps), _shape_str(steps[0])
+def _site_line(s) -> str:
+    return str(s["lines"][0]) if s.get("lines") else "?"
+
+
+def _unique(stream: list) -> set:
+    """The elements of one worker's stream that occur once in it: only these identify an element."""
+    keys = [json.dumps(x) for x in stream]
+    return {k for k in keys if keys.count(k) == 1 and any(_size(f[0]) >= 2 for f in json.loads(k))}
 
 
 def _worker_overlap(run) -> Optional[str]:
-    """Identical per-step data on two workers (MWMS) at the same site."""
+    """Two workers received the same elements at the same strategy.run site (MWMS)."""
     per_worker = run.probe("input")
     if len(per_worker) < 2:
         return None
     keyed = []
     for o in per_worker:
-        d = {}
+        d: dict = {}
         for s in (o or {}).get("sites", []):
-            key = (tuple(s["lines"]), s["name"])
-            d.setdefault(key, []).append(s)
+            d.setdefault((tuple(s["lines"]), s["name"]), []).extend(
+                fps for steps in s["replicas"].values() for fps in steps)
         keyed.append(d)
-    for key, sites0 in keyed[0].items():
+    for key, stream0 in keyed[0].items():
         for other in keyed[1:]:
-            for s0 in sites0:
-                for s1 in other.get(key, []):
-                    fp0 = {json_key(fps) for steps in s0["replicas"].values() for fps in steps}
-                    fp1 = {json_key(fps) for steps in s1["replicas"].values() for fps in steps}
-                    common = fp0 & fp1
-                    if common and any(_size(f[0]) >= 2 for f in json_load(next(iter(common)))):
-                        return (f"workers received the same data at strategy.run line {key[0][-1] if key[0] else '?'}"
-                                f" ({len(common)} of {len(fp0)} per-replica inputs identical across workers)")
+            if key not in other:
+                continue
+            mine, theirs = _unique(stream0), _unique(other[key])
+            common = mine & theirs
+            if common:
+                return (f"workers received the same data at strategy.run line {key[0][0] if key[0] else '?'} "
+                        f"({len(common)} of {len(mine)} distinct per-replica inputs of worker 0 also reached worker 1)")
     return None
 
 
 def _read_overlap(run) -> Optional[str]:
-    """Batches the script read from a distributed dataset on two workers that
-    are identical (the same data trained on twice)."""
+    """Batches the script read from a distributed dataset on two workers that are the same elements."""
     per_worker = [o for o in run.probe("input") if o]
     if len(per_worker) < 2:
         return None
-    sets = []
-    for o in per_worker:
-        fps = {json_key(el) for r in o.get("reads", []) for el in r["elements"]
-               if any(_size(f[0]) >= 1 for f in el)}
-        sets.append(fps)
+    sets = [_unique([el for r in o.get("reads", []) for el in r["elements"]]) for o in per_worker]
     if not all(sets):
         return None
     common = sets[0].intersection(*sets[1:])
     if common:
         lines = sorted({r["line"] for o in per_worker for r in o.get("reads", [])})
         return (f"the {len(per_worker)} workers read the same data from the distributed dataset (line "
-                f"{', '.join(map(str, lines))}): {len(common)} of {len(sets[0])} per-replica batches of worker 0 were "
-                f"also read by worker 1")
+                f"{', '.join(map(str, lines))}): {len(common)} of {len(sets[0])} distinct per-replica batches of "
+                f"worker 0 were also read by worker 1")
     return None
 
 
@@ -705,50 +741,46 @@ _SHARD_ERRORS = (r"shardable source|auto_shard_policy|AutoShardPolicy|aren't eno
                  r"each shard|FILE-based sharding|sharding.*fil")
 
 
-def json_key(fps) -> str:
-    import json
+def _dff_symptom(d, multiworker: bool = False) -> tuple[Optional[str], bool]:
+    """(what the dataset_fn did wrong, whether it shows in this run itself) or (None, False).
 
-    return json.dumps(fps)
-
-
-def json_load(s):
-    import json
-
-    return json.loads(s)
-
-
-def _dff_symptom(d, multiworker: bool = False, finding: bool = False) -> Optional[str]:
-    """What the dataset_fn did wrong, or None.
-
-    With several workers (or input pipelines), returning the same data for
-    every pipeline is the symptom.  With one worker nothing is visible in the
-    run itself: for a flagged call (``finding``) the counterfactual calls show
-    whether the callback ignores its context entirely (the same data for
-    every pipeline and the same batch whatever the replica count)."""
+    Whether it shards by input pipeline: the same context called twice gives the same data and
+    pipelines 0 and 1 of 2 the same data (or the same number of elements as one pipeline alone);
+    where the data is drawn anew at every call, the callback's use of ``input_pipeline_id`` /
+    ``num_input_pipelines`` decides.  Whether it batches per replica: the batch size (a shape)
+    stays the same with twice the replicas.  With several workers or input pipelines, returning
+    the same data for every pipeline shows in the run; with one, only the calls with other
+    contexts show it (judged for a static finding, never reported on its own)."""
     cf = d.get("counterfactual", {})
-    ctxs = d.get("contexts", [])
-    pipelines = max([c.get("pipelines", 1) for c in ctxs] or [1])
-    multi = multiworker or pipelines > 1
-    same_data = bool(cf.get("same_for_pipelines"))
-    same_batch = bool(cf.get("same_batch_for_replicas"))
+    if "same_for_pipelines" not in cf or "same_batch_for_replicas" not in cf:
+        return None, False  # the callback raised (or was never probed): nothing was seen
     used = d.get("used", [])
+    sharded = any(u in used for u in ("input_pipeline_id", "num_input_pipelines"))
+    if cf.get("split_by_count"):
+        same_data = False
+    elif cf.get("deterministic"):
+        same_data = bool(cf.get("same_for_pipelines"))
+    else:
+        same_data = not sharded
+    same_batch = bool(cf.get("same_batch_for_replicas"))
+    pipelines = max([c.get("pipelines", 1) for c in d.get("contexts", [])] or [1])
     u = f"; the callback used input_context.{', '.join(used)}" if used else "; the callback never used its input_context"
-    data_txt = ("it returned the same data for input pipelines 0 and 1 of 2 (no sharding: every worker reads the "
-                "same data)")
+    how = "it returned the same data" if cf.get("deterministic") else "it never read input_pipeline_id"
+    data_txt = f"{how} for input pipelines 0 and 1 of 2 (no sharding: every worker reads the same data)"
     b = cf.get("batch_r", ["?"])
     batch_txt = (f"its batch size stays {b[0] if b else '?'} with {cf.get('replicas')} or "
                  f"{2 * cf.get('replicas', 1)} replicas (not derived from the context: each replica gets the whole "
                  f"batch the callback built)")
-    if multi and same_data:
-        return "dataset_fn: " + data_txt + (" and " + batch_txt if same_batch else "") + u
-    if finding and same_data and same_batch:
-        return "dataset_fn ignores its InputContext: " + data_txt + " and " + batch_txt + u
-    return None
+    if (multiworker or pipelines > 1) and same_data:
+        return "dataset_fn: " + data_txt + (" and " + batch_txt if same_batch else "") + u, True
+    if same_data and same_batch:
+        return "dataset_fn ignores its InputContext: " + data_txt + " and " + batch_txt + u, False
+    return None, False
 
 
 def _dff_ok(d) -> str:
     cf = d.get("counterfactual", {})
-    if cf.get("same_for_pipelines"):
+    if cf.get("same_for_pipelines") and cf.get("deterministic"):
         return ("dataset_fn does not shard by input pipeline, which only matters with several workers (this run had "
                 "one); its batch follows the replica count")
     if cf.get("same_batch_for_replicas"):
@@ -757,16 +789,13 @@ def _dff_ok(d) -> str:
     return "dataset_fn shards by input pipeline and batches per replica (its output changes with the InputContext)"
 
 
-KNOWN = ("TFP201", "TFP202", "TFP203", "TFP204", "TFP205", "TFP206", "TFP207", "TFP208")
-
-
 def _double_shard(c: dict) -> bool:
     w = c.get("workers") or 1
     return bool(w >= 2 and c.get("total") and c.get("rows") is not None
                 and c["rows"] * w * w <= c["total"] * 1.25)
 
 
-def _coverage_text(run, cs: list[dict]) -> str:
+def _coverage_text(cs: list[dict]) -> str:
     c = cs[0]
     w = c["workers"]
     each = "; ".join(f"worker {i}: {x['rows']} of {x['total']}" for i, x in enumerate(cs))
@@ -775,238 +804,30 @@ def _coverage_text(run, cs: list[dict]) -> str:
             f"{c['total'] - sum(x['rows'] for x in cs)} rows are read by no worker")
 
 
-def _per_replica_shown(s: dict) -> bool:
-    """The split is shown by values, not names: with several replicas, the script holds the global
-    batch (a module-level int equal to batch size x replicas) next to the per-replica size it
-    batched with."""
-    return bool(s.get("global_names")) and s["replicas"] >= 2
-
-
-def _split_text(s: dict) -> str:
-    names = f", the value of {', '.join(s['names'])}" if s["names"] else ""
-    glob = f" ({s['global_names'][0]} {s['batch_size'] * s['replicas']} / {s['replicas']}\u00b2)" if s[
-        "global_names"] else ""
-    return (f"dataset batched with {s['batch_size']} at line {s['line']}{names}; experimental_distribute_dataset split "
-            f"each batch over {s['replicas']} replicas: per-replica batches of {s['per_replica']:g}{glob}")
-
-
-def _judge_205_208(finding, run):
-    code, line = finding.code, finding.line
-    if code == "TFP205":
-        cs = [c for o in run.probe("input") for c in (o or {}).get("coverage", []) if c["line"] == line]
-        if not cs:
-            return None
-        if all(_double_shard(c) for c in cs):
-            return CONFIRMED, _coverage_text(run, cs)
-        return NOT_REPRODUCED, "; ".join(f"worker {i} reads {c['rows']} of {c['total']} rows" for i, c in enumerate(cs))
-    ss = [x for o in run.probe("input") for x in (o or {}).get("split", []) if x["line"] == line]
-    if not ss:
+def _global_batch_shown(run, s: dict) -> Optional[str]:
+    """With several replicas the script holds the global batch (batch size x replicas) as a value: a
+    module-level integer, or the ``global_batch_size`` it gives ``compute_average_loss``."""
+    if s["replicas"] < 2:
         return None
-    s = ss[0]
-    if _per_replica_shown(s):
-        return CONFIRMED, _split_text(s)
-    return NOT_REPRODUCED, (f"batch({s['batch_size']}) at line {line} gives {s['replicas']} replicas "
-                            f"{s['per_replica']:g} rows each; the script holds no global batch of "
-                            f"{s['batch_size']} x {s['replicas']}")
-
-
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    code, line = finding.code, finding.line
-    if code not in KNOWN:
-        return INCONCLUSIVE, f"the input probe has no observation for {code} yet"
-    if code in ("TFP205", "TFP208"):
-        return _judge_205_208(finding, run)
-    if code == "TFP207":
-        lfs = [r for o in run.probe("input") for r in (o or {}).get("list_files", []) if r["line"] == line]
-        ov = _read_overlap(run) or _worker_overlap(run)
-        for r in lfs:
-            if r.get("orders_differ"):
-                a, b = r["example"]
-                return CONFIRMED, (f"Dataset.list_files at line {line} (no seed) listed its {r.get('files')} files in a "
-                                   f"different order each time ({a} vs {b}): every worker shards its own order, so "
-                                   f"workers overlap and skip files" + (f"; {ov}" if ov else ""))
-        if ov:
-            return CONFIRMED, ov
-        if lfs and lfs[0].get("orders_differ") is False:
-            return NOT_REPRODUCED, f"Dataset.list_files at line {line} listed the files in the same order every time"
-        if not lfs:
-            return None
-    if code in ("TFP204", "TFP207"):
-        ov = _read_overlap(run) or _worker_overlap(run)
-        if ov:
-            return CONFIRMED, ov
-        if len([o for o in run.probe("input") if o]) < 2:
-            return INCONCLUSIVE, "the script ran as a single worker: no second worker to overlap with"
-        ok = _read_summary(run)
-        return (NOT_REPRODUCED, ok) if ok else None
-    if code == "TFP206":
-        import re
-
-        for err in run.errors():
-            if re.search(_SHARD_ERRORS, f"{err.get('type')}: {err.get('message')}", re.I):
-                caught = " (the script caught it)" if err.get("caught") else ""
-                return CONFIRMED, f"auto-sharding failed: {run.error_text(err)}{caught}"
-        if len([o for o in run.probe("input") if o]) < 2:
-            return INCONCLUSIVE, "the script ran as a single worker: auto-sharding does not apply"
-        return NOT_REPRODUCED, "auto-sharding raised no error"
-    sites = _all_sites(run)
-    overlap = _worker_overlap(run)
-    if code == "TFP203":
-        dfs = [d for o in run.probe("input") for d in (o or {}).get("dataset_fns", []) if line in d["lines"]]
-        if not dfs:
-            dfs = [d for o in run.probe("input") for d in (o or {}).get("dataset_fns", [])]
-        if not dfs:
-            return None
-        multi = len([o for o in run.probe("input") if o]) > 1
-        for d in dfs:
-            sym = _dff_symptom(d, multi, finding=True)
-            if sym:
-                return CONFIRMED, sym + (f"; {overlap}" if overlap else "")
-        if overlap:
-            return CONFIRMED, overlap
-        cf = dfs[0].get("counterfactual", {})
-        if "error_pipelines" in cf and "error_replicas" in cf:
-            return INCONCLUSIVE, f"could not call the dataset_fn with other contexts: {cf['error_pipelines']}"
-        return NOT_REPRODUCED, _dff_ok(dfs[0])
-    if code == "TFP202":
-        for o in run.probe("input"):
-            for v in (o or {}).get("values_fn", []):
-                reps = list(v["replicas"].values())
-                if line in v["lines"] and len(reps) >= 2:
-                    if all(r == reps[0] for r in reps[1:]) and any(_size(f[0]) >= 2 for f in reps[0]):
-                        return CONFIRMED, (f"experimental_distribute_values_from_function at line {line}: value_fn "
-                                           f"gave all {len(reps)} replicas the same value")
-                    return NOT_REPRODUCED, (f"value_fn at line {line} gave the {len(reps)} replicas different values")
-        for o in run.probe("input"):
-            for rec in (o or {}).get("hand", []):
-                text = _hand_text(rec)
-                if text:
-                    return CONFIRMED, text
-        if run.ran(line) is False:
-            return None
-        verdicts = [(s, _site_verdict(s)) for _, s in sites]
-        verdicts = [(s, v) for s, v in verdicts if v]
-        same = [(s, v) for s, v in verdicts if v[0]]
-        if same:
-            s, (_, n, shape) = same[0]
-            return CONFIRMED, (f"all replicas received identical {shape} inputs at every one of {n} steps of "
-                               f"strategy.run at line {_site_line(s)}")
-        if overlap:
-            return CONFIRMED, overlap
-        if verdicts:
-            return NOT_REPRODUCED, f"replicas received different inputs at {len(verdicts)} strategy.run call site(s)"
-        return None
-    # TFP201 and other 2xx: the strategy.run call at the finding's line
-    at = [s for _, s in sites if line in s["lines"]] or ([] if code == "TFP201" else [s for _, s in sites])
-    verdicts = [(s, _site_verdict(s)) for s in at]
-    verdicts = [(s, v) for s, v in verdicts if v]
-    for s, (ident, n, shape) in verdicts:
-        if ident:
-            kind = "an undistributed tensor" if s.get("arg_kind") == "plain" else "identical data"
-            return CONFIRMED, (f"strategy.run at line {_site_line(s)} received {kind}: each of the "
-                               f"{len(s['replicas'])} replicas got the same {shape} batch at all {n} steps "
-                               f"(the full global batch, not a per-replica slice)")
-    for o in run.probe("input"):
-        for rec in (o or {}).get("plain_iters", []):
-            text = _plain_iter_text(rec)
-            if text and (line in rec.get("lines", []) or line in (rec.get("made"), rec.get("at"))):
-                return CONFIRMED, text
-        for rec in (o or {}).get("inner_iters", []):
-            text = _inner_iter_text(rec)
-            if text and (line in rec.get("lines", []) or line == rec.get("made")):
-                return CONFIRMED, text
-    if overlap:
-        return CONFIRMED, overlap
-    if verdicts:
-        s, (_, n, shape) = verdicts[0]
-        return NOT_REPRODUCED, (f"strategy.run at line {_site_line(s)}: the {len(s['replicas'])} replicas received "
-                                f"different {shape} inputs at each of {n} steps")
-    if at:
-        return INCONCLUSIVE, f"strategy.run at line {line} ran but passed no tensors to the replicas"
+    g = s["batch_size"] * s["replicas"]
+    if s.get("global_names"):
+        return f"{s['global_names'][0]} {g} / {s['replicas']}\u00b2"
+    for o in run.probe("loss"):
+        for c in (o or {}).get("average_loss", []):
+            if c.get("global_batch_size") == g:
+                return f"compute_average_loss(global_batch_size={g}) at line {c['line']} / {s['replicas']}\u00b2"
     return None
 
 
-def _stream(site) -> bool:
-    """The largest input changes from step to step (batches of data, not a
-    constant broadcast to every replica)."""
-    steps = _steps(site)
-    if len(steps) < 2:
-        return False
-    seen = set()
-    for st in steps:
-        fps = next(iter(st.values()))
-        if not fps:
-            return False
-        seen.add(max(fps, key=lambda f: _size(f[0]))[2])
-    return len(seen) >= 2
+def _hand_text(rec: dict) -> Optional[str]:
+    passes = [p for p in rec.get("passes", []) if p]
+    if len(passes) < 2:
+        return None
+    made = f" (made at line {rec['made']})" if rec.get("made") else ""
+    return (f"`{rec['name']}` holds the same tf.data.Dataset object {rec['times']} times{made}; its entries were "
+            f"iterated at line {rec['line']} {len(passes)} times: every device gets the same data (one object)")
 
 
-def _site_line(s) -> str:
-    return str(s["lines"][0]) if s.get("lines") else "?"
-
-
-def observe(run) -> tuple[str, str]:
-    cs = [c for o in run.probe("input") for c in (o or {}).get("coverage", [])]
-    if cs and all(_double_shard(c) for c in cs):
-        return CONFIRMED, _coverage_text(run, cs)
-    for o in run.probe("input"):
-        # a batch split over the replicas is what experimental_distribute_dataset does by design:
-        # alone (no TFP208 finding to judge) it shows no mistake, whatever integers the script holds
-        for rec in (o or {}).get("plain_iters", []):
-            text = _plain_iter_text(rec)
-            if text:
-                return CONFIRMED, text
-        for rec in (o or {}).get("inner_iters", []):
-            text = _inner_iter_text(rec)
-            if text:
-                return CONFIRMED, text
-        for rec in (o or {}).get("hand", []):
-            text = _hand_text(rec)
-            if text:
-                return CONFIRMED, text
-    return _observe_streams(run)
-
-
-def _observe_streams(run) -> tuple[str, str]:
-    obs = run.probe("input")
-    if not any(obs):
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    for o in obs:
-        for v in (o or {}).get("values_fn", []):
-            reps = list(v["replicas"].values())
-            if len(reps) >= 2 and all(r == reps[0] for r in reps[1:]) and any(_size(f[0]) >= 2 for f in reps[0]):
-                return CONFIRMED, (f"value_fn at line {_site_line(v)} gave all {len(reps)} replicas the same value")
-        for d in (o or {}).get("dataset_fns", []):
-            sym = _dff_symptom(d, len([x for x in obs if x]) > 1)
-            if sym:
-                return CONFIRMED, sym
-    overlap = _worker_overlap(run) or _read_overlap(run)
-    if overlap:
-        return CONFIRMED, overlap
-    sites = _all_sites(run)
-    verdicts = [(s, _site_verdict(s)) for _, s in sites]
-    verdicts = [(s, v) for s, v in verdicts if v]
-    for s, (ident, n, shape) in verdicts:
-        # A plain tensor broadcast on purpose (the same every step) is no symptom;
-        # a stream of batches that every replica receives whole is.
-        if ident and (s.get("arg_kind") != "plain" or _stream(s)):
-            return CONFIRMED, (f"all {len(s['replicas'])} replicas received the same {shape} input at each of {n} "
-                               f"steps of strategy.run at line {_site_line(s)}")
-    if verdicts:
-        steps = sum(v[1] for _, v in verdicts)
-        return NOT_REPRODUCED, (f"{len(verdicts)} strategy.run site(s), {steps} step(s): every replica received "
-                                f"different data")
-    inner = [r for o in obs for r in (o or {}).get("inner_iters", []) if len(r.get("replicas", {})) >= 2]
-    if inner:
-        r = inner[0]
-        return NOT_REPRODUCED, (f"the replicas of strategy.run at line {_site_line(r)} read different data from the "
-                                f"dataset they iterated inside the replica function (iter() at line {r['made']})")
-    if sites:
-        return NOT_REPRODUCED, "strategy.run passed no per-replica data (fewer than 2 replicas or no tensors)"
-    return NOT_REPRODUCED, "no strategy.run calls"
-
-
-# ------------------------------------------------------------ runtime findings
 def _plain_iter_text(rec: dict) -> Optional[str]:
     reps = rec.get("replicas", {})
     if len(reps) < 2:
@@ -1015,120 +836,173 @@ def _plain_iter_text(rec: dict) -> Optional[str]:
     made = f" (iter() at line {rec['made']})" if rec.get("made") else ""
     first = next((g[0] for g in reps.values() if g and g[0]), None)
     shape = f" {_shape_str({0: first})}" if first else ""
+    when = "" if rec.get("eager", True) else " (while the tf.function was traced: at every step)"
     n = sum(len(g) for g in reps.values())
     return (f"the {len(reps)} replicas of strategy.run at line {site} each called next() on one undistributed "
-            f"iterator{made} inside the replica function: {n} whole{shape} batches taken in turn by replica threads, "
-            f"none split across the replicas by tf.distribute")
+            f"iterator{made} inside the replica function{when}: {n} whole{shape} batches taken in turn by the "
+            f"replicas, none split across them by tf.distribute")
 
 
 def _inner_iter_text(rec: dict) -> Optional[str]:
-    """Every replica read the same batches from a plain dataset it iterated inside the replica
-    function (compared element by element, as far as the replica that read least)."""
+    """Every replica iterated one dataset object inside the replica function (the same elements)."""
+    ds = rec.get("datasets", {})
+    if len(ds) < 2 or len(set(ds.values())) != 1:
+        return None  # the replicas iterated different datasets (e.g. sharded by replica id inside)
     reps = {rid: g for rid, g in rec.get("replicas", {}).items() if g}
-    if len(reps) < 2:
-        return None
-    got = list(reps.values())
-    n = min(len(g) for g in got)
-    if any(g[k] != got[0][k] for g in got[1:] for k in range(n)):
-        return None  # the replicas read different data (e.g. a dataset sharded by replica id inside)
-    if not any(_size(f[0]) >= 2 for k in range(n) for f in got[0][k]):
-        return None  # scalars only: nothing that could have been split
+    n = min([len(g) for g in reps.values()] or [0])
+    shape = f" {_shape_str({0: next(iter(reps.values()))[0]})}" if reps and n else ""
     site = rec["lines"][0] if rec.get("lines") else "?"
-    shape = _shape_str({0: got[0][0]})
-    return (f"the {len(reps)} replicas of strategy.run at line {site} each iterated the undistributed dataset "
-            f"(iter() at line {rec['made']}, inside the replica function) and read the same batches: {n} "
-            f"{shape} batch{'es' if n != 1 else ''} identical on every replica, none split across the replicas "
-            f"by tf.distribute")
+    return (f"the {len(ds)} replicas of strategy.run at line {site} each iterated the same undistributed dataset "
+            f"pipeline (iter() at line {rec['made']}, inside the replica function), reading the same{shape} batches "
+            f"from its start, identical on every replica by construction: none split across the replicas by "
+            f"tf.distribute")
 
 
-def _hand_text(rec: dict) -> Optional[str]:
-    passes = [p for p in rec.get("passes", []) if p]
-    if len(passes) < 2:
+def _same_element(v: dict) -> Optional[tuple]:
+    """The (dataset, position, iter line) every replica's value came from, when it is one element."""
+    origins = [tuple(map(tuple, (o for o in got if o))) for got in v.get("origins", {}).values()]
+    if len(origins) >= 2 and origins[0] and all(o == origins[0] for o in origins[1:]):
+        return origins[0][0]
+    return None
+
+
+def _values_fn_same(v: dict) -> Optional[str]:
+    reps = list(v["replicas"].values())
+    if len(reps) < 2 or not any(_size(f[0]) >= 2 for f in reps[0]):
         return None
-    n = min(len(p) for p in passes)
-    same = sum(1 for k in range(n) if all(p[k] == passes[0][k] for p in passes[1:]))
-    if same == 0:
+    same = _same_element(v)
+    if same is not None:
+        made = f" made at line {same[2]}" if same[2] else ""
+        return (f"experimental_distribute_values_from_function at line {_site_line(v)}: every one of the {len(reps)} "
+                f"replicas got element {same[1]} of its own iterator over one dataset object (iterators{made}): the "
+                f"same data, none split across the replicas")
+    if not all(r == reps[0] for r in reps[1:]):
         return None
-    made = f" (made at line {rec['made']})" if rec.get("made") else ""
-    return (f"`{rec['name']}` holds the same tf.data.Dataset object {rec['times']} times{made}; iterating its "
-            f"entries at line {rec['line']} gave identical batches ({same} of {n} batches compared in each of "
-            f"{len(passes)} passes): every device gets the same data")
+    objs = list(v.get("objects", {}).values())
+    one_object = len(objs) >= 2 and all(o == objs[0] for o in objs[1:])
+    if one_object:
+        why = "returned one object for every replica"
+    elif not v.get("used"):
+        why = "never used its context (every replica gets what the same call builds)"
+    else:
+        return None  # equal values, but built per replica from the context
+    return (f"experimental_distribute_values_from_function at line {_site_line(v)}: value_fn {why}: all "
+            f"{len(reps)} replicas got the same value")
 
 
-def _same_values_fps(run) -> set:
-    """Fingerprints of the values that a value_fn gave identically to every replica."""
-    out = set()
-    for o in run.probe("input"):
-        for v in (o or {}).get("values_fn", []):
-            reps = list(v["replicas"].values())
-            if len(reps) >= 2 and all(r == reps[0] for r in reps[1:]):
-                out.update(f[2] for f in reps[0] if _size(f[0]) >= 2)
-    return out
-
-
-def _fed_by(site: dict, fps: set) -> bool:
-    """Every non-scalar input the site's replicas received is one of ``fps``."""
-    got = {f[2] for steps in site.get("replicas", {}).values() for step in steps for f in step if _size(f[0]) >= 2}
-    return bool(got) and got <= fps
-
-
-def locate(run) -> list:
-    """Input mistakes seen at one place: identical batches on every replica of a
-    ``strategy.run`` call (TFP201), a plain iterator consumed inside the replica function
-    (TFP201), a plain dataset iterated by every replica inside the replica function
-    (TFP201), a value function that gave every replica the same value, or one dataset
-    replicated by hand in a list (TFP202), a dataset function that ignores its input
-    context across workers (TFP203), workers reading the same data from a dataset
-    distributed with AutoShardPolicy.OFF (TFP204), a hand-sharded dataset auto-sharded
-    again (TFP205).  Not located (no runtime finding; the input probe's observation
-    says it): workers reading the same data for another reason, and a batch size the
-    script names per replica (TFP208, judged only for a static finding)."""
-    from tfpar_lint.verify.probes import Seen
-
-    out = []
-    same_values = _same_values_fps(run)
-    for _, s in _all_sites(run):
-        v = _site_verdict(s)
-        if v and v[0] and (s.get("arg_kind") != "plain" or _stream(s)) and s.get("lines"):
-            if s.get("arg_kind") == "distributed" and _fed_by(s, same_values):
-                continue  # the value_fn's mistake (TFP202 below), seen again where its values arrive
-            kind = "an undistributed tensor" if s.get("arg_kind") == "plain" else "identical data"
-            out.append(Seen("TFP201", int(s["lines"][0]), (
-                f"strategy.run at line {s['lines'][0]} received {kind}: each of the {len(s['replicas'])} replicas "
-                f"got the same {v[2]} batch at all {v[1]} steps (the full global batch, not a per-replica slice)"),
-                tuple(s["lines"])))
-    for o in run.probe("input"):
-        for rec in (o or {}).get("plain_iters", []):
+def seen(run) -> list[Seen]:
+    out: list[Seen] = []
+    obs = [o or {} for o in run.probe("input")]
+    multi = len([o for o in obs if o]) > 1
+    for s in _all_sites(run):
+        steps = [st for st in _steps(s) if _nontrivial(st)]
+        if not steps or not s.get("lines"):
+            continue
+        line, lines, shape, n = int(s["lines"][0]), tuple(s["lines"]), _shape_str(steps[0]), len(steps)
+        if s.get("arg_kind") == "plain":
+            src = ", an element of a tf.data dataset" if s.get("from_data") else ""
+            out.append(Seen("TFP201", line, (
+                f"strategy.run at line {line} received an undistributed tensor{src}: one object handed to each of the "
+                f"{len(s['replicas'])} replicas (not a PerReplica value), the same {shape} batch at all {n} steps (the "
+                f"full global batch, not a per-replica slice)"), lines, also=("TFP202",), runtime=bool(s.get("from_data"))))
+        else:
+            out.append(Seen("TFP201", line, (
+                f"strategy.run at line {line}: each of the {len(s['replicas'])} replicas received its own part of a "
+                f"distributed value (PerReplica) at each of {n} steps ({shape})"), lines, NOT_REPRODUCED,
+                also=("TFP202",)))
+    for o in obs:
+        for rec in o.get("plain_iters", []):
             text = _plain_iter_text(rec)
             if text and rec.get("lines"):
-                out.append(Seen("TFP201", int(rec["lines"][0]), text,
-                                tuple(x for x in [rec.get("made"), rec.get("at")] if x) + tuple(rec["lines"])))
-        for rec in (o or {}).get("inner_iters", []):
+                out.append(Seen("TFP201", int(rec["lines"][0]), text, tuple(
+                    x for x in [rec.get("made"), rec.get("at")] if x) + tuple(rec["lines"])))
+        for rec in o.get("inner_iters", []):
             text = _inner_iter_text(rec)
             if text and rec.get("lines"):
                 out.append(Seen("TFP201", int(rec["lines"][0]), text, (int(rec["made"]),) + tuple(rec["lines"])))
-        for rec in (o or {}).get("hand", []):
+            elif len(rec.get("datasets", {})) >= 2 and rec.get("lines"):
+                out.append(Seen("TFP201", int(rec["lines"][0]), (
+                    f"the replicas of strategy.run at line {rec['lines'][0]} read different data from the dataset they "
+                    f"iterated inside the replica function (iter() at line {rec['made']}): each its own pipeline "
+                    f"({' / '.join(sorted({v.split(':', 1)[-1] for v in rec['datasets'].values()}))[:200]})"),
+                    (int(rec["made"]),) + tuple(rec["lines"]), NOT_REPRODUCED))
+        for rec in o.get("hand", []):
             text = _hand_text(rec)
             if text:
-                out.append(Seen("TFP202", int(rec["line"]), text, tuple(x for x in [rec.get("made")] if x)))
-        for v in (o or {}).get("values_fn", []):
-            reps = list(v["replicas"].values())
-            if (v.get("lines") and len(reps) >= 2 and all(r == reps[0] for r in reps[1:])
-                    and any(_size(f[0]) >= 2 for f in reps[0])):
-                out.append(Seen("TFP202", int(v["lines"][0]), f"experimental_distribute_values_from_function at line "
-                                                              f"{v['lines'][0]}: value_fn gave all {len(reps)} "
-                                                              f"replicas the same value"))
-        for d in (o or {}).get("dataset_fns", []):
-            sym = _dff_symptom(d, len([x for x in run.probe("input") if x]) > 1)
-            if sym and d.get("lines"):
-                out.append(Seen("TFP203", int(d["lines"][0]), sym))
-                break
-    cs = [c for o in run.probe("input") for c in (o or {}).get("coverage", [])]
-    if cs and all(_double_shard(c) for c in cs):
-        out.append(Seen("TFP205", int(cs[0]["line"]), _coverage_text(run, cs)))
+                out.append(Seen("TFP202", int(rec["line"]), text, tuple(x for x in [rec.get("made")] if x),
+                                anywhere=True))
+        for v in o.get("values_fn", []):
+            if not v.get("lines") or len(v["replicas"]) < 2:
+                continue
+            text = _values_fn_same(v)
+            same = _same_element(v)
+            out.append(Seen("TFP202", int(v["lines"][0]), text or (
+                f"value_fn at line {v['lines'][0]} gave the {len(v['replicas'])} replicas different values, or values "
+                f"built per replica from its context"), tuple(v["lines"]) + ((same[2],) if same and same[2] else ()),
+                CONFIRMED if text else NOT_REPRODUCED))
+        for d in o.get("dataset_fns", []):
+            if not d.get("lines"):
+                continue
+            sym, shows = _dff_symptom(d, multi)
+            cf = d.get("counterfactual", {})
+            if sym:
+                out.append(Seen("TFP203", int(d["lines"][0]), sym, tuple(d["lines"]), runtime=shows))
+            elif "same_for_pipelines" in cf and "same_batch_for_replicas" in cf:
+                out.append(Seen("TFP203", int(d["lines"][0]), _dff_ok(d), tuple(d["lines"]), NOT_REPRODUCED))
+            else:
+                why = cf.get("error_pipelines") or cf.get("error_replicas") or "the callback did not return"
+                out.append(Seen("TFP203", int(d["lines"][0]), f"could not call the dataset_fn with other contexts: "
+                                f"{why}", tuple(d["lines"]), INCONCLUSIVE))
+        for r in o.get("list_files", []):
+            if r.get("orders_differ"):
+                a, b = r["example"]
+                out.append(Seen("TFP207", int(r["line"]), (
+                    f"Dataset.list_files at line {r['line']} (no seed) listed its {r.get('files')} files in a different "
+                    f"order each time ({a} vs {b}): every worker shards its own order, so workers overlap and skip "
+                    f"files"), runtime=False))
+            elif r.get("orders_differ") is False:
+                out.append(Seen("TFP207", int(r["line"]), f"Dataset.list_files at line {r['line']} listed the files "
+                                f"in the same order every time", status=NOT_REPRODUCED))
+        for x in o.get("split", []):
+            shown = _global_batch_shown(run, x)
+            names = f", the value of {', '.join(x['names'])}" if x.get("names") else ""
+            if shown:
+                out.append(Seen("TFP208", int(x["line"]), (
+                    f"dataset batched with {x['batch_size']} at line {x['line']}{names}; experimental_distribute_dataset "
+                    f"split each batch over {x['replicas']} replicas: per-replica batches of {x['per_replica']:g} "
+                    f"({shown})"), runtime=False))
+            else:
+                out.append(Seen("TFP208", int(x["line"]), (
+                    f"batch({x['batch_size']}) at line {x['line']} gives {x['replicas']} replicas {x['per_replica']:g} "
+                    f"rows each; the script holds no global batch of {x['batch_size']} x {x['replicas']}"),
+                    status=NOT_REPRODUCED))
+    cs = [c for o in obs for c in o.get("coverage", [])]
+    if cs:
+        bad = all(_double_shard(c) for c in cs)
+        out.append(Seen("TFP205", int(cs[0]["line"]), _coverage_text(cs) if bad else "; ".join(
+            f"worker {i} reads {c['rows']} of {c['total']} rows" for i, c in enumerate(cs)),
+            status=CONFIRMED if bad else NOT_REPRODUCED))
     overlap = _worker_overlap(run) or _read_overlap(run)
-    off = [d for o in run.probe("input") for d in (o or {}).get("distributed", []) if d.get("policy") == "OFF"]
-    if overlap and off:
-        out.append(Seen("TFP204", int(off[0]["line"]), f"{overlap}; the dataset distributed at line {off[0]['line']} "
-                                                       f"has AutoShardPolicy.OFF"))
+    off = [d for o in obs for d in o.get("distributed", []) if d.get("policy") == "OFF"]
+    if overlap:
+        line = int(off[0]["line"]) if off else 0
+        text = f"{overlap}; the dataset distributed at line {line} has AutoShardPolicy.OFF" if off else overlap
+        out.append(Seen("TFP204", line, text, also=("TFP201", "TFP202", "TFP203", "TFP207"), anywhere=True,
+                        runtime=bool(off)))
+    elif multi:
+        ok = _read_summary(run)
+        if ok:
+            out.append(Seen("TFP204", 0, ok, status=NOT_REPRODUCED, also=("TFP207",), anywhere=True))
+    else:
+        out.append(Seen("TFP204", 0, "the script ran as a single worker: no second worker to overlap with",
+                        status=INCONCLUSIVE, also=("TFP207",), anywhere=True))
+    for err in run.errors():
+        if re.search(_SHARD_ERRORS, f"{err.get('type')}: {err.get('message')}", re.I):
+            caught = " (the script caught it)" if err.get("caught") else ""
+            out.append(Seen("TFP206", error_line(err) or 0, f"auto-sharding failed: {run.error_text(err)}{caught}",
+                            anywhere=True, runtime=False))
+    out.append(Seen("TFP206", 0, "auto-sharding raised no error" if multi else
+                    "the script ran as a single worker: auto-sharding does not apply",
+                    status=NOT_REPRODUCED if multi and run.outcome in ("ok", "stopped") else INCONCLUSIVE,
+                    anywhere=True))
     return out

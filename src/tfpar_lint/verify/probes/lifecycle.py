@@ -11,18 +11,19 @@ while the run then failed or hung (TFP603), the same path written by both
 workers (TFP604), a strategy with fewer replicas than TF_CONFIG lists workers
 (TFP602); TFP601 and TFP606 are TensorFlow's own errors at the line.
 
-TFP602 cannot normally be shown here: the verifier gives every worker its
-TF_CONFIG before the script starts, so a TF_CONFIG the script writes after
-creating the strategy finds the cluster already configured (and a script
-that writes it only when given --worker_hosts never writes it).
+TFP602: a script that writes ``TF_CONFIG`` itself runs without the verifier's (the
+driver sees the write in its text); a strategy created before the script's write counts one
+worker against the cluster the script's TF_CONFIG lists.  A TF_CONFIG the script writes before
+creating the strategy is replaced by the verifier's local cluster when the strategy is made.
 """
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen, error_matches, errors_seen
 
 CODES = "TFP6xx"
 
@@ -30,6 +31,7 @@ ERRORS = {
     "TFP601": [r"Collective ops must be configured at program startup"],
     "TFP606": [r"Attempt to convert a value \(PerReplica", r"unsupported type \(<class '[\w.]*PerReplica'>\)"],
 }
+_MWMS = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy", "_CollectiveAllReduceStrategyExperimental")
 _PEER_FAILED = [r"UnavailableError", r"Collective ops is aborted", r"DeadlineExceeded", r"tasks are unhealthy"]
 
 
@@ -107,59 +109,49 @@ def collect(R) -> dict[str, Any]:
             (tfc.get("cluster") or {}).get("chief", []) or [])
     except ValueError:
         workers = -1
-    return {"saves": saves, "tf_config_workers": workers, "worker": R.worker_index}
+    mwms = []
+    for s, created in zip([s for s in R.strategies if s["type"] in _MWMS], R.tf_config_at_creation):
+        n = getattr(getattr(s.get("_ref"), "extended", None), "_num_workers", None)
+        mwms.append(dict(created, workers=int(n) if isinstance(n, int) else None, replicas=s.get("replicas", 0)))
+    return {"saves": saves, "tf_config_workers": workers, "worker": R.worker_index, "mwms": mwms,
+            "own_tf_config": bool(getattr(R, "own_tf_config", False))}
 
 
 # ================================================================== parent
-def _saves_at(run, line) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
+def _saves(run) -> dict[int, dict[int, list[dict]]]:
+    """save line (innermost script line) -> worker -> the saves made there."""
+    out: dict[int, dict[int, list[dict]]] = {}
     for i, w in enumerate(run.workers):
         o = ((w or {}).get("probes") or {}).get("lifecycle") or {}
         for s in o.get("saves", []):
-            if line in s["lines"]:
-                out.setdefault(i, []).append(s)
+            if s.get("lines"):
+                out.setdefault(int(s["lines"][0]), {}).setdefault(i, []).append(s)
     return out
 
 
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    from tfpar_lint.verify.probes import error_at_line
-
-    code, line = finding.code, finding.line
+def _seen_saves(run) -> list[Seen]:
     n = len(run.workers)
-    if code in ERRORS:
-        v = error_at_line(run, line, ERRORS[code])
-        if v:
-            return v
-        if run.ran(line) and run.outcome in ("ok", "stopped"):
-            return NOT_REPRODUCED, f"line {line} ran on {n} worker(s) ({run.ctx()}) without {ERRORS[code][0]!r}"
-        return None
-    if code == "TFP602":
-        return _judge_602(run, line)
-    saves = _saves_at(run, line)
-    if code == "TFP603":
-        if not saves:
-            return None
+    out = []
+    peer = next((e for e in run.all_errors() if error_matches(e, _PEER_FAILED)), None)
+    for line, saves in _saves(run).items():
+        lines = tuple(sorted({x for ss in saves.values() for s in ss for x in s["lines"]}))
+        api = next(iter(saves.values()))[0]["api"]
         who = sorted(saves)
+        # TFP603: a save made by one worker only, whose collective reads then had no peer
         if len(who) < n:
-            from tfpar_lint.verify.probes import error_elsewhere
-
-            peer = error_elsewhere(run, _PEER_FAILED)
             after = (f"; then {run.error_text(peer)} on worker {peer['worker']}" if peer else
                      f"; the run then hung ({run.hang})" if run.outcome == "hung" else "")
-            if peer or run.outcome == "hung":
-                return CONFIRMED, (f"{saves[who[0]][0]['api']} at line {line} ran on worker {who[0]} only, of {n} "
-                                   f"workers: its collective reads had no peer{after}")
-            return NOT_REPRODUCED, (f"{saves[who[0]][0]['api']} at line {line} ran on worker {who[0]} only, but "
-                                    f"the run finished without a failed or blocked collective")
-        return NOT_REPRODUCED, f"line {line} saved on all {n} workers"
-    if code == "TFP604":
-        if not saves:
-            return None
+            out.append(Seen("TFP603", line, f"{api} at line {line} ran on worker {who[0]} only, of {n} workers: its "
+                            f"collective reads had no peer{after}", lines, runtime=False) if peer or run.outcome == "hung"
+                       else Seen("TFP603", line, f"{api} at line {line} ran on worker {who[0]} only, but the run finished "
+                                 f"without a failed or blocked collective", lines, NOT_REPRODUCED))
+        else:
+            out.append(Seen("TFP603", line, f"line {line} saved on all {n} workers", lines, NOT_REPRODUCED))
+        # TFP604: the same path written by several workers
         paths: dict[str, list[int]] = {}
         for w, ss in saves.items():
             for s in ss:
-                paths.setdefault(s["path"], [])
-                if w not in paths[s["path"]]:
+                if w not in paths.setdefault(s["path"], []):
                     paths[s["path"]].append(w)
         shared = [(p, ws) for p, ws in paths.items() if len(ws) >= 2]
         if shared:
@@ -167,68 +159,45 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             errs = [s["error"] for ss in saves.values() for s in ss if s["error"]]
             tail = f"; a save failed: {errs[0]}" if errs else (
                 f"; the run then failed: {run.error_text()}" if run.error else "")
-            api = saves[ws[0]][0]["api"]
-            return CONFIRMED, (f"{api} at line {line}: workers {', '.join(map(str, ws))} all wrote {p}{tail}")
-        if len(saves) >= 2:
-            return NOT_REPRODUCED, f"line {line}: each worker wrote its own path ({', '.join(sorted(paths))[:200]})"
-        return INCONCLUSIVE, f"line {line} saved on worker {sorted(saves)[0]} only in this run"
-    return INCONCLUSIVE, f"the lifecycle probe has no observation for {code}"
-
-
-def _judge_602(run, line):
-    tfc = [((w or {}).get("probes") or {}).get("lifecycle", {}).get("tf_config_workers") for w in run.workers]
-    sts = run.strategies()
-    mw = [s for s in sts if s.get("type") in ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy")]
-    listed = max([t for t in tfc if isinstance(t, int)] or [0])
-    if mw and listed >= 2 and any(s.get("replicas", 0) < listed for s in mw):
-        s = min(mw, key=lambda s: s.get("replicas", 0))
-        return CONFIRMED, (f"{s['type']} has num_replicas_in_sync {s['replicas']} while TF_CONFIG lists {listed} "
-                           f"workers: TF_CONFIG was written after the strategy was created (line {line})")
-    why = ("the verifier sets TF_CONFIG for its local cluster before the script starts, so the strategy saw the "
-           "cluster whatever the script writes later")
-    if run.ran(line):
-        return NOT_REPRODUCED, (f"line {line} ran; every strategy had {max((s.get('replicas', 0) for s in mw), default=0)}"
-                                f" replicas for {listed} workers in TF_CONFIG ({why})")
-    return INCONCLUSIVE, f"the script wrote no TF_CONFIG at line {line} (it does only when asked to); {why}"
-
-
-def observe(run) -> tuple[str, str]:
-    from tfpar_lint.verify.probes import first_family_error
-
-    err = first_family_error(run, ERRORS)
-    if err:
-        return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
-    obs = [((w or {}).get("probes") or {}).get("lifecycle") for w in run.workers]
-    if not any(o is not None for o in obs):
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    n = len(run.workers)
-    paths: dict[str, set] = {}
-    for i, o in enumerate(obs):
-        for s in (o or {}).get("saves", []):
-            paths.setdefault(s["path"], set()).add(i)
-    if n >= 2:
-        shared = [p for p, ws in paths.items() if len(ws) >= 2]
-        if shared:
-            return CONFIRMED, f"{len(shared)} path(s) written by several workers, e.g. {shared[0]}"
-    nsaves = sum(len((o or {}).get("saves", [])) for o in obs)
-    return NOT_REPRODUCED, (f"{n} worker(s); {nsaves} save(s), no path written by two workers; no collective "
-                            f"start-up or Keras 3 PerReplica error")
-
-
-def locate(run) -> list:
-    from tfpar_lint.verify.probes import Seen, located_errors
-
-    out = located_errors(run, ERRORS)
-    obs = [((w or {}).get("probes") or {}).get("lifecycle") for w in run.workers]
-    if len(run.workers) >= 2:
-        by_path: dict[str, list] = {}
-        for i, o in enumerate(obs):
-            for s in (o or {}).get("saves", []):
-                by_path.setdefault(s["path"], []).append((i, s))
-        for path, ws in by_path.items():
-            if len({i for i, _ in ws}) >= 2 and ws[0][1].get("lines"):
-                s = ws[0][1]
-                out.append(Seen("TFP604", int(s["lines"][0]), f"{s['api']} at line {s['lines'][0]} wrote {path} on "
-                                                              f"{len({i for i, _ in ws})} workers (the same path)"))
-                break
+            out.append(Seen("TFP604", line, f"{api} at line {line}: workers {', '.join(map(str, ws))} all wrote {p}{tail}",
+                            lines))
+        elif len(saves) >= 2:
+            out.append(Seen("TFP604", line, f"line {line}: each worker wrote its own path "
+                                            f"({', '.join(sorted(paths))[:200]})", lines, NOT_REPRODUCED))
+        else:
+            out.append(Seen("TFP604", line, f"line {line} saved on worker {who[0]} only in this run", lines,
+                            INCONCLUSIVE))
     return out
+
+
+def _seen_602(run) -> list[Seen]:
+    """A script that writes its own TF_CONFIG runs without the verifier's (each worker process as
+    ``python script.py`` would run it): a strategy created before that write counts one worker,
+    while the TF_CONFIG the script then wrote lists the cluster."""
+    los = [((w or {}).get("probes") or {}).get("lifecycle") or {} for w in run.workers]
+    listed = max([o.get("tf_config_workers", 0) for o in los if isinstance(o.get("tf_config_workers"), int)] or [0])
+    created = [m for o in los for m in o.get("mwms", [])]
+    for m in created:
+        if m.get("unset") and listed >= 2 and (m.get("workers") or 1) < listed:
+            at = f" at line {m['lines'][0]}" if m.get("lines") else ""
+            return [Seen("TFP602", int(m["lines"][0]) if m.get("lines") else 0, (
+                f"MultiWorkerMirroredStrategy created{at} before the script wrote TF_CONFIG counted "
+                f"{m.get('workers') or 1} worker ({m.get('replicas')} replica(s) in sync), while the TF_CONFIG the "
+                f"script then wrote lists {listed} workers: each worker trains alone"), anywhere=True, runtime=False)]
+    if not any(o.get("own_tf_config") for o in los):
+        why = ("the run used the verifier's TF_CONFIG, set before the script started, so it cannot show when the "
+               "script's own TF_CONFIG is written")
+        status = INCONCLUSIVE
+    elif not listed:
+        why, status = "the script wrote no TF_CONFIG in this run", INCONCLUSIVE
+    elif created and not any(m.get("unset") for m in created):
+        why = (f"the script's TF_CONFIG ({listed} workers) was set before the strategy was created: the strategy "
+               f"joined the cluster")
+        status = NOT_REPRODUCED
+    else:
+        why, status = "no MultiWorkerMirroredStrategy was created before the script's TF_CONFIG was written", INCONCLUSIVE
+    return [Seen("TFP602", 0, why, status=status, anywhere=True)]
+
+
+def seen(run) -> list[Seen]:
+    return errors_seen(run, ERRORS) + _seen_saves(run) + _seen_602(run)

@@ -27,13 +27,16 @@ import threading
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen, errors_seen
 
 CODES = "TFP5xx"
 TOLERANCE = 0.05  # |ratio - 1| below this is "the same"
 
 _TFK_REDUCTION = (r"Please use `tf\.keras\.losses\.Reduction\.SUM` or `tf\.keras\.losses\.Reduction\.NONE`"
                   r"|reduction.*(is not supported|should be).*(distribut|strategy)")
-ERRORS = {"TFP502": [_TFK_REDUCTION]}
+ERRORS = {"TFP502": [_TFK_REDUCTION],
+          # tf.reduce_mean (or another op) of a PerReplica value outside strategy.run
+          "TFP506": [r"using a PerReplica object while not inside a replica context"]}
 
 
 # =================================================================== child
@@ -47,6 +50,9 @@ class _State:
         self.updates: dict[int, dict[str, Any]] = {}
         self.update_refs: dict[int, Any] = {}
         self.local = threading.local()
+        self.average_loss: list[dict[str, Any]] = []  # compute_average_loss calls: line, global_batch_size
+        self.scaled: dict[int, tuple[Any, int]] = {}  # id(its result) -> (the result, line): by identity
+        self.metric_fed: list[dict[str, Any]] = []  # a Mean metric updated with such a result
 
 
 def _trainable(R) -> list[tuple[int, str, Any]]:
@@ -76,7 +82,7 @@ def install(R) -> None:
     from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
 
     from tfpar_lint.verify import instrument
-    from tfpar_lint.verify.runtime import patch
+    from tfpar_lint.verify.runtime import patch, when_imported
 
     L = _State()
     R.loss = L
@@ -141,6 +147,60 @@ def install(R) -> None:
         return reduce
 
     patch(distribute_lib.StrategyBase, "reduce", make_reduce, tag="loss")
+
+    # ---- compute_average_loss: its global batch size, and where its result goes (by identity)
+    from tensorflow.python.ops import nn_impl_distribute
+
+    def make_average(orig):
+        def compute_average_loss(*a, **k):
+            out = orig(*a, **k)
+            try:
+                if R.in_replica_fn():
+                    line = R.direct_caller_line(2)
+                    g = k.get("global_batch_size", a[2] if len(a) > 2 else None)
+                    try:
+                        g = int(g) if g is not None else None
+                    except (TypeError, ValueError):
+                        g = None  # a tensor while traced
+                    with R.lock:
+                        if line is not None and len(L.average_loss) < 20 and not any(
+                                c["line"] == line for c in L.average_loss):
+                            L.average_loss.append({"line": line, "global_batch_size": g})
+                        if line is not None and len(L.scaled) < 200:
+                            L.scaled[id(out)] = (out, line)
+            except Exception:  # pragma: no cover - never break the script
+                pass
+            return out
+
+        return compute_average_loss
+
+    patch(tf.nn, "compute_average_loss", make_average, tag="loss")
+    patch(nn_impl_distribute, "compute_average_loss", make_average, tag="loss")
+
+    def make_metric_update(api):
+        def make(orig):
+            def update_state(self, *a, **k):
+                try:
+                    values = a[0] if a else k.get("values")
+                    hit = L.scaled.get(id(values))
+                    if hit is not None and hit[0] is values and R.in_replica_fn() and len(L.metric_fed) < 10:
+                        line = R.direct_caller_line(2)
+                        if line is not None and not any(m["line"] == line for m in L.metric_fed):
+                            with R.lock:
+                                L.metric_fed.append({"line": line, "metric": f"{api} {type(self).__name__}",
+                                                     "loss_line": hit[1]})
+                except Exception:  # pragma: no cover - never break the script
+                    pass
+                return orig(self, *a, **k)
+
+            return update_state
+
+        return make
+
+    when_imported("keras.src.metrics.reduction_metrics",
+                  lambda m: patch(m.Mean, "update_state", make_metric_update("keras"), tag="loss"))
+    when_imported("tf_keras.src.metrics.base_metric",
+                  lambda m: patch(m.Mean, "update_state", make_metric_update("tf_keras"), tag="loss"))
 
     # ---- a PerReplica used as one tensor
     def misuse(kind: str, err: BaseException) -> None:
@@ -222,7 +282,7 @@ def collect(R) -> dict[str, Any]:
             copies = []
         updates.append(dict(rec, copies=copies))
     return {"first_step": L.first_step, "outputs": L.outputs, "reduces": L.reduces, "misuse": L.misuse,
-            "updates": updates}
+            "updates": updates, "average_loss": L.average_loss, "metric_fed": L.metric_fed}
 
 
 # ================================================================== parent
@@ -260,135 +320,87 @@ def _fmt(xs: list[dict]) -> str:
     return ", ".join(f"{x['name'].split(':')[0]} {x['n']:.4g} vs {x['one']:.4g} (ratio {x['ratio']:.2f})" for x in xs[:4])
 
 
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    from tfpar_lint.verify.probes import error_at_line
-
-    code, line = finding.code, finding.line
-    o = _obs(run)
-    if code in ERRORS:
-        v = error_at_line(run, line, ERRORS[code])
-        if v:
-            return v
-        if run.ran(line) and not run.error:
-            return NOT_REPRODUCED, f"line {line} ran on {run.ctx()} without the reduction error"
-        return None
-    if code == "TFP506":
-        ms = [m for m in o.get("misuse", []) if m["line"] == line]
-        if ms:
-            m = ms[0]
-            return CONFIRMED, (f"line {line} used the PerReplica result of strategy.run ({run.ctx()}) as one tensor "
-                               f"({m['kind']}): {m['error']}")
-        if run.ran(line):
-            return NOT_REPRODUCED, f"line {line} ran; no PerReplica value was used as a tensor there"
-        return None
-    if code == "TFP507":
-        us = [u for u in o.get("updates", []) if u["line"] == line]
-        for u in us:
-            if len(set(u["copies"])) > 1:
-                return CONFIRMED, (f"{u['kind']} of {u['name']} (aggregation {u['aggregation'].split('.')[-1]}) at line "
-                                   f"{line} inside strategy.run: the replica copies diverged, sums {u['copies']}")
-        if us:
-            return NOT_REPRODUCED, f"{us[0]['name']} updated at line {line}: replica copies agree {us[0]['copies']}"
-        return None
-    if code == "TFP505":
-        return _judge_reported(run, o, line)
-    if code in ("TFP501", "TFP503", "TFP504"):
-        return _judge_update(run, code, line)
-    return INCONCLUSIVE, f"the loss probe has no observation for {code}"
+WHEN_RAN = {"TFP506": "no PerReplica value was used as a tensor there"}
 
 
-def _judge_update(run, code, line):
+def _fed_text(m: dict, run) -> str:
+    n = run.replicas or 2
+    return (f"{m['metric']} metric updated at line {m['line']} inside strategy.run with the result of "
+            f"compute_average_loss at line {m['loss_line']} (the same tensor): each replica's value is its share of "
+            f"the global-batch average, already divided by the global batch size, so the metric's mean over the "
+            f"{n} replicas reports 1/{n} of the loss ({run.ctx()})")
+
+
+def _seen_update(run) -> list[Seen]:
+    """TFP501/503/504: the first step's update on N replicas against the same step on one replica."""
     if run.rerun is None:
-        return None
+        return []
     fs, rs = _update_ratios(run)
-    n = run.replicas
+    codes = ("TFP501", "TFP503", "TFP504")
     if not fs:
-        return INCONCLUSIVE, "no training step (tf.function calling strategy.run) was observed to measure its update"
+        return [Seen("TFP501", 0, "no training step (tf.function calling strategy.run) was observed to measure its "
+                                  "update", status=INCONCLUSIVE, also=codes, anywhere=True)]
     if not rs:
-        return INCONCLUSIVE, (f"the first step ({fs.get('fn')}) could not be compared with the one-replica run "
-                              f"(no variable moved there, or the runs started from different values)")
-    fn = fs.get("fn")
-    if code == "TFP503":
-        bad = [r for r in rs if r["ratio"] < 1 - TOLERANCE]
-        what = f"about 1/{n}: the gradients were scaled down twice"
-    else:
-        bad = [r for r in rs if r["ratio"] > 1 + TOLERANCE]
-        what = (f"about {n}: the regularisation was added on every replica and summed" if code == "TFP504"
-                else f"about {n}: each replica averaged over its own batch, then the gradients were summed")
-    if bad and run.ran(line) is not False:
-        return CONFIRMED, (f"first step {fn} on {run.ctx()} moved the variables {bad[0]['ratio']:.2f}x as far as the "
-                           f"same step on one replica (same data and seed), {what}; update norms "
-                           f"N replicas vs one: {_fmt(bad)}")
-    return NOT_REPRODUCED, (f"first step {fn} on {run.ctx()} applied the same update as on one replica: {_fmt(rs)}")
-
-
-def _judge_reported(run, o, line):
-    reds = [r for r in o.get("reduces", []) if line in r["lines"]]
-    if not reds:
-        return None
-    r = reds[0]
-    fn = r["fn"]
-    if run.rerun is None or not fn:
-        return None
-    mine = (o.get("outputs") or {}).get(fn) or []
-    ref = (_obs(run.rerun).get("outputs") or {}).get(fn) or []
-    if not mine or not ref or not mine[0] or not ref[0]:
-        return INCONCLUSIVE, f"the outputs of {fn} could not be compared with the one-replica run"
-    a, b = mine[0][0], ref[0][0]
-    ratio = _ratio(a, b)
-    if ratio is None:
-        return INCONCLUSIVE, f"{fn} returned 0 on one replica"
-    if abs(ratio - 1) > TOLERANCE:
-        return CONFIRMED, (f"strategy.reduce({r['op']}) at line {line}: {fn} reported loss {a:.4g} on {run.ctx()}, "
-                           f"{b:.4g} for the same step on one replica (same data): ratio {ratio:.2f}")
-    return NOT_REPRODUCED, (f"strategy.reduce({r['op']}) at line {line}: {fn} reported {a:.4g} on {run.ctx()} "
-                            f"and {b:.4g} on one replica")
-
-
-def observe(run) -> tuple[str, str]:
-    o = _obs(run)
-    if not o:
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    if o.get("misuse"):
-        m = o["misuse"][0]
-        return CONFIRMED, f"a PerReplica result used as one tensor at line {m['line']}: {m['error']}"
-    div = [u for u in o.get("updates", []) if len(set(u["copies"])) > 1]
-    if div:
-        u = div[0]
-        return CONFIRMED, f"replica copies of {u['name']} diverged after {u['kind']} at line {u['line']}: {u['copies']}"
-    from tfpar_lint.verify.probes import error_elsewhere
-
-    err = error_elsewhere(run, ERRORS["TFP502"])
-    if err:
-        return CONFIRMED, f"TensorFlow raised {run.error_text(err)}"
-    parts = []
-    fs, rs = _update_ratios(run)
-    if rs:
-        off = [r for r in rs if abs(r["ratio"] - 1) > TOLERANCE]
-        if off:
-            return CONFIRMED, f"first step update vs one replica: {_fmt(off)}"
-        parts.append(f"first step update equals the one-replica update ({_fmt(rs[:2])})")
-    elif fs:
-        parts.append(f"first step {fs.get('fn')} observed ({len(fs.get('deltas', []))} variables)")
-    n_up = len(o.get("updates", []))
-    parts.append(f"{n_up} mirrored variable(s) updated in replica functions, copies agree" if n_up
-                 else "no mirrored variable updated in a replica function")
-    parts.append("no PerReplica used as a tensor")
-    return NOT_REPRODUCED, "; ".join(parts)
-
-
-def locate(run) -> list:
-    from tfpar_lint.verify.probes import Seen, located_errors
-
-    o = _obs(run)
+        return [Seen("TFP501", 0, (f"the first step ({fs.get('fn')}) could not be compared with the one-replica run "
+                                   f"(no variable moved there, or the runs started from different values)"),
+                     status=INCONCLUSIVE, also=codes, anywhere=True)]
+    fn, n = fs.get("fn"), run.replicas
     out = []
-    for m in o.get("misuse", [])[:1]:
-        if m.get("line"):
-            out.append(Seen("TFP506", int(m["line"]), f"a PerReplica result of strategy.run used as one tensor at "
-                                                       f"line {m['line']}: {m['error']}"))
+    for code, bad, what in (
+            ("TFP503", [r for r in rs if r["ratio"] < 1 - TOLERANCE], f"about 1/{n}: the gradients were scaled down twice"),
+            ("TFP504", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
+             f"about {n}: the regularisation was added on every replica and summed"),
+            ("TFP501", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
+             f"about {n}: each replica averaged over its own batch, then the gradients were summed")):
+        out.append(Seen(code, 0, (f"first step {fn} on {run.ctx()} moved the variables {bad[0]['ratio']:.2f}x as far as "
+                                  f"the same step on one replica (same data and seed), {what}; update norms N replicas "
+                                  f"vs one: {_fmt(bad)}"), anywhere=True, runtime=False) if bad else
+                   Seen(code, 0, f"first step {fn} on {run.ctx()} applied the same update as on one replica: "
+                                 f"{_fmt(rs)}", status=NOT_REPRODUCED, anywhere=True))
+    return out
+
+
+def _seen_reported(run, o) -> list[Seen]:
+    """TFP505: the loss a strategy.reduce reported against the same step on one replica."""
+    out = []
+    for r in o.get("reduces", []):
+        fn, lines = r["fn"], tuple(r["lines"])
+        if run.rerun is None or not fn or not lines:
+            continue
+        mine = (o.get("outputs") or {}).get(fn) or []
+        ref = (_obs(run.rerun).get("outputs") or {}).get(fn) or []
+        if not mine or not ref or not mine[0] or not ref[0]:
+            out.append(Seen("TFP505", lines[0], f"the outputs of {fn} could not be compared with the one-replica run",
+                            lines, INCONCLUSIVE))
+            continue
+        a, b = mine[0][0], ref[0][0]
+        ratio = _ratio(a, b)
+        if ratio is None:
+            out.append(Seen("TFP505", lines[0], f"{fn} returned 0 on one replica", lines, INCONCLUSIVE))
+        elif abs(ratio - 1) > TOLERANCE:
+            out.append(Seen("TFP505", lines[0], (f"strategy.reduce({r['op']}) at line {lines[0]}: {fn} reported loss "
+                                                 f"{a:.4g} on {run.ctx()}, {b:.4g} for the same step on one replica "
+                                                 f"(same data): ratio {ratio:.2f}"), lines, runtime=False))
+        else:
+            out.append(Seen("TFP505", lines[0], (f"strategy.reduce({r['op']}) at line {lines[0]}: {fn} reported {a:.4g} "
+                                                 f"on {run.ctx()} and {b:.4g} on one replica"), lines, NOT_REPRODUCED))
+    return out
+
+
+def seen(run) -> list[Seen]:
+    o = _obs(run)
+    out = [Seen("TFP506", int(m["line"]), (f"line {m['line']} used the PerReplica result of strategy.run "
+                                           f"({run.ctx()}) as one tensor ({m['kind']}): {m['error']}"))
+           for m in o.get("misuse", [])]
+    out += errors_seen(run, ERRORS)
+    if run.replicas >= 2:
+        out += [Seen("TFP505", int(m["line"]), _fed_text(m, run), (int(m["loss_line"]),))
+                for m in o.get("metric_fed", [])]
     for u in o.get("updates", []):
-        if len(set(u["copies"])) > 1 and u.get("line"):
-            out.append(Seen("TFP507", int(u["line"]), f"replica copies of {u['name']} diverged after {u['kind']} at "
-                                                       f"line {u['line']}: {u['copies']}"))
-            break
-    return out + located_errors(run, ERRORS)
+        diverged = len(set(u["copies"])) > 1
+        out.append(Seen("TFP507", int(u["line"]), (
+            f"{u['kind']} of {u['name']} (aggregation {u['aggregation'].split('.')[-1]}) at line {u['line']} inside "
+            f"strategy.run: the replica copies diverged, sums {u['copies']}") if diverged else (
+            f"{u['name']} updated at line {u['line']}: replica copies agree {u['copies']}"),
+            status=CONFIRMED if diverged else NOT_REPRODUCED))
+    return out + _seen_reported(run, o) + _seen_update(run)

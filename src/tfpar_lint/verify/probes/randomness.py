@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen
 
 CODES = "TFP4xx"
 
@@ -28,10 +29,15 @@ _KERAS_RANDOM = ("uniform", "normal", "truncated_normal", "dropout", "shuffle", 
                  "gamma", "binomial", "beta")
 
 
+_NP_RANDOM = ("normal", "uniform", "rand", "randn", "randint", "random", "random_sample", "choice", "permutation",
+              "shuffle", "standard_normal", "binomial", "poisson", "beta", "gamma", "exponential", "integers")
+
+
 class _State:
     def __init__(self):
         self.sites: dict[str, dict[str, Any]] = {}
         self.seeds: list[dict[str, Any]] = []
+        self.numpy: dict[str, dict[str, Any]] = {}  # numpy draws in replica functions, per line
 
 
 def install(R) -> None:
@@ -167,6 +173,45 @@ def install(R) -> None:
 
     when_imported("keras.utils", keras_utils)
     when_imported("keras.src.utils.rng_utils", keras_utils)
+    _install_numpy(R, S, context)
+
+
+def _install_numpy(R, S, context) -> None:
+    """``np.random.*`` called by the script inside a replica function: while a tf.function is traced
+    the draw runs once, in Python, and its numbers become constants of the graph (the same at
+    every step).  Records, per line, the draws made eagerly and while tracing, and the step
+    function being traced (its calls are counted by the core instrumentation)."""
+    import numpy as np
+
+    from tfpar_lint.verify.runtime import patch
+
+    def make(api):
+        def wrap(orig):
+            def draw(*a, **k):
+                try:
+                    if R.in_replica_fn():
+                        line = R.direct_caller_line(2)
+                        if line is not None:
+                            traced = not context.executing_eagerly()
+                            step = R.tracing_step
+                            with R.lock:
+                                rec = S.numpy.setdefault(str(line), {"line": line, "api": api, "eager": 0,
+                                                                     "traced": 0, "fn": None, "fn_name": ""})
+                                rec["traced" if traced else "eager"] += 1
+                                if traced and step is not None:
+                                    rec["fn"] = id(step)
+                                    rec["fn_name"] = str(getattr(step, "_name", "") or "tf.function")
+                except Exception:  # pragma: no cover - never break the script
+                    pass
+                return orig(*a, **k)
+
+            return draw
+
+        return wrap
+
+    for name in _NP_RANDOM:
+        if getattr(np.random, name, None) is not None:
+            patch(np.random, name, make(f"np.random.{name}"), tag="randomness")
 
 
 def _safe(fn, default=False):
@@ -184,7 +229,13 @@ def collect(R) -> dict[str, Any]:
     S: _State = getattr(R, "randomness", None)
     if S is None:
         return {}
-    return {"sites": list(S.sites.values()), "seeds": S.seeds}
+    numpy = []
+    for rec in S.numpy.values():
+        rec = dict(rec)
+        fn = rec.pop("fn")
+        rec["fn_calls"] = max((n for k, n in R.steps.items() if k == ("fn", fn)), default=0) if fn else 0
+        numpy.append(rec)
+    return {"sites": list(S.sites.values()), "seeds": S.seeds, "numpy": numpy}
 
 
 # ================================================================== parent
@@ -225,21 +276,37 @@ def _rerun_diff(run, line: int) -> Optional[tuple[int, int]]:
     return (diff, comp) if comp else None
 
 
-KNOWN = ("TFP401", "TFP402", "TFP403")
+def _frozen(run) -> list[tuple[dict, str]]:
+    """numpy draws made only while a step function was traced, which then ran more often than it was
+    traced: the same numbers at every step."""
+    out = []
+    n = max(run.replicas, 1)
+    for o in run.probe("randomness"):
+        for rec in (o or {}).get("numpy", []):
+            traces = -(-rec["traced"] // n)  # draws while tracing, per replica
+            if rec["traced"] and not rec["eager"] and rec.get("fn_calls", 0) > traces:
+                out.append((rec, (f"{rec['api']} at line {rec['line']} ran only while {rec['fn_name']} was traced "
+                                  f"({rec['traced']} draw{'s' if rec['traced'] != 1 else ''}, one per replica and "
+                                  f"trace), and {rec['fn_name']} then ran {rec['fn_calls']} times: the numbers are "
+                                  f"constants of the traced graph, the same at every step")))
+    return out
 
 
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    code, line = finding.code, finding.line
-    if code not in KNOWN:
-        return INCONCLUSIVE, f"the randomness probe has no observation for {code} yet"
-    if code == "TFP401":
-        seeds = [s for o in run.probe("randomness") for s in (o or {}).get("seeds", []) if line in s["lines"]]
-        if not seeds:
-            return None
-        in_replica = any(s["replica"] for s in seeds)
-        eager = any(s["eager"] for s in seeds)
+def _seen_seeds(run) -> list[Seen]:
+    """TFP401, at each set_seed call: did the replicas then draw alike, or the same values every step?"""
+    out = []
+    by_line: dict[int, list[dict]] = {}
+    for o in run.probe("randomness"):
+        for x in (o or {}).get("seeds", []):
+            if x.get("lines"):
+                by_line.setdefault(int(x["lines"][0]), []).append(x)
+    for line, seeds in by_line.items():
+        lines = tuple(sorted({ln for x in seeds for ln in x["lines"]}))
+        in_replica = any(x["replica"] for x in seeds)
+        where = ("in the replica function" if in_replica else "outside any replica function") + (
+            ", eagerly" if any(x["eager"] for x in seeds) else ", at trace time only (tf.function)")
         cands = ([s for s in _sites(run) if s.get("after_seed")] if in_replica else []) or _sites(run)
-        best = None
+        verdict = None
         for s in cands:
             c = _compare(s)
             if not c:
@@ -247,84 +314,63 @@ def judge(finding, run) -> Optional[tuple[str, str]]:
             same, n, rep = c
             mode = "eagerly" if s["eager"] else "in a tf.function"
             if same > 0:
-                return CONFIRMED, (f"after {seeds[0]['api']} at line {line}"
-                                   f"{' inside the replica function' if in_replica else ''}, the replicas drew "
-                                   f"identical values from {s['api']} at line {s['line']} ({same} of {n} draws, "
-                                   f"{mode})" + ("; the same values repeat at every step" if rep else ""))
+                verdict = Seen("TFP401", line, (
+                    f"after {seeds[0]['api']} at line {line}{' inside the replica function' if in_replica else ''}, "
+                    f"the replicas drew identical values from {s['api']} at line {s['line']} ({same} of {n} draws, "
+                    f"{mode})" + ("; the same values repeat at every step" if rep else "")), lines + (s["line"],),
+                    runtime=in_replica and bool(s.get("after_seed")) and not s.get("low_entropy"))
+                break
             if rep and not s.get("low_entropy"):
-                return CONFIRMED, (f"{seeds[0]['api']} at line {line} re-seeds every step: each replica draws the "
-                                   f"same values from {s['api']} at line {s['line']} at every step")
-            best = best or (s, c)
-        where = ("in the replica function" if in_replica else "outside any replica function") + (
-            ", eagerly" if eager else ", at trace time only (tf.function)")
-        if best:
-            s, (same, n, _) = best
-            return NOT_REPRODUCED, (f"{seeds[0]['api']} at line {line} ran {where}; the replicas drew different "
-                                    f"values at line {s['line']} and no value repeated across steps ({n} draws "
-                                    f"compared)")
-        return INCONCLUSIVE, f"set_seed at line {line} ran {where}, but no random draw in a replica function was seen"
-    sites = _sites(run, line)
-    if not sites:
-        return None
-    comps = [(s, _compare(s)) for s in sites]
-    comps = [(s, c) for s, c in comps if c]
-    if not comps:
-        return INCONCLUSIVE, f"random draws at line {line} were seen on fewer than 2 replicas"
-    for s, (same, n, rep) in comps:
-        if same > 0:
-            seeded = "with a constant seed " if s.get("seeded") else ""
-            return CONFIRMED, (f"{s['api']} {seeded}at line {line}: the replicas drew identical values ({same} of {n} "
-                               f"draws)" + ("; the same values repeat across steps" if rep else ""))
-    s, (same, n, rep) = comps[0]
-    if code == "TFP403":
-        d = _rerun_diff(run, line)
-        if d and d[0] > 0:
-            return CONFIRMED, (f"{s['api']} at line {line}: two runs with the same global seed drew different "
-                               f"values ({d[0]} of {d[1]} draws differ); replicas drew different values")
-        if d:
-            return NOT_REPRODUCED, (f"{s['api']} at line {line}: replicas drew different values ({n} draws each) "
-                                    f"and two runs with the same global seed drew the same values ({d[1]} draws); "
-                                    f"TensorFlow 2.21 derives the op seeds deterministically here")
-        return NOT_REPRODUCED, (f"{s['api']} at line {line}: replicas drew different values ({n} draws each); "
-                                f"no second run to compare")
-    return NOT_REPRODUCED, f"{s['api']} at line {line}: the replicas drew different values ({n} draws compared)"
+                verdict = Seen("TFP401", line, (
+                    f"{seeds[0]['api']} at line {line} re-seeds every step: each replica draws the same values from "
+                    f"{s['api']} at line {s['line']} at every step"), lines, runtime=False)
+                break
+            verdict = verdict or Seen("TFP401", line, (
+                f"{seeds[0]['api']} at line {line} ran {where}; the replicas drew different values at line "
+                f"{s['line']} and no value repeated across steps ({n} draws compared)"), lines, NOT_REPRODUCED)
+        out.append(verdict or Seen("TFP401", line, f"set_seed at line {line} ran {where}, but no random draw in a "
+                                                   f"replica function was seen", lines, INCONCLUSIVE))
+    return out
 
 
-def observe(run) -> tuple[str, str]:
-    obs = run.probe("randomness")
-    if not any(obs):
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    # Low-entropy draws (a permutation of 4 items) may agree by chance.
-    sites = [s for s in _sites(run) if not s.get("low_entropy")]
-    comps = [(s, _compare(s)) for s in sites]
-    comps = [(s, c) for s, c in comps if c]
-    for s, (same, n, rep) in comps:
-        if same > 0:
-            return CONFIRMED, f"replicas drew identical values from {s['api']} at line {s['line']} ({same} of {n} draws)"
-    if comps:
-        n = sum(c[1] for _, c in comps)
-        return NOT_REPRODUCED, (f"{len(comps)} random call site(s) in replica functions, {n} draws per replica: "
-                                f"replicas drew different values")
-    return NOT_REPRODUCED, "no random draws by the script inside replica functions"
-
-
-def locate(run) -> list:
-    """Replicas that drew identical values: at the ``set_seed`` call when one ran inside a
-    replica function (TFP401), else at the draw (TFP402 with a seed, TFP403 without)."""
-    from tfpar_lint.verify.probes import Seen
-
-    sites = [s for s in _sites(run) if not s.get("low_entropy")]
-    seeds = [x for o in run.probe("randomness") for x in (o or {}).get("seeds", []) if x.get("replica") and x["lines"]]
-    for s in sites:
-        c = _compare(s)
-        if not c or c[0] == 0:
+def _seen_draws(run) -> list[Seen]:
+    """TFP402/TFP403, at each draw the script made in a replica function."""
+    seeded_replica = any(x.get("replica") for o in run.probe("randomness") for x in (o or {}).get("seeds", []))
+    out = []
+    for s in _sites(run):
+        line, c = int(s["line"]), _compare(s)
+        code = "TFP402" if s.get("seeded") else "TFP403"
+        if not c:
+            out.append(Seen(code, line, f"random draws at line {line} were seen on fewer than 2 replicas",
+                            status=INCONCLUSIVE, also=("TFP402", "TFP403")))
             continue
         same, n, rep = c
-        drew = (f"the replicas drew identical values from {s['api']} at line {s['line']} ({same} of {n} draws)"
-                + ("; the same values repeat at every step" if rep else ""))
-        if seeds and s.get("after_seed"):
-            line = int(seeds[0]["lines"][0])
-            return [Seen("TFP401", line, f"after {seeds[0]['api']} at line {line} inside the replica function, {drew}",
-                         (s["line"],))]
-        return [Seen("TFP402" if s.get("seeded") else "TFP403", int(s["line"]), drew)]
-    return []
+        if same > 0:
+            seeded = "with a constant seed " if s.get("seeded") else ""
+            out.append(Seen(code, line, (f"{s['api']} {seeded}at line {line}: the replicas drew identical values ({same} "
+                                         f"of {n} draws)" + ("; the same values repeat across steps" if rep else "")),
+                            also=("TFP402", "TFP403"),
+                            # after a set_seed in the replica function the mistake is the set_seed (TFP401)
+                            runtime=not s.get("low_entropy") and not (seeded_replica and s.get("after_seed"))))
+            continue
+        d = _rerun_diff(run, line)
+        if d and d[0] > 0:
+            out.append(Seen("TFP403", line, (f"{s['api']} at line {line}: two runs with the same global seed drew "
+                                             f"different values ({d[0]} of {d[1]} draws differ); replicas drew "
+                                             f"different values"), runtime=False))
+        elif d:
+            out.append(Seen("TFP403", line, (f"{s['api']} at line {line}: replicas drew different values ({n} draws "
+                                             f"each) and two runs with the same global seed drew the same values "
+                                             f"({d[1]} draws); TensorFlow 2.21 derives the op seeds deterministically "
+                                             f"here"), status=NOT_REPRODUCED))
+        else:
+            out.append(Seen("TFP403", line, (f"{s['api']} at line {line}: replicas drew different values ({n} draws "
+                                             f"each); no second run to compare"), status=NOT_REPRODUCED))
+        out.append(Seen("TFP402", line, f"{s['api']} at line {line}: the replicas drew different values ({n} draws "
+                                        f"compared)", status=NOT_REPRODUCED))
+    return out
+
+
+def seen(run) -> list[Seen]:
+    frozen = [Seen("TFP403", int(rec["line"]), text) for rec, text in _frozen(run)]
+    return frozen + _seen_seeds(run) + _seen_draws(run)

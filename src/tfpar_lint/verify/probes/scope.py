@@ -20,7 +20,8 @@ import re
 import threading
 from typing import Any, Optional
 
-from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify.probes import Seen, error_line, error_matches
 
 CODES = "TFP1xx"
 
@@ -32,7 +33,8 @@ _MIXING = r"Mixing different tf\.distribute\.Strategy objects"
 _SLOT = r"Trying to create optimizer slot variable under the scope for tf\.distribute\.Strategy"
 _METRIC = r"passed to model\.compile was created inside of a different distribution strategy scope"
 _NEED_SCOPE = r"Need to be inside \"with strategy\.scope\(\)\""
-_UPDATE_ASSERT = r"^AssertionError\b.*\b(_distributed_tf_update_step|_update_step_xla|extended\.update)\b"
+# (error_matches reads the message, then the functions the error passed through)
+_UPDATE_ASSERT = r"^AssertionError\b.*(_distributed_tf_update_step|_update_step_xla|extended\.update|update_step)"
 _CROSS_REPLICA = r"(cross-replica context|replica context).*(not supported|only supported|should be called)"
 
 SYMPTOMS: dict[str, list[str]] = {
@@ -56,18 +58,6 @@ KINDS: dict[str, tuple[str, ...]] = {
     "TFP106": ("optimizer",),
     "TFP109": ("model", "optimizer", "metric", "variable"),
 }
-
-
-def error_matches(err: Optional[dict], patterns: list[str]) -> Optional[str]:
-    if not err:
-        return None
-    text = f"{err.get('type', '')}: {err.get('message', '')}"
-    frames = " ".join(f"{f[2]}" for f in err.get("frames", []))
-    for p in patterns:
-        if re.search(p, text, re.S) or (p == _UPDATE_ASSERT and err.get("type") == "AssertionError"
-                                         and re.search(r"_distributed_tf_update_step|update_step", frames)):
-            return p
-    return None
 
 
 # =================================================================== child
@@ -715,14 +705,6 @@ def _u(rec) -> str:
     return str(rec["lines"][0]) if rec.get("lines") else "?"
 
 
-def _plain_uses_at(o, line: Optional[int]) -> list[dict]:
-    out = []
-    for v in o.get("plain_used", []):
-        if line is None or line in v["lines"]:
-            out.append(v)
-    return out
-
-
 def _describe_plain(run, vs: list[dict]) -> str:
     v = vs[0]
     u = v["uses"][0]
@@ -734,250 +716,216 @@ def _describe_plain(run, vs: list[dict]) -> str:
             f"of {_strategy_name(run, u['strategy'])} at {where}")
 
 
-def judge(finding, run) -> Optional[tuple[str, str]]:
-    code = finding.code
-    line = finding.line
-    if code in ("TFP107", "TFP108"):
-        return _judge_pins(finding, run, _merged(run))
-    if code not in SYMPTOMS:
-        return INCONCLUSIVE, f"the scope probe has no observation for {code} yet"
-    o = _merged(run)
-    patterns = SYMPTOMS.get(code, ALL_SYMPTOMS)
-    kinds = KINDS.get(code, ("model", "optimizer", "metric", "checkpoint", "variable"))
-    objs = o.get("objects", [])
-    at_line = [ob for ob in objs if line in ob["lines"] and ob["kind"] in kinds]
-    var_at = (o.get("var_lines") or {}).get(str(line))
-
-    # 1. TensorFlow raised the rule's own error (even if the script caught it).
-    p = None
-    for err in run.errors():
-        verdict, p0 = _error_verdict(run, err, patterns, line, kinds, at_line, var_at, o)
-        p = p or p0
-        if verdict:
-            return verdict
-    return _observed(finding, run, o, code, line, kinds, at_line, var_at, p)
-
-
-def _error_verdict(run, err, patterns, line, kinds, at_line, var_at, o):
-    p = error_matches(err, patterns)
-    if p:
-        linked = line in set(err.get("script_lines", []))
-        why = f"the traceback passes through line {line}"
-        if not linked:
-            outside = [ob for ob in at_line if ob["strategy"] is None]
-            if outside:
-                linked = True
-                why = f"the {outside[0]['kind']} ({outside[0]['cls']}) it concerns was created at line {line} outside any strategy scope"
-            elif var_at and var_at["plain"] and "variable" in kinds:
-                linked = True
-                why = f"{var_at['plain']} plain variable(s) were created at line {line}"
-            else:
-                names = re.findall(r"tf\.Variable '([^']+)'", str(err.get("message", "")))
-                for n in names:
-                    for ln, d in (o.get("var_lines") or {}).items():
-                        if int(ln) == line and any(n.split(":")[0] in x for x in d["names"]):
-                            linked = True
-                            why = f"variable {n} named in the error was created at line {line}"
-        if linked:
-            caught = " (the script caught it)" if err.get("caught") else ""
-            return (CONFIRMED, f"TensorFlow raised {run.error_text(err)}{caught}; {why}"), p
-    return None, p
-
-
-def _observed(finding, run, o, code, line, kinds, at_line, var_at, p):
-    if code == "TFP109":
-        fs = [f for f in o.get("foreign", []) if line in f["lines"]]
-        if fs:
-            f = fs[0]
-            where = "in a replica function" if f["replica"] else "in the scope"
-            return CONFIRMED, (f"variable {f['name']} created under {_strategy_name(run, f['own'])} was read {where} "
-                               f"of another strategy object, {_strategy_name(run, f['current'])}, at line {line}")
-        if run.ran(line):
-            return NOT_REPRODUCED, f"line {line} used no variable of another strategy object and raised no mixing error"
-        return None
-    # 2. The symptom observed directly: created outside the scope, used under it.
-    if code == "TFP104":
-        return _judge_checkpoint(finding, run, o)
-    if code == "TFP106":
-        return _judge_apply(finding, run, o)
-    mis = [(ob, use) for ob, use in _misuses(run, o) if line in ob["lines"] and ob["kind"] in kinds]
-    if mis:
-        ob, use = mis[0]
-        dist = f"{ob['n_dist']} of its {ob['n_vars']} variables distributed" if ob["n_vars"] else "no variables yet"
-        return CONFIRMED, (f"{ob['cls']} created at line {line} outside any strategy scope ({dist}); "
-                           f"then {use}")
-    plain = _plain_uses_at(o, line) if ("variable" in kinds or "model" in kinds or "metric" in kinds) else []
-    if plain:
-        return CONFIRMED, _describe_plain(run, plain)
-    # Keras 3 metric / model objects whose plain variables were used by replicas.
-    for ob in at_line:
-        if ob["strategy"] is None and ob["n_vars"] and ob["n_dist"] == 0:
-            used = [v for v in o.get("plain_used", []) if any(ln in ob["lines"] for ln in v["lines"])]
-            if used:
-                return CONFIRMED, f"{ob['cls']} created at line {line} outside the scope: " + _describe_plain(run, used)
-
-    # 3. Nothing wrong seen.
-    if p and run.error and error_matches(run.error, [p]):  # the rule's error, not linked to this line
-        return INCONCLUSIVE, f"TensorFlow raised {run.error_text()}, not traced to line {line}"
-    if at_line:
-        ob = at_line[0]
-        if ob["strategy"] is not None:
-            return NOT_REPRODUCED, (f"{ob['cls']} at line {line} was created under "
-                                    f"{_strategy_name(run, ob['strategy'])}; {ob['n_dist']} of {ob['n_vars']} "
-                                    f"variables distributed")
-        return NOT_REPRODUCED, (f"{ob['cls']} created at line {line} outside any scope, but not used under a "
-                                f"strategy in this run; no scope error")
-    if var_at:
-        if var_at["plain"]:
-            return NOT_REPRODUCED, (f"{var_at['plain']} plain variable(s) created at line {line} were never "
-                                    f"read or updated inside strategy.run")
-        return NOT_REPRODUCED, f"the {var_at['dist']} variable(s) created at line {line} are distributed"
-    return None
-
-
-def _judge_pins(finding, run, o) -> Optional[tuple[str, str]]:
-    line = finding.line
-    pins = [p for p in o.get("pins", []) if p["line"] == line]
-    if not pins:
-        return None
-    spec = pins[0]["spec"]
-    if finding.code == "TFP108":
-        missing = [p for p in pins if not p["exists"]]
-        if missing:
-            return CONFIRMED, (f"tf.device({spec!r}) at line {line} names a device this machine does not have "
-                               f"({', '.join(d.split('device:')[-1] for d in run.devices) or 'see devices'}); "
-                               f"TensorFlow placed the ops elsewhere without an error (soft placement)")
-        return NOT_REPRODUCED, f"tf.device({spec!r}) at line {line}: the device exists here"
-    in_rep = [p for p in pins if p["replica"]]
-    if in_rep:
-        ids = sorted({p["replica_id"] for p in in_rep if p["replica_id"] is not None})
-        specs = {p["spec"] for p in in_rep}
-        if len(ids) >= 2 and len(specs) == 1:
-            own = ", ".join(sorted({p["replica_device"] for p in in_rep if p["replica_device"]}))
-            return CONFIRMED, (f"tf.device({spec!r}) at line {line} inside the replica function pins the ops of "
-                               f"all {len(ids)} replicas (assigned {own}) to the one device {spec}")
-        return NOT_REPRODUCED, f"tf.device at line {line} ran in {len(ids)} replica(s) with devices {sorted(specs)}"
-    scoped = [p for p in pins if p["strategy"] is not None]
-    for p in scoped:
-        ignored = [v for v in p["vars"] if v["dist"]]
-        if ignored:
-            v = ignored[0]
-            return CONFIRMED, (f"tf.device({spec!r}) at line {line} inside strategy.scope() was ignored for "
-                               f"variable {v['name']}: it is mirrored on {', '.join(v['devices'])}")
-    if scoped:
-        return NOT_REPRODUCED, f"tf.device({spec!r}) at line {line} in the scope created no mirrored variable"
-    return NOT_REPRODUCED, f"tf.device({spec!r}) at line {line} ran outside any strategy and replica function"
-
-
-def _judge_checkpoint(finding, run, o) -> Optional[tuple[str, str]]:
-    line = finding.line
-    cks = [i for i, ob in enumerate(o.get("objects", [])) if ob["kind"] == "checkpoint" and line in ob["lines"]]
-    rs = [r for r in o.get("restores", []) if line in r["lines"] or r["ckpt"] in cks]
-    for r in rs:
-        if r["error"] and re.search("|".join(SYMPTOMS["TFP104"]), r["error"]):
-            return CONFIRMED, f"checkpoint {r['kind']} at line {_l(r)} raised {r['error']}"
-    bad = o.get("inconsistent", [])
-    if rs and bad:
-        return CONFIRMED, (f"after the checkpoint {rs[0]['kind']} at line {_l(rs[0])} outside the scope, the replica "
-                           f"copies of {len(bad)} mirrored variable(s) disagree (e.g. {bad[0]['name']})")
-    if rs:
-        r = rs[0]
-        where = "outside any strategy scope" if r["strategy"] is None else f"under {_strategy_name(run, r['strategy'])}"
-        return NOT_REPRODUCED, (f"checkpoint {r['kind']} at line {_l(r)} ran {where}; no error, and the copies of "
-                                f"{o.get('checked_copies', 0)} mirrored variables agree")
-    if cks:
-        ob = o["objects"][cks[0]]
-        where = "outside any strategy scope" if ob["strategy"] is None else "under the scope"
-        return NOT_REPRODUCED, (f"checkpoint created at line {line} {where}; saving/restoring raised no error and the "
-                                f"copies of {o.get('checked_copies', 0)} mirrored variables agree")
-    return None
-
-
-def _judge_apply(finding, run, o) -> Optional[tuple[str, str]]:
-    line = finding.line
-    aps = [a for a in o.get("applies", []) if line in a["lines"]]
-    if not aps:
-        return None
-    for a in aps:
-        if a["error"] and re.search("|".join(SYMPTOMS["TFP106"]), a["error"]):
-            return CONFIRMED, f"apply_gradients at line {line} raised {a['error']}"
-    a = aps[0]
-    objs = o.get("objects", [])
-    opt = objs[a["optimizer"]] if a.get("optimizer") is not None and a["optimizer"] < len(objs) else None
-    scoped = opt is not None and (opt["strategy"] is not None or opt.get("n_dist", 0) > 0)
-    if not a["replica"] and a["strategy"] is None and scoped:
-        return CONFIRMED, (f"apply_gradients at line {line} ran outside strategy.scope() and outside strategy.run "
-                           f"(cross-replica context) on {opt['cls']} created under "
-                           f"{_strategy_name(run, opt['strategy'])}: the step was computed once, on one device, "
-                           f"for the whole batch (no data parallelism); this TensorFlow raised no error")
-    ctx = "a replica function" if a["replica"] else (
-        "the scope" if a["strategy"] is not None else "cross-replica context outside any scope")
-    what = "" if scoped else " on an optimizer not created under a strategy"
-    return NOT_REPRODUCED, f"apply_gradients at line {line} ran in {ctx}{what} without error"
-
-
-def observe(run) -> tuple[str, str]:
-    o = _merged(run)
-    if not o:
-        return INCONCLUSIVE, "no observations (the run ended before the probe reported)"
-    for err in run.errors():
-        if error_matches(err, ALL_SYMPTOMS):
-            caught = " (the script caught it)" if err.get("caught") else ""
-            return CONFIRMED, f"TensorFlow raised {run.error_text(err)}{caught}"
-    mis = _misuses(run, o)
-    if mis:
-        ob, use = mis[0]
-        return CONFIRMED, f"{ob['cls']} created outside any scope (line {_l(ob)}) then {use}"
-    if o.get("foreign"):
-        f = o["foreign"][0]
-        return CONFIRMED, (f"variable {f['name']} of {_strategy_name(run, f['own'])} used under "
-                           f"{_strategy_name(run, f['current'])} (line {_l(f)})")
-    plain = _plain_uses_at(o, None)
-    if plain:
-        return CONFIRMED, _describe_plain(run, plain)
-    if o.get("inconsistent") and o.get("restores"):
-        return CONFIRMED, f"replica copies of {len(o['inconsistent'])} mirrored variables disagree after a restore"
-    n, d = o.get("n_vars", 0), o.get("n_dist", 0)
-    objs = o.get("objects", [])
-    kinds = {}
-    for ob in objs:
-        kinds[ob["kind"]] = kinds.get(ob["kind"], 0) + 1
-    what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in sorted(kinds.items())) or "no Keras objects"
-    return NOT_REPRODUCED, (f"{n} variables created, {d} distributed; {what}; no plain variable used by replicas, "
-                            f"no scope error")
-
-
 # The rule an error text points to when it is seen without a finding (a pattern several
 # rules share falls back to the kind of the object created outside the scope, else TFP101).
 _ERROR_CODE = {_MIXING: "TFP109", _NEED_SCOPE: "TFP106", _SLOT: "TFP106", _METRIC: "TFP103"}
 _KIND_CODE = {"model": "TFP101", "optimizer": "TFP102", "metric": "TFP103", "variable": "TFP105"}
+# the codes about objects created outside the scope, and the kinds each is about
+_OBJECT_CODES = ("TFP101", "TFP102", "TFP103", "TFP105")
+WHEN_RAN = {"TFP109": "it used no variable of another strategy object and raised no mixing error"}
 
 
-def locate(run) -> list:
-    from tfpar_lint.verify.probes import Seen, error_line
+def _codes_for(kind: str) -> tuple[str, ...]:
+    return tuple(c for c in _OBJECT_CODES if kind in KINDS[c])
 
-    o = _merged(run)
-    out = []
-    mis = _misuses(run, o) if o else []
+
+def _seen_errors(run, o, mis) -> tuple[list[Seen], set[str]]:
+    """The rules' own errors: for each code whose error text TensorFlow raised, at every line of the
+    traceback and of the objects it concerns (created outside any scope, plain variables, a variable
+    the message names); the first such error is also located as a finding of its own."""
+    out: list[Seen] = []
+    unlinked: set[str] = set()
+    objs, var_lines = o.get("objects", []), o.get("var_lines") or {}
     for err in run.errors():
         p = error_matches(err, ALL_SYMPTOMS)
-        line = error_line(err)
-        if p and line:
+        if not p:
+            continue
+        line = error_line(err) or 0
+        text = f"TensorFlow raised {run.error_text(err)}" + (" (the script caught it)" if err.get("caught") else "")
+        names = re.findall(r"tf\.Variable '([^']+)'", str(err.get("message", "")))
+        for code, pats in SYMPTOMS.items():
+            if p not in pats:
+                continue
+            kinds = KINDS[code]
+            lines = set(err.get("script_lines") or ())
+            lines |= {ln for ob in objs if ob["kind"] in kinds and ob["strategy"] is None for ln in ob["lines"]}
+            for ln, d in var_lines.items():
+                if ("variable" in kinds and d["plain"]) or any(n.split(":")[0] in x for n in names for x in d["names"]):
+                    lines.add(int(ln))
+            out.append(Seen(code, line, text, tuple(sorted(lines)), runtime=False))
+            if not err.get("caught") and err is run.error:
+                unlinked.add(code)
+        if not any(s.runtime for s in out) and line:
             code = _ERROR_CODE.get(p) or (_KIND_CODE.get(mis[0][0]["kind"], "TFP101") if mis else "TFP101")
-            caught = " (the script caught it)" if err.get("caught") else ""
-            out.append(Seen(code, line, f"TensorFlow raised {run.error_text(err)}{caught}",
-                            tuple(err.get("script_lines") or ())))
-            break
+            out.append(Seen(code, line, text, tuple(err.get("script_lines") or ())))
+    return out, unlinked
+
+
+def _seen_objects(run, o, mis, unlinked: set[str]) -> list[Seen]:
+    out: list[Seen] = []
     for ob, use in mis:
         if ob.get("lines") and ob["kind"] in _KIND_CODE:
-            out.append(Seen(_KIND_CODE[ob["kind"]], int(ob["lines"][-1]),
-                            f"{ob['cls']} created outside any scope (line {_l(ob)}) then {use}",
-                            tuple(ob["lines"])))
-    for f in (o or {}).get("foreign", [])[:1]:
+            codes = _codes_for(ob["kind"])
+            dist = f"{ob['n_dist']} of its {ob['n_vars']} variables distributed" if ob["n_vars"] else "no variables yet"
+            out.append(Seen(_KIND_CODE[ob["kind"]], int(ob["lines"][-1]), (
+                f"{ob['cls']} created at line {_l(ob)} outside any strategy scope ({dist}); then {use}"),
+                tuple(ob["lines"]), also=codes))
+    plain = o.get("plain_used", [])
+    misused = {ln for ob, _use in mis for ln in ob.get("lines", ())}
+    for i, v in enumerate(plain):
+        if v.get("lines"):
+            # a variable of an object already reported as created outside the scope is the same mistake
+            out.append(Seen("TFP105", int(v["lines"][-1]), _describe_plain(run, plain[i:]), tuple(v["lines"]),
+                            also=("TFP101", "TFP103"), runtime=i == 0 and not set(v["lines"]) & misused))
+    for ob in o.get("objects", []):
+        if not ob.get("lines") or ob["kind"] not in _KIND_CODE:
+            continue
+        codes = _codes_for(ob["kind"])
+        if ob["strategy"] is None and ob["n_vars"] and ob["n_dist"] == 0:
+            # Keras 3 metric / model objects whose plain variables were used by replicas
+            used = [v for v in plain if any(ln in ob["lines"] for ln in v["lines"])]
+            if used:
+                out.append(Seen(codes[0], int(ob["lines"][-1]), (f"{ob['cls']} created at line {_l(ob)} outside the "
+                                                                 f"scope: " + _describe_plain(run, used)),
+                                tuple(ob["lines"]), also=codes, runtime=False))
+                continue
+        if ob["strategy"] is not None:
+            text = (f"{ob['cls']} at line {_l(ob)} was created under {_strategy_name(run, ob['strategy'])}; "
+                    f"{ob['n_dist']} of {ob['n_vars']} variables distributed")
+        else:
+            text = (f"{ob['cls']} created at line {_l(ob)} outside any scope, but not used under a strategy in this "
+                    f"run; no scope error")
+        out += _ok(codes, int(ob["lines"][-1]), text, tuple(ob["lines"]), unlinked)
+    for ln, d in (o.get("var_lines") or {}).items():
+        text = (f"{d['plain']} plain variable(s) created at line {ln} were never read or updated inside strategy.run"
+                if d["plain"] else f"the {d['dist']} variable(s) created at line {ln} are distributed")
+        out += _ok(("TFP101", "TFP105", "TFP109"), int(ln), text, (), unlinked)
+    for f in o.get("foreign", []):
         if f.get("lines"):
-            out.append(Seen("TFP109", int(f["lines"][-1]), f"variable {f['name']} of {_strategy_name(run, f['own'])} "
-                                                          f"used under {_strategy_name(run, f['current'])} (line {_l(f)})"))
-    plain = _plain_uses_at(o, None) if o else []
-    if plain and plain[0].get("lines"):
-        out.append(Seen("TFP105", int(plain[0]["lines"][-1]), _describe_plain(run, plain), tuple(plain[0]["lines"])))
+            where = "in a replica function" if f["replica"] else "in the scope"
+            out.append(Seen("TFP109", int(f["lines"][-1]), (
+                f"variable {f['name']} created under {_strategy_name(run, f['own'])} was read {where} of another "
+                f"strategy object, {_strategy_name(run, f['current'])}, at line {_l(f)}"), tuple(f["lines"])))
     return out
+
+
+def _ok(codes, line: int, text: str, lines: tuple, unlinked: set[str]) -> list[Seen]:
+    """NOT_REPRODUCED for each code, or INCONCLUSIVE where the code's error was raised elsewhere."""
+    return [Seen(c, line, text, lines, NOT_REPRODUCED) if c not in unlinked else
+            Seen(c, line, f"TensorFlow raised the rule's error, not traced to line {line}", lines, INCONCLUSIVE)
+            for c in codes]
+
+
+def _seen_pins(run, o) -> list[Seen]:
+    """TFP107/TFP108 at each tf.device line."""
+    by_line: dict[int, list[dict]] = {}
+    for p in o.get("pins", []):
+        by_line.setdefault(int(p["line"]), []).append(p)
+    out = []
+    for line, pins in by_line.items():
+        spec = pins[0]["spec"]
+        missing = [p for p in pins if not p["exists"]]
+        out.append(Seen("TFP108", line, (
+            f"tf.device({spec!r}) at line {line} names a device this machine does not have "
+            f"({', '.join(d.split('device:')[-1] for d in run.devices) or 'see devices'}); TensorFlow placed the ops "
+            f"elsewhere without an error (soft placement)"), runtime=False) if missing else Seen(
+            "TFP108", line, f"tf.device({spec!r}) at line {line}: the device exists here", status=NOT_REPRODUCED))
+        in_rep = [p for p in pins if p["replica"]]
+        scoped = [p for p in pins if p["strategy"] is not None]
+        ignored = [v for p in scoped for v in p["vars"] if v["dist"]]
+        if in_rep:
+            ids = sorted({p["replica_id"] for p in in_rep if p["replica_id"] is not None})
+            specs = {p["spec"] for p in in_rep}
+            if len(ids) >= 2 and len(specs) == 1:
+                own = ", ".join(sorted({p["replica_device"] for p in in_rep if p["replica_device"]}))
+                out.append(Seen("TFP107", line, (f"tf.device({spec!r}) at line {line} inside the replica function pins "
+                                                 f"the ops of all {len(ids)} replicas (assigned {own}) to the one "
+                                                 f"device {spec}"), runtime=False))
+            else:
+                out.append(Seen("TFP107", line, f"tf.device at line {line} ran in {len(ids)} replica(s) with devices "
+                                                f"{sorted(specs)}", status=NOT_REPRODUCED))
+        elif ignored:
+            v = ignored[0]
+            out.append(Seen("TFP107", line, (f"tf.device({spec!r}) at line {line} inside strategy.scope() was ignored "
+                                             f"for variable {v['name']}: it is mirrored on {', '.join(v['devices'])}"),
+                            runtime=False))
+        else:
+            where = "in the scope created no mirrored variable" if scoped else \
+                "ran outside any strategy and replica function"
+            out.append(Seen("TFP107", line, f"tf.device({spec!r}) at line {line} {where}", status=NOT_REPRODUCED))
+    return out
+
+
+def _seen_checkpoints(run, o) -> list[Seen]:
+    """TFP104 at each checkpoint created, saved or restored."""
+    out = []
+    objs = o.get("objects", [])
+    bad = o.get("inconsistent", [])
+    done: set[int] = set()
+    for r in o.get("restores", []):
+        ck = objs[r["ckpt"]] if r.get("ckpt") is not None and r["ckpt"] < len(objs) else {}
+        lines = tuple(r["lines"]) + tuple(ck.get("lines", ()))
+        done.add(r.get("ckpt"))
+        if r["error"] and re.search("|".join(SYMPTOMS["TFP104"]), r["error"]):
+            out.append(Seen("TFP104", int(r["lines"][-1]), f"checkpoint {r['kind']} at line {_l(r)} raised "
+                                                           f"{r['error']}", lines, runtime=False))
+        elif bad:
+            out.append(Seen("TFP104", int(r["lines"][-1]), (
+                f"after the checkpoint {r['kind']} at line {_l(r)} outside the scope, the replica copies of {len(bad)} "
+                f"mirrored variable(s) disagree (e.g. {bad[0]['name']})"), lines, runtime=False))
+        else:
+            where = "outside any strategy scope" if r["strategy"] is None else f"under {_strategy_name(run, r['strategy'])}"
+            out.append(Seen("TFP104", int(r["lines"][-1]), (
+                f"checkpoint {r['kind']} at line {_l(r)} ran {where}; no error, and the copies of "
+                f"{o.get('checked_copies', 0)} mirrored variables agree"), lines, NOT_REPRODUCED))
+    for i, ob in enumerate(objs):
+        if ob["kind"] == "checkpoint" and i not in done and ob.get("lines"):
+            where = "outside any strategy scope" if ob["strategy"] is None else "under the scope"
+            out.append(Seen("TFP104", int(ob["lines"][-1]), (
+                f"checkpoint created at line {_l(ob)} {where}; saving/restoring raised no error and the copies of "
+                f"{o.get('checked_copies', 0)} mirrored variables agree"), tuple(ob["lines"]), NOT_REPRODUCED))
+    return out
+
+
+def _seen_applies(run, o) -> list[Seen]:
+    """TFP106 at each apply_gradients."""
+    out = []
+    objs = o.get("objects", [])
+    for a in o.get("applies", []):
+        if not a.get("lines"):
+            continue
+        line, lines = int(a["lines"][0]), tuple(a["lines"])
+        opt = objs[a["optimizer"]] if a.get("optimizer") is not None and a["optimizer"] < len(objs) else None
+        scoped = opt is not None and (opt["strategy"] is not None or opt.get("n_dist", 0) > 0)
+        if a["error"] and re.search("|".join(SYMPTOMS["TFP106"]), a["error"]):
+            out.append(Seen("TFP106", line, f"apply_gradients at line {line} raised {a['error']}", lines, runtime=False))
+        elif not a["replica"] and a["strategy"] is None and scoped:
+            out.append(Seen("TFP106", line, (
+                f"apply_gradients at line {line} ran outside strategy.scope() and outside strategy.run (cross-replica "
+                f"context) on {opt['cls']} created under {_strategy_name(run, opt['strategy'])}: the step was computed "
+                f"once, on one device, for the whole batch (no data parallelism); this TensorFlow raised no error"),
+                lines, runtime=False))
+        else:
+            ctx = "a replica function" if a["replica"] else (
+                "the scope" if a["strategy"] is not None else "cross-replica context outside any scope")
+            what = "" if scoped else " on an optimizer not created under a strategy"
+            out.append(Seen("TFP106", line, f"apply_gradients at line {line} ran in {ctx}{what} without error", lines,
+                            NOT_REPRODUCED))
+    return out
+
+
+def seen(run) -> list[Seen]:
+    o = _merged(run)
+    mis = _misuses(run, o) if o else []
+    errs, unlinked = _seen_errors(run, o, mis)
+    if not o:
+        return errs
+    if mis:  # the error is the symptom of the object created outside the scope: one finding, at the object
+        for e in errs:
+            if e.runtime and e.code == _KIND_CODE.get(mis[0][0]["kind"]):
+                e.runtime = False
+                ob, use = mis[0]
+                mis[0] = (ob, f"{use}; then, at line {e.line}, {e.evidence}")
+    # checkpoints, apply_gradients and pins first: they decide TFP104/106/107/108 at their own lines
+    return (errs + _seen_checkpoints(run, o) + _seen_applies(run, o) + _seen_pins(run, o)
+            + _seen_objects(run, o, mis, unlinked))
