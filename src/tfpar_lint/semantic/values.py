@@ -48,7 +48,9 @@ class Inference:
 
     def _guarded(self, key: int, memo: dict[int, list[Value]], compute: Callable[[], list[Value]]) -> list[Value]:
         """``compute()`` once per key (memoised), never while the same question is open (a cycle)
-        nor deeper than MAX_DEPTH nested questions: those answer UNKNOWN, not memoised."""
+        nor deeper than MAX_DEPTH nested questions: those answer UNKNOWN, not memoised.  A chain that
+        reaches Python's recursion limit first (questions whose paths take many frames each) answers
+        UNKNOWN the same way, instead of giving up the whole file."""
         got = memo.get(key)
         if got is not None:
             return got
@@ -60,6 +62,8 @@ class Inference:
         _NESTED.n = depth + 1
         try:
             vals = compute() or [UNKNOWN]
+        except RecursionError:
+            return [UNKNOWN]
         finally:
             self._in_progress.discard(key)
             _NESTED.n = depth
