@@ -233,3 +233,69 @@ def test_a_wanted_class_is_placed_from_its_body():
     assert got[cls] == full[cls] and got[call] == full[call]
     m5 = cls.body.body[6]
     assert m5 not in got  # the other methods were not generated
+
+
+# -- large modules are parsed in pieces (issue 20: peak memory per source byte) -------------------
+
+def _big_module(size: int) -> str:
+    parts = ['"""A generated module.\n\nIts docstring has lines\nat column 0.\n"""\n', "import tensorflow as tf\n",
+             "strategy = tf.distribute.MirroredStrategy()\n"]
+    i = 0
+    while sum(map(len, parts)) < size:
+        parts.append(
+            f"\n# block {i}\n@tf.function\ndef f_{i}(x):\n    return x * {i}\n\n"
+            f"TEXT_{i} = '''\ndef not_code_{i}():\nclass NotCode:\n'''\n"
+            f"if {i} % 2:\n    y_{i} = 1\nelse:\n    y_{i} = 2\n"
+            f"VALUES_{i} = [\n{i},\n{i + 1},\n]\nz_{i} = 1 + \\\n    2\n")
+        i += 1
+    parts.append("model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nwith strategy.scope():\n"
+                 "    model.compile(optimizer='sgd', loss='mse')\n# the end\n")
+    return "".join(parts)
+
+
+def test_a_large_module_parsed_in_pieces_is_the_whole_module_s_tree():
+    from tfpar_lint import deep
+
+    src = _big_module(3 * deep.CHUNK_CHARS)
+    pieces = deep._chunks(src)
+    assert pieces is not None and len(pieces) >= 2 and "".join(pieces) == src
+    tree, opaque = deep.parse_module(src)
+    assert opaque == 0 and tree.code == src
+    assert tree.deep_equals(cst.parse_module(src))
+
+
+def test_a_cut_inside_a_string_joins_the_pieces(monkeypatch):
+    from tfpar_lint import deep
+
+    monkeypatch.setattr(deep, "CHUNK_CHARS", 64)
+    src = "x = 1\n" * 20 + "S = '''\n" + "def inside_the_string():\n" * 10 + "'''\n" + "y = 2\n" * 20
+    pieces = deep._chunks(src)
+    assert pieces is not None and any(p.startswith("def inside_the_string") for p in pieces)
+    tree, _ = deep.parse_module(src)
+    assert tree.code == src and tree.deep_equals(cst.parse_module(src))
+
+
+def test_a_3_mb_module_lints_with_its_finding_at_the_end():
+    src = _big_module(3 * 1024 * 1024)
+    res = engine.lint_source(src, "<stdin>", options=engine.AnalysisOptions())
+    assert res.error is None, res.error
+    lines = src.splitlines()
+    assert [(f.code, lines[f.line - 1][f.col - 1:f.end_col - 1]) for f in res.findings] == [
+        ("TFP101", "tf.keras.Sequential([tf.keras.layers.Dense(1)])")]
+
+
+def test_positions_of_a_module_parsed_in_pieces_are_the_position_provider_s(monkeypatch):
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from tfpar_lint import deep
+
+    monkeypatch.setattr(deep, "CHUNK_CHARS", 2048)
+    src = _big_module(20000)
+    tree, _ = deep.parse_module(src)
+    pieces = deep.take_pieces(tree)
+    assert pieces is not None and len(pieces) >= 3
+    want = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    calls = [n for n in want if isinstance(n, (cst.Call, cst.FunctionDef, cst.SimpleString, cst.Comment))]
+    picked = calls[::7] + calls[-3:]
+    got = engine.node_positions(tree, picked, src, pieces)
+    assert len(picked) > 20 and all(got[n] == want[n] for n in picked)

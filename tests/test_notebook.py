@@ -32,6 +32,16 @@ def test_source_as_string_or_list():
     ("x = a != b\ny = a % b\n", "x = a != b\ny = a % b\n"),
     ("if x:\n    %time f()\n", "if x:\n    pass\n"),
     ("x = 1", "x = 1"),
+    # a magic alone in a block whose header ends with a comment (issue 20)
+    ("if 'google.colab' in sys.modules:  # Colab only\n  %tensorflow_version 1.x\nx = 1\n",
+     "if 'google.colab' in sys.modules:  # Colab only\n  pass\nx = 1\n"),
+    ("if x:  # '#' in a comment \"\n    !pip install a\nelse:  # b\n    cd data\n",
+     "if x:  # '#' in a comment \"\n    pass\nelse:  # b\n    pass\n"),
+    ("if s == '#':\n    %time f()\n", "if s == '#':\n    pass\n"),
+    # automagics: a line magic without its %, when the line is not Python as written
+    ("pip install -q tensorflow==2.4\n", "\n"),
+    ("conda install -y numpy\nx = 1\n", "\nx = 1\n"),
+    ("ls\nenv = {}\npip = 3\n", "ls\nenv = {}\npip = 3\n"),
 ])
 def test_magics_blanked_keeping_line_numbers(src, expected):
     out = clean_cell(src)
@@ -39,11 +49,33 @@ def test_magics_blanked_keeping_line_numbers(src, expected):
     assert out.count("\n") == src.count("\n")
 
 
-def test_cell_magic_skips_the_whole_cell(notebook):
+def test_cell_magic_of_another_language_skips_the_whole_cell(notebook):
     assert clean_cell("%%bash\necho hi\n") is None
-    assert clean_cell("\n%%time\nx = 1\n") is None
     text = notebook([("code", "%%writefile x.py\nimport tensorflow\n"), ("code", "y = 1\n")])
     assert code_cells(text) == [(2, "y = 1\n")]
+
+
+@pytest.mark.parametrize("magic", ["%%time", "%%timeit -n 3 y = 2", "%%capture out", "%%prun", "%%python3"])
+def test_python_cell_magics_are_masked_and_the_cell_linted(magic):
+    src = f"\n{magic}\nx = 1\nif x:\n    %time f()\n"
+    assert clean_cell(src) == "\n\nx = 1\nif x:\n    pass\n"
+
+
+def test_cli_lints_cells_under_cell_magics_and_automagics(project, cli, notebook):
+    """The TFP101 program split over cells that start with %%time / %%capture and a `pip install`
+    cell: the finding is reported at its cell line, and nothing else (no E999)."""
+    text = notebook([
+        ("code", "pip install -q tensorflow\n"),
+        ("code", "%%capture\nimport sys\nimport tensorflow as tf\n"
+                 "if 'google.colab' in sys.modules:  # Colab\n    %tensorflow_version 2.x\n"),
+        ("code", "%%time\nstrategy = tf.distribute.MirroredStrategy()\n"
+                 "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                 "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n"),
+    ])
+    project.write("nb.ipynb", text)
+    r = cli("nb.ipynb")
+    assert r.lines == [line for line in r.lines if "TFP101" in line] and len(r.lines) == 1, r.out
+    assert r.lines[0].startswith("nb.ipynb:cell_3:3:9: TFP101 "), r.out
 
 
 @pytest.mark.parametrize("text, words", [

@@ -147,9 +147,12 @@ def test_a_file_past_the_timeout_costs_only_itself(tmp_path, jobs):
     assert r.rc == 2
     [slow] = rep["slow.py"]
     assert (slow["code"], slow["message"]) == (
-        "E903", "analysis gave up: timed out after 2 s (the limit is set with --file-timeout)")
+        "E903", "analysis gave up: used more than 2 s of CPU time, the per-file limit (set with --file-timeout)")
     assert [f["code"] for f in rep["a.py"]] == ["TFP101"]
     assert not no_worker_left(str(tmp_path))
+    # --exit-zero is obeyed: the file is reported, the findings exit 0
+    r, rep = json_report(tmp_path, jobs, "--exit-zero", "--file-timeout", "2", "slow.py", "a.py", env=GUARD_OFF)
+    assert r.rc == 0 and rep["slow.py"][0]["code"] == "E903" and [f["code"] for f in rep["a.py"]] == ["TFP101"]
 
 
 def test_file_timeout_from_the_settings(tmp_path):
@@ -157,8 +160,8 @@ def test_file_timeout_from_the_settings(tmp_path):
     (tmp_path / "slow.py").write_text(pathological("attr_chain"))
     r = run_subprocess([sys.executable, "-m", "tfpar_lint", "--no-cache", "slow.py"], tmp_path,
                        env={"PYTHONPATH": SRC, **GUARD_OFF}, timeout=300)
-    assert r.rc == 2 and r.lines == ["slow.py:0:0: E903 analysis gave up: timed out after 2 s "
-                                     "(the limit is set with --file-timeout)"], r
+    assert r.rc == 2 and r.lines == ["slow.py:0:0: E903 analysis gave up: used more than 2 s of CPU time, "
+                                     "the per-file limit (set with --file-timeout)"], r
 
 
 def test_the_pathological_inputs_of_issue_12(tmp_path):
@@ -416,6 +419,10 @@ def _task(args):
         os._exit(value)
     elif what == "hang":
         time.sleep(value)
+    elif what == "spin":  # busy for `value` s of wall-clock time
+        end = time.monotonic() + value
+        while time.monotonic() < end:
+            pass
     elif what == "raise":
         raise ValueError("boom")
     elif what == "memory":
@@ -424,8 +431,11 @@ def _task(args):
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_supervisor_blames_the_culprit_and_reruns_the_innocent(jobs):
+def test_supervisor_blames_the_culprit_and_reruns_the_innocent(jobs, monkeypatch):
+    from tfpar_lint import workers
     from tfpar_lint.workers import run_tasks
+
+    monkeypatch.setattr(workers, "WALL_FACTOR", 3)  # a blocked task is given up after 9 s
 
     tasks = [("ok", 1), ("segv", 0), ("ok", 2), ("ok", 3), ("hang", 60), ("ok", 4), ("abort", 0),
              ("ok", 5), ("raise", 0), ("exit", 3), ("ok", 6), ("memory", 8 << 30), ("ok", 7)]
@@ -440,11 +450,27 @@ def test_supervisor_blames_the_culprit_and_reruns_the_innocent(jobs):
     assert sorted(got) == list(range(len(tasks)))
     assert [got[k] for k, t in enumerate(tasks) if t[0] == "ok"] == [("ok", 2 * v) for w, v in tasks if w == "ok"]
     assert got[1] == ("failed", "the worker process was killed by SIGSEGV")
-    assert got[4] == ("failed", "timed out after 3 s (the limit is set with --file-timeout)")
+    assert got[4][0] == "failed" and got[4][1].startswith(
+        "gave no answer within 9 s of wall-clock time (3x the per-file limit of 3 s of CPU time, set with "
+        "--file-timeout), having used 0.")
     assert got[6] == ("failed", "the worker process was killed by SIGABRT")
     assert got[8] == ("failed", "ValueError: boom")
     assert got[9] == ("failed", "the worker process exited with code 3")
     assert got[11] == ("failed", "out of memory")
+
+
+def test_the_per_file_limit_counts_cpu_time():
+    """A task that computes for longer than the limit is stopped when it has used the limit in CPU
+    time (however busy the machine, which only stretches the wall-clock time it takes); a task that
+    sleeps as long uses no CPU time and is let finish."""
+    from tfpar_lint.workers import run_tasks
+
+    got: dict = {}
+    run_tasks(_task, [("spin", 120), ("hang", 4), ("ok", 1)], jobs=1, timeout=2,
+              on_result=lambda k, v: got.setdefault(k, ("ok", v)),
+              on_failure=lambda k, why: got.setdefault(k, ("failed", why)))
+    assert got == {0: ("failed", "used more than 2 s of CPU time, the per-file limit (set with --file-timeout)"),
+                   1: ("ok", 8), 2: ("ok", 2)}
 
 
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])

@@ -578,15 +578,35 @@ def test_tfp603_silences():
     """, "TFP603")
 
 
-def test_tfp604_constant_paths():
+def test_tfp604_constant_paths_on_shared_storage():
     check(_save("""
+    BASE = "gs://bucket/run"
+    model.save("gs://bucket/model")  # <-
+    ckpt.write(os.path.join(BASE, "ckpt"))  # <-
+    ckpt.save(f"{BASE}/ckpt")  # <-
+    tf.saved_model.save(model, BASE + "/sm")  # <-
+    model.save("/gcs/bucket/model")  # <-
+    ckpt.write(os.path.join(os.environ["AIP_CHECKPOINT_DIR"], "ckpt"))  # <-
+    model.save(os.environ.get("AIP_MODEL_DIR", "/tmp/model"))  # <-
+    """).replace('"/tmp/ckpt", max_to_keep', '"s3://bucket/ckpt", max_to_keep') + "manager.save()  # <-\n", "TFP604")
+
+
+def test_tfp604_local_paths_only_when_the_workers_share_this_machine():
+    local = _save("""
     BASE = "/tmp/run"
     model.save("/tmp/model")  # <-
     ckpt.write(os.path.join(BASE, "ckpt"))  # <-
-    ckpt.save(f"{BASE}/ckpt")  # <-
     manager.save()  # <-
-    tf.saved_model.save(model, BASE + "/sm")  # <-
-    """), "TFP604")
+    """)
+    # one process per machine (the cluster gives TF_CONFIG): each worker writes its own disk
+    assert not hits(local, "TFP604")
+    # the program puts every worker on this machine: they share its file system
+    on_this_machine = local.replace("strategy = ", (
+        'os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": ["localhost:12345", "localhost:23456"]},\n'
+        '                                      "task": {"type": "worker", "index": 0}})\nstrategy = '), 1)
+    check(on_this_machine, "TFP604")
+    elsewhere = on_this_machine.replace('"localhost:23456"', '"10.0.0.2:23456"')
+    assert not hits(elsewhere, "TFP604")
 
 
 def test_tfp604_a_name_is_no_task_test():
@@ -596,7 +616,7 @@ def test_tfp604_a_name_is_no_task_test():
     import random
     is_chief = random.random() > 0.5
     if is_chief:
-        model.save("/tmp/model")  # <-
+        model.save("gs://bucket/model")  # <-
     """), "TFP604")
 
 
@@ -640,12 +660,14 @@ def test_tfp604_silences():
     model.save(write_filepath("/tmp/m", task_type, task_id))
     ckpt.write(f"/tmp/ckpt_{task_id}")
     ckpt.write(args.model_dir)
+    ckpt.write(f"gs://bucket/ckpt_{task_id}")
+    ckpt.write(os.path.join(os.environ["HOME"], "ckpt"))
     if task_id == 0:
-        ckpt.write("/tmp/c")  # TFP603, not TFP604
+        ckpt.write("gs://bucket/c")  # TFP603, not TFP604
     """).replace('"/tmp/ckpt", max_to_keep', 'write_dir, max_to_keep'), "TFP604")
     for ctor in ("tf.distribute.MirroredStrategy()", "make_strategy()"):
         check(_save("""
-        model.save("/tmp/model")
+        model.save("gs://bucket/model")
         """, ctor=ctor), "TFP604")
 
 

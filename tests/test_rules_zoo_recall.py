@@ -63,7 +63,7 @@ strategy = tf.distribute.MultiWorkerMirroredStrategy()
 with strategy.scope():
     module = tf.Module()
     module.w = tf.Variable(tf.ones((3, 1)))
-EXPORT = os.path.join(tempfile.gettempdir(), "export")
+EXPORT = os.path.join(os.environ.get("AIP_MODEL_DIR", tempfile.gettempdir()), "export")
 {save}
 """
 

@@ -2,7 +2,9 @@
 
 ``tf.keras`` is Keras 3 from TF 2.16 on and Keras 2 before; rules whose truth depends on it
 (TFP606 Keras 3 fit under MultiWorkerMirroredStrategy, TFP502 Keras 2 default-reduction loss,
-TFP503/TFP505 Keras 3 losses, TFP703 optimizer errors) follow the setting.  Default: 2.16."""
+TFP503/TFP505 Keras 3 losses, TFP703 optimizer errors) follow the setting.  Without one the
+version is inferred (tests/test_versions.py); a project that states nothing is assumed to run the
+current TensorFlow (Keras 3)."""
 from __future__ import annotations
 
 import subprocess
@@ -42,15 +44,21 @@ def step(dist_inputs):
 """
 
 
-def codes(source: str, tf_version: str) -> list[str]:
+def codes(source: str, tf_version) -> list[str]:
     res = lint_source(source, "t.py", options=AnalysisOptions(tf_version=tf_version))
     assert res.error is None, res.error
     return [f.code for f in res.findings]
 
 
-def test_default_is_keras3():
-    assert config.DEFAULT_TF_VERSION == "2.16"
-    assert "TFP606" in codes(FIT_MWMS, config.DEFAULT_TF_VERSION)
+def test_default_is_inferred_and_unknown_is_keras3(tmp_path):
+    from tfpar_lint import versions
+
+    assert config.DEFAULT_TF_VERSION is None
+    assert versions.UNKNOWN.tf_keras_is_keras3() and not versions.UNKNOWN.known
+    (tmp_path / ".git").mkdir()  # the search for the project's files stops here
+    res = lint_source(FIT_MWMS, str(tmp_path / "t.py"), options=AnalysisOptions())
+    assert [f.code for f in res.findings] == ["TFP606"]
+    assert "assumed" in res.findings[0].message and "TensorFlow 2.16+" in res.findings[0].message
 
 
 def test_tf_keras_2_targets_turn_keras3_rules_off_and_keras2_rules_on():
@@ -83,7 +91,7 @@ def test_cli_flag_and_pyproject(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.tfpar-lint]\ntf-version = "2.15"\n', encoding="utf-8")
     assert "TFP606" not in _cli(["train.py"], tmp_path).stdout
     shown = _cli(["--show-settings"], tmp_path).stdout
-    assert "tf-version: '2.15'" in shown
+    assert "tf-version: 2.15 (the tf-version setting" in shown
     # the command line wins over the file
     assert "TFP606" in _cli(["--tf-version", "2.16", "train.py"], tmp_path).stdout
 

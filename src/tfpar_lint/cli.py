@@ -192,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "(whole-project analysis is on by default; also project = false)")
     cfg.add_argument("--tf-version", metavar="X.Y", default=None,
                      help="the TensorFlow version the code targets, like ruff's --target-version "
-                          "(default: tf-version in [tool.tfpar-lint], else 2.16: tf.keras is Keras 3)")
+                          "(default: tf-version in [tool.tfpar-lint], else inferred per file from the project's "
+                          "requirements, pyproject.toml, setup.py, Pipfile, environment.yml or Dockerfile and the "
+                          "code's APIs; --show-settings prints what was found)")
     cfg.add_argument("-j", "--jobs", type=_positive_int("--jobs"), default=None,
                      help="worker processes (default and maximum: the number of CPUs; files are always "
                           "parsed in supervised workers, also with -j1)")
@@ -200,8 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip files larger than SIZE with E902 (bytes, or 512K, 10M, 1G; 0: no limit; "
                           "default: max-file-size from the settings, 10M)")
     cfg.add_argument("--file-timeout", type=_seconds("--file-timeout"), default=None, metavar="SECONDS",
-                     help="give up one file's analysis after SECONDS with E903 and go on (0: no limit; "
-                          "default: file-timeout from the settings, 60)")
+                     help="give up one file's analysis after SECONDS of CPU time with E903 and go on (a "
+                          "busy machine does not make files hit it; 0: no limit; default: file-timeout from "
+                          "the settings, 60)")
     cfg.add_argument("--no-cache", action="store_true",
                      help="neither read nor write the result cache")
     cfg.add_argument("--cache-dir", metavar="DIR", default=None,
@@ -573,7 +576,7 @@ def _main(argv: list[str]) -> int:
         list_rules(fmt, sys.stdout)
         return 0
     if args.show_settings:
-        sys.stdout.write(settings.describe() + "\n")
+        sys.stdout.write(settings.describe(paths) + "\n")
         return 0
 
     # the settings' fix / unsafe-fixes / show-fixes, unless the command line says otherwise (ruff)
@@ -1041,10 +1044,12 @@ def exit_code(findings: Iterable[Finding], errors: Sequence[FileError], *, verif
     """0 clean, 1 findings (syntax and I/O errors included, as ruff), 2 the tool failed on a
     file (E903).  Under --verify: 2 when a script was not verified (COULD_NOT_RUN, or a finding
     INCONCLUSIVE; not with --exit-zero), else 1 when a finding is CONFIRMED or was found at runtime
-    (RUNTIME), else 0: never 0 with a script the run did not verify."""
+    (RUNTIME), else 0: never 0 with a script the run did not verify.  With ``exit_zero``, a file
+    given up at a per-file limit (CPU time, memory; it is reported) does not make it 2 either."""
     from tfpar_lint.output import error_code
 
-    if any(error_code(e) not in DIAGNOSTIC_ERRORS for e in errors) or (verified and not_run and not exit_zero):
+    if any(error_code(e) not in DIAGNOSTIC_ERRORS and not (exit_zero and e.at_limit) for e in errors) \
+            or (verified and not_run and not exit_zero):
         return 2
     findings = list(findings)
     if exit_zero:

@@ -20,8 +20,8 @@ Keys
     ``max-file-size`` (files larger are
     skipped with E902: bytes, or a string with a unit K, M or G (powers of
     1024), e.g. ``"10M"``; 0 = no limit; default 10M), ``file-timeout``
-    (seconds one file's analysis may take before it is given up with E903;
-    0 = no limit; default 60), ``fix``, ``unsafe-fixes``, ``show-fixes``
+    (seconds of CPU time one file's analysis may take before it is given up
+    with E903; 0 = no limit; default 60), ``fix``, ``unsafe-fixes``, ``show-fixes``
     (booleans, as in ruff; ``--fix``/``--no-fix`` and the like override them).
 
 Selectors
@@ -77,10 +77,10 @@ _KNOWN_KEYS = (
 )
 
 # The TensorFlow version the linted code targets (like ruff's target-version): rules whose truth
-# depends on it read it (``tf.keras`` is Keras 3 from TF 2.16 on, Keras 2 before).  The default
-# is the first Keras 3 release, so code for any current TensorFlow is judged right; projects on
-# TF <= 2.15 set ``tf-version = "2.15"``.
-DEFAULT_TF_VERSION = "2.16"
+# depends on it read it (``tf.keras`` is Keras 3 from TF 2.16 on, Keras 2 before).  Not set (None):
+# inferred for each file from the project's own files and the code's APIs (tfpar_lint.versions);
+# what a project that states nothing is assumed to run is versions.UNKNOWN.
+DEFAULT_TF_VERSION: Optional[str] = None
 _TF_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
 
 
@@ -121,7 +121,7 @@ class Settings:
     jobs: Optional[int] = None
     cache_dir: str = ".tfpar_lint_cache"
     format: str = "text"
-    tf_version: str = DEFAULT_TF_VERSION
+    tf_version: Optional[str] = DEFAULT_TF_VERSION  # None: inferred (tfpar_lint.versions)
     # whole-project analysis: follow names into the project's other files; ``src``: the folders
     # its modules live in (relative to the root, like ruff's ``src``; default: the root and src/)
     project: bool = True
@@ -231,17 +231,18 @@ class Settings:
             return base
         return base - self.per_file_ignored(path)
 
-    def describe(self) -> str:
-        """The text of ``--show-settings``."""
+    def describe(self, paths: Sequence[str] = ()) -> str:
+        """The text of ``--show-settings`` (``paths``: the files or folders given with it, whose
+        inferred TensorFlow version is shown; default: the current folder)."""
         from tfpar_lint import registry
 
         from tfpar_lint.semantic.project import project_root
 
         out = [f"config file: {self.config_path or '(none)'}", f"project root: {self.root}"]
+        here = os.path.join(os.getcwd(), "_")
         if self.project:
             # where the linted files' imports resolve (whole-project analysis): the nearest
             # pyproject.toml / setup.cfg / setup.py above the current folder, or the folder itself
-            here = os.path.join(os.getcwd(), "_")
             root = project_root(here)
             folders = [os.path.normpath(os.path.join(self.root, x)) for x in self.src] if self.src else (
                 [root, os.path.join(root, "src")] if root else [os.getcwd()])
@@ -249,8 +250,18 @@ class Settings:
                        f"modules resolve against the importing file's folder and {folders}")
         else:
             out.append("whole-project analysis: off (each file alone)")
+        from tfpar_lint import versions
+
         for f in fields(self):
             if f.name in ("config_path", "root", "file_selection", "cli_selection"):
+                continue
+            if f.name == "tf_version":
+                shown = [p for p in paths if p and p != "-"] or [here]
+                for p in shown:
+                    lines = versions.show(os.path.join(p, "_") if os.path.isdir(p) else p, self.tf_version)
+                    if p is not here:
+                        lines[0] = f"{lines[0]}  [for {p}]"
+                    out += lines
                 continue
             val = getattr(self, f.name)
             if f.name == "per_file_ignores":

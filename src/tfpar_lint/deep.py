@@ -376,11 +376,249 @@ def enabled() -> bool:
     return os.environ.get("TFPAR_LINT_DEEP", "").strip().lower() not in ("off", "0", "no", "false")
 
 
+_TABBED_INDENT = re.compile(r"^[ \f]*\t", re.M)  # a line whose indentation holds a tab
+
+
+class Normalised:
+    """A source whose indentation was rewritten for libcst: ``text`` is what was parsed; columns on
+    the lines in ``indents`` (line -> (original indent length, new indent length)) are mapped
+    back with :meth:`column`."""
+
+    def __init__(self, text: str, indents: dict[int, tuple[int, int]]) -> None:
+        self.text = text
+        self.indents = indents
+
+    def column(self, line: int, col: int) -> int:
+        """The 1-based column ``col`` of ``line`` in the parsed text, in the original text."""
+        got = self.indents.get(line)
+        if got is None:
+            return col
+        old, new = got
+        if col - 1 >= new:
+            return col - new + old
+        return min(col, old + 1) if old else 1
+
+
+def normalise_indentation(source: str) -> Optional[Normalised]:
+    """``source`` with the indentation of every line that starts a token written with spaces only,
+    tabs expanded to multiples of 8 (the tab size CPython compares indentation with, having checked
+    that tab size 1 gives the same blocks).  libcst refuses some mixes CPython accepts (an inner
+    block indented ``8 spaces + tab`` under a tab); the rewritten text has the same blocks.  Lines
+    inside strings are left alone.  None when the text cannot be tokenized or nothing changes."""
+    import io
+    import tokenize
+
+    starts: set[int] = set()
+    covered: set[int] = set()  # lines inside a token (a multi-line string)
+    skip = (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in skip:
+                continue
+            starts.add(tok.start[0])
+            if tok.end[0] > tok.start[0]:
+                covered.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+    starts -= covered
+    lines = source.splitlines(keepends=True)
+    indents: dict[int, tuple[int, int]] = {}
+    for n in starts:
+        text = lines[n - 1] if n - 1 < len(lines) else ""
+        body = text.lstrip(" \t\f")
+        lead = text[:len(text) - len(body)]
+        if "\t" not in lead:
+            continue
+        new = lead.expandtabs(8)
+        lines[n - 1] = new + body
+        indents[n] = (len(lead), len(new))
+    if not indents:
+        return None
+    return Normalised("".join(lines), indents)
+
+
+def parse(source: str) -> tuple[cst.Module, int, Optional[Normalised]]:
+    """:func:`parse_module`, and the rewritten source when libcst needed its indentation normalised
+    (mixed tabs and spaces that CPython accepts): then the tree is that text's."""
+    exc: Optional[cst.ParserSyntaxError] = None
+    try:
+        tree, opaque = parse_module(source)
+        if opaque or not _mixed_indentation(source) or tree.code == source:
+            return tree, opaque, None
+        # libcst took the mix but rewrote it (a line indented `8 spaces + tab` in a block indented
+        # `tab + 8 spaces`): its columns would not be the file's
+    except cst.ParserSyntaxError as e:
+        if "\t" not in source or not _TABBED_INDENT.search(source):
+            raise
+        exc = e
+    python_tree(source)  # PythonRejects: CPython refuses the mix too (TabError)
+    fixed = normalise_indentation(source)
+    if fixed is None:
+        if exc is not None:
+            raise exc
+        return tree, opaque, None
+    try:
+        tree, opaque = parse_module(fixed.text)
+    except cst.ParserSyntaxError:
+        if exc is not None:
+            raise exc from None
+        raise
+    return tree, opaque, fixed
+
+
+def _mixed_indentation(source: str) -> bool:
+    """Some line's indentation mixes tabs and spaces, or some lines indent with tabs and others
+    with spaces."""
+    if "\t" not in source or not _TABBED_INDENT.search(source):
+        return False
+    return bool(_MIXED_LINE.search(source)) or bool(re.search(r"^ ", source, re.M))
+
+
+_MIXED_LINE = re.compile(r"^(?: +\t|\t+ )", re.M)
+
+
+# Large modules are parsed by libcst in pieces of about this many characters, cut between top-level
+# statements, and the pieces' statements joined into one tree (the same tree: its code is the
+# source).  libcst's native parser holds its tokens and an intermediate tree for the whole text
+# while it builds the Python one: about 540 bytes per source byte at the peak for a 3 MB module,
+# against about 80 for the finished tree.  In pieces, that overhead is a piece's.
+CHUNK_CHARS = 64 * 1024
+# A top-level statement's first line: not indented, not a comment, a decorator's target, a
+# continuation of a compound statement (else/elif/except/finally) or closing brackets.
+_TOP_START = re.compile(r"^(?![ \t\f#@)\]}\r\n]|(?:else|elif|except|finally)\b)", re.M)
+
+
+def _chunks(source: str) -> Optional[list[str]]:
+    """``source`` cut into pieces of at least CHUNK_CHARS at the start of top-level statements
+    (a cut inside a string or brackets makes the piece before it fail to parse: then the caller
+    parses the whole text); None when the text is too small to cut."""
+    if len(source) < 2 * CHUNK_CHARS:
+        return None
+    cuts = [0]
+    pos = CHUNK_CHARS
+    while pos < len(source) - CHUNK_CHARS // 2:
+        m = _TOP_START.search(source, pos)
+        if m is None:
+            break
+        at = m.start()
+        k = at - 1  # the last non-blank character before the cut, and its line
+        while k >= 0 and source[k] in " \t\f\r\n":
+            k -= 1
+        prev_line = source[source.rfind("\n", 0, k + 1) + 1:k + 1]
+        if prev_line.startswith("@") or prev_line.endswith("\\"):
+            pos = at + 1  # a decorated definition, or a backslash continuation: cut further on
+            continue
+        cuts.append(at)
+        pos = at + CHUNK_CHARS
+    if len(cuts) < 2:
+        return None
+    cuts.append(len(source))
+    return [source[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def _parse_in_pieces(source: str) -> Optional[tuple[cst.Module, int]]:
+    """:func:`parse_module` of a large module, piece by piece (see CHUNK_CHARS); None when it cannot
+    be done so (a piece does not parse alone, or the pieces disagree on the module's indentation or
+    line ending): then the whole text is parsed."""
+    pieces = _chunks(source)
+    if pieces is None:
+        return None
+    first: Optional[cst.Module] = None
+    body: list = []
+    pending: list = []  # the last piece's trailing comments: the next statement's leading lines
+    opaque = 0
+    carry = ""
+    starts: list[tuple[int, int]] = []  # per piece: (its first statement's index, the line its code starts on)
+    line = 1  # the line the current piece's text starts on
+    for k, text in enumerate(pieces):
+        if not carry:
+            text_line = line
+        text = carry + text
+        line += pieces[k].count("\n")
+        try:
+            piece, n = _parse_whole(text)
+        except (cst.ParserSyntaxError, PythonRejects):
+            if k == len(pieces) - 1:
+                return None
+            carry = text  # cut inside a string or brackets: join it to the next piece
+            continue
+        carry = ""
+        opaque += n
+        stmts = list(piece.body)
+        if stmts:
+            # the line its first statement's code starts on: after the module's header for the first
+            # piece; else at the trailing comments of the pieces before, which become its leading lines
+            starts.append((len(body), 1 + len(piece.header) if first is None else text_line - len(pending)))
+        if first is None:
+            first = piece
+        else:
+            if (piece.default_indent != first.default_indent and _has_blocks(piece)) \
+                    or piece.default_newline != first.default_newline or piece.encoding != first.encoding:
+                return None
+            if stmts:
+                s0 = stmts[0]
+                stmts[0] = s0.with_changes(leading_lines=[*pending, *piece.header, *s0.leading_lines])
+                pending = []
+            else:
+                pending += list(piece.header)
+        pending += list(piece.footer)
+        body += stmts
+        del piece
+        _trim()
+    assert first is not None
+    tree = first.with_changes(body=body, footer=pending, has_trailing_newline=source.endswith(("\n", "\r")))
+    _PIECES[id(tree)] = (tree, starts)
+    return tree, opaque
+
+
+# Trees parsed in pieces -> where their pieces start (see take_pieces); popped by the engine right
+# after the parse (the entry holds the tree).
+_PIECES: dict[int, tuple[cst.Module, list[tuple[int, int]]]] = {}
+
+
+def take_pieces(tree: cst.Module) -> Optional[list[tuple[int, int]]]:
+    """For a tree :func:`parse_module` made in pieces: ``[(index of the piece's first top-level
+    statement, the line its code (leading lines included) starts on), ...]``; else None."""
+    got = _PIECES.pop(id(tree), None)
+    return got[1] if got is not None and got[0] is tree else None
+
+
+def _has_blocks(module: cst.Module) -> bool:
+    return any(isinstance(getattr(s, "body", None), cst.IndentedBlock) for s in module.body)
+
+
+def _trim() -> None:
+    """Give the native parser's freed memory back to the system (glibc), so that the next piece's
+    does not add to the peak."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):  # pragma: no cover - not glibc
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
+
+
 def parse_module(source: str) -> tuple[cst.Module, int]:
     """libcst's tree of ``source`` and the number of expressions made opaque (see the module doc).
+    A large module is parsed in pieces (CHUNK_CHARS).
 
     Raises :class:`PythonRejects` (Python's verdict on a suspicious file) or
     ``libcst.ParserSyntaxError``."""
+    if enabled() and len(source) >= 2 * CHUNK_CHARS:
+        got = _parse_in_pieces(source)
+        if got is not None:
+            return got
+    return _parse_whole(source)
+
+
+def _parse_whole(source: str) -> tuple[cst.Module, int]:
     if not enabled():
         return cst.parse_module(source), 0
     tree: Optional[ast.Module] = None

@@ -44,7 +44,9 @@ class AnalysisOptions:
     strategy_factories: tuple[str, ...] = ()
     dataset_distributors: tuple[str, ...] = ()
     extra_markers: tuple[str, ...] = ()
-    tf_version: str = "2.16"  # config.DEFAULT_TF_VERSION: the TensorFlow the code targets
+    # the TensorFlow the code targets (the tf-version setting), or None: inferred for each file
+    # from the project's files and the code's APIs (tfpar_lint.versions)
+    tf_version: Optional[str] = None
     project: bool = True  # follow names into the project's other files (whole-project analysis)
     src: tuple[str, ...] = ()  # folders the project's modules live in (default: the root and root/src)
     # where the per-module summaries are kept (the result cache's folder; None: in memory only).
@@ -93,10 +95,13 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
     project = _PROJECTS.get(key)
     if project is None:
         def build(fpath: str, src: str) -> Module:
-            tree, opaque = deep.parse_module(src)
-            mod = Module(tree, src, fpath, options.strategy_factories,
+            tree, opaque, fixed = deep.parse(src)
+            mod = Module(tree, fixed.text if fixed is not None else src, fpath, options.strategy_factories,
                          options.dataset_distributors, tf_version=options.tf_version, project=project)
             mod.opaque = opaque  # the note, should this module be linted itself
+            mod.normalised = fixed  # its indentation, rewritten for libcst (columns map back)
+            mod.original_source = src
+            mod.pieces = deep.take_pieces(tree)  # parsed in pieces: where they start (positions)
             return mod
 
         store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
@@ -111,6 +116,20 @@ def _dep_digests(project: Any, module: Module) -> dict[str, str]:
     for p in sorted(project.dependencies(module)):
         try:
             out[p] = hashlib.sha256(read_regular(p)).hexdigest()  # never blocks on a FIFO
+        except OSError:
+            out[p] = ""
+    return out
+
+
+def _version_digests(module: Module) -> dict[str, str]:
+    import hashlib
+
+    from tfpar_lint import versions
+
+    out = {}
+    for p in versions.dependency_paths(module):
+        try:
+            out[p] = hashlib.sha256(read_regular(p)).hexdigest()
         except OSError:
             out[p] = ""
     return out
@@ -329,18 +348,30 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     ``notes`` the notes for the user (expressions analysed as unknown values)."""
     project = project_for(path, options)
     known = project.modules.get(os.path.abspath(path)) if project is not None else None
-    if known is not None and known.source == source:
+    if known is not None and getattr(known, "original_source", known.source) == source:
         module, tree = known, known.tree  # already built as another file's import: the same object
         opaque = getattr(known, "opaque", 0)
+        fixed = getattr(known, "normalised", None)
     else:
-        tree, opaque = deep.parse_module(source)
-        module = Module(tree, source, path, options.strategy_factories, options.dataset_distributors,
-                        tf_version=options.tf_version, project=project)
+        tree, opaque, fixed = deep.parse(source)
+        module = Module(tree, fixed.text if fixed is not None else source, path, options.strategy_factories,
+                        options.dataset_distributors, tf_version=options.tf_version, project=project)
+        module.normalised, module.original_source = fixed, source
+        module.pieces = deep.take_pieces(tree)
     if opaque and notes is not None:
         notes.append(deep.note(opaque))
     try:
-        return _analyse(module, tree, rules, with_fixes, path)
+        # mixed tabs and spaces that libcst refused: the tree is of the normalised text; columns are
+        # mapped back to the file's, and no fix is offered (its edits would be the other text's)
+        findings = _analyse(module, tree, rules, with_fixes and fixed is None, path)
+        if fixed is not None:
+            for f in findings:
+                f.col = fixed.column(f.line, f.col)
+                f.end_col = fixed.column(f.end_line, f.end_col)
+        return findings
     finally:
+        if deps is not None:
+            deps.update(_version_digests(module))  # the requirements file its version was read from
         if project is not None:
             if deps is not None:
                 deps.update(_dep_digests(project, module))
@@ -366,7 +397,7 @@ def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with
     wanted = [rep.node for _, rep in reports] + [rep.related for _, rep in reports if rep.related is not None]
     for fx in fixes.values():
         wanted.extend(fx.nodes())
-    positions = node_positions(tree, wanted, source)
+    positions = node_positions(tree, wanted, source, getattr(module, "pieces", None))
     table = None
     findings = []
     seen = set()
@@ -430,7 +461,7 @@ def _place_in_project(module: Module, node: cst.CSTNode) -> str:
         if other is None or other is module:
             continue
         try:
-            pos = node_positions(other.tree, [node]).get(node)
+            pos = node_positions(other.tree, [node], other.source, getattr(other, "pieces", None)).get(node)
         except Exception:  # not in that tree  # pragma: no cover
             pos = None
         if pos is not None:
@@ -471,7 +502,8 @@ def _counting_state() -> type:
     return _Counting
 
 
-def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optional[str] = None) -> Any:
+def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optional[str] = None,
+                   pieces: Optional[Sequence[tuple[int, int]]] = None) -> Any:
     """libcst ``PositionProvider`` ranges of ``nodes`` (a mapping with ``.get``).
 
     Same numbers as ``MetadataWrapper(tree).resolve(PositionProvider)``, about
@@ -483,7 +515,14 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
     of a long module no longer costs the code generation of the whole module.
     Falls back to the public API if libcst's internals are not what we expect.
     """
-    if source is not None and len(tree.body) > 1:
+    if pieces:
+        # a module parsed in pieces: only the pieces that hold wanted nodes are generated, each
+        # from the line it starts on (no ast of the whole module: it would cost twice the memory
+        # of libcst's tree)
+        got = _piece_positions(tree, nodes, pieces)
+        if got is not None:
+            return got
+    elif source is not None and len(tree.body) > 1:
         got = _statement_positions(tree, nodes, source)
         if got is not None:
             return got
@@ -493,10 +532,6 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
 
         class _State(counting):
             done = False
-
-            def add_token(self, value: str) -> None:
-                self.tokens.append(value)
-                counting.add_token(self, value)
 
             def after_codegen(self, node: cst.CSTNode) -> None:
                 counting.after_codegen(self, node)
@@ -519,6 +554,56 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
     except (ImportError, AttributeError, TypeError):  # pragma: no cover - another libcst
         pass
     return MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+def _piece_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode],
+                     pieces: Sequence[tuple[int, int]]) -> Optional[dict]:
+    """:func:`node_positions` of a tree parsed in pieces (``pieces``: :func:`deep.take_pieces`): the
+    top-level statements from the start of each piece that holds wanted nodes to the last one
+    holding them are generated, from the line the piece starts on; None when a node is not found."""
+    import bisect
+
+    from tfpar_lint.semantic.walk import syntax_children
+
+    try:
+        _State = _counting_state()
+    except ImportError:  # pragma: no cover - another libcst
+        return None
+    wanted = {id(n) for n in nodes}
+    left = set(wanted)
+    last_in_piece: dict[int, int] = {}  # piece -> the last statement index holding a wanted node
+    firsts = [p[0] for p in pieces]
+    for k, stmt in enumerate(tree.body):
+        if not left:
+            break
+        stack: list[cst.CSTNode] = [stmt]
+        hit = False
+        while stack:
+            x = stack.pop()
+            if id(x) in left:
+                left.discard(id(x))
+                hit = True
+            stack.extend(syntax_children(x))
+        if hit:
+            p = bisect.bisect_right(firsts, k) - 1
+            if p < 0:
+                return None
+            last_in_piece[p] = k
+    if left:
+        return None
+    provider = PositionProvider()
+    try:
+        for p, last in sorted(last_in_piece.items()):
+            first, line = pieces[p]
+            state = _State(default_indent=tree.default_indent, default_newline=tree.default_newline,
+                           provider=provider)
+            state.line, state.column = line, 0
+            for stmt in tree.body[first:last + 1]:
+                stmt._codegen(state)
+    except (AttributeError, TypeError):  # pragma: no cover - libcst's internals changed
+        return None
+    computed = provider._computed
+    return computed if all(n in computed for n in nodes) else None
 
 
 def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: str) -> Optional[dict]:

@@ -122,6 +122,14 @@ class FileError:
     col: int = 0
     code: str = ""
 
+    @property
+    def at_limit(self) -> bool:
+        """The analysis was given up at a per-file limit (CPU time, memory): the file is fine,
+        the budget was not (``--exit-zero`` does not turn this into exit status 2)."""
+        from tfpar_lint.workers import LIMIT_REASONS
+
+        return any(self.message.startswith("analysis gave up: " + r) for r in LIMIT_REASONS)
+
     def render(self) -> str:
         from tfpar_lint.output import error_code
 

@@ -141,7 +141,7 @@ class Plugin:
             if cls.tf_version is not None:
                 tf_version = config.parse_tf_version(cls.tf_version, "--tfp-tf-version")
             else:
-                tf_version = settings.tf_version if settings is not None else config.DEFAULT_TF_VERSION
+                tf_version = settings.tf_version if settings is not None else None  # None: inferred
             # the per-module summaries of the modules a file imports or is imported by: shared
             # with the CLI and every flake8 process through the cache folder (cache-dir)
             summary_dir = None

@@ -10,8 +10,16 @@ cell stay the ones the user sees:
   ``files = !ls``, ``t = %time f()``, help requests ``tf.function?`` / ``??x``
   (with their ``\\``-continued lines); one that opens a block becomes ``pass``
   so that the block still parses;
-* a cell magic (``%%bash``, ``%%time``...) on the first line means the cell is
-  not Python: the whole cell is left out.
+* automagics: a line that IPython runs as a line magic without its ``%`` (``pip install x``,
+  ``cd data``, ``tensorflow_version 1.x``), when it is not valid Python as it stands;
+* a cell magic whose body is Python (``%%time``, ``%%timeit``, ``%%capture``, ``%%prun``,
+  ``%%debug``, ``%%python``, ``%%python3``, ``%%pypy``): its line is blanked and the rest of the
+  cell is linted, as ruff does; any other cell magic (``%%bash``, ``%%writefile``...) means the
+  cell is not Python here: the whole cell is left out.
+
+A magic is masked wherever it stands: alone in a block whose header ends with a comment
+(``if 'google.colab' in sys.modules:  # Colab only`` then ``%tensorflow_version 1.x``) it
+becomes ``pass``.
 """
 from __future__ import annotations
 
@@ -23,6 +31,33 @@ _ASSIGN_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\
 _HELP = re.compile(r"^\s*(\?\??[\w.]+|[\w.]+\?\??)\s*$")
 
 
+# Cell magics whose body IPython runs as Python (ruff lints these cells with the magic masked).
+TRANSPARENT_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy"})
+# IPython's line magics (and Colab's), which automagic runs without their ``%``.
+LINE_MAGICS = frozenset("""
+alias alias_magic autoawait autocall automagic autoreload autosave bookmark cat cd clear colors conda config
+connect_info cp debug dhist dirs doctest_mode ed edit env gui hist history killbgscripts ldir less lf lk ll load
+load_ext loadpy logoff logon logstart logstate logstop ls lsmagic lx macro magic mamba man matplotlib micromamba
+mkdir more mv notebook page pastebin pdb pdef pdoc pfile pinfo pinfo2 pip popd pprint precision prun psearch
+psource pushd pwd pycat pylab qtconsole quickref recall rehashx reload_ext rep rerun reset reset_selective rm rmdir
+run save sc set_env shell store sx system tb tensorflow_version time timeit unalias unload_ext uv who who_ls whos
+xdel xmode
+""".split())
+_AUTOMAGIC = re.compile(r"^\s*([A-Za-z_]\w*)(?:\s|$)")
+
+
+def _is_automagic(stripped: str) -> bool:
+    """``pip install x``: a line magic's name, then words that are not Python."""
+    m = _AUTOMAGIC.match(stripped)
+    if m is None or m.group(1) not in LINE_MAGICS:
+        return False
+    try:
+        compile(stripped, "<line>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return True
+    return False  # `ls` or `env = {}`: Python as written
+
+
 def _is_ipython_line(stripped: str, line: str) -> bool:
     if not stripped:
         return False
@@ -32,7 +67,34 @@ def _is_ipython_line(stripped: str, line: str) -> bool:
         return True
     if ("%" in stripped or "!" in stripped) and _ASSIGN_MAGIC.match(line):
         return True  # `files = !ls`, `t = %time f()`
+    if _is_automagic(stripped):
+        return True
     return False
+
+
+def _code_part(line: str) -> str:
+    """``line`` without its comment (a ``#`` outside strings), right-stripped."""
+    if "#" not in line:
+        return line.rstrip()
+    i, n, quote = 0, len(line), None
+    while i < n:
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                i += len(quote)
+                quote = None
+                continue
+        elif c == "#":
+            return line[:i].rstrip()
+        elif c in "\"'":
+            quote = line[i:i + 3] if line[i:i + 3] in ('"""', "'''") else c
+            i += len(quote)
+            continue
+        i += 1
+    return line.rstrip()
 
 
 def _bracket_delta(code: str, in_string: str | None) -> tuple[int, str | None]:
@@ -67,20 +129,29 @@ def _bracket_delta(code: str, in_string: str | None) -> tuple[int, str | None]:
 
 
 def clean_cell(source: str) -> str | None:
-    """The cell with IPython-only lines blanked; ``None`` for a cell magic cell."""
+    """The cell with IPython-only lines blanked; ``None`` for a cell whose cell magic's body is not
+    Python (``%%bash``, ``%%writefile``)."""
     lines = source.splitlines(keepends=True)
-    first = next((ln for ln in lines if ln.strip()), "")
-    if first.lstrip().startswith("%%"):
-        return None
+    first_index = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    skip_first = False
+    if first_index is not None and lines[first_index].lstrip().startswith("%%"):
+        name = lines[first_index].lstrip()[2:].split(None, 1)
+        if not name or name[0] not in TRANSPARENT_CELL_MAGICS:
+            return None
+        skip_first = True
     out: list[str] = []
     continuing = False
     last_code = ""
     depth = 0  # open brackets of the Python code so far
     open_string: str | None = None  # a triple-quoted string still open
-    for line in lines:
+    for k, line in enumerate(lines):
         body = line.rstrip("\r\n")
         eol = line[len(body):]
         stripped = body.strip()
+        if skip_first and k == first_index:
+            out.append(eol)  # the transparent cell magic's line (`%%time`, `%%timeit x = f()`)
+            continuing = body.endswith("\\")
+            continue
         inside_python = depth > 0 or open_string is not None or last_code.rstrip().endswith("\\")
         if continuing:
             out.append(eol)
@@ -88,7 +159,7 @@ def clean_cell(source: str) -> str | None:
         elif not inside_python and _is_ipython_line(stripped, body):
             indent = body[:len(body) - len(body.lstrip())]
             # a magic opening a block (`if x:` then `    %time f()`) becomes `pass`
-            opens_block = bool(indent) and last_code.rstrip().endswith(":")
+            opens_block = bool(indent) and _code_part(last_code).endswith(":")
             out.append((indent + "pass" if opens_block else "") + eol)
             if opens_block:
                 last_code = indent + "pass"

@@ -8,13 +8,15 @@ after file and is replaced only when it dies or is killed.  For each task
 
 * ``on_result(k, value)``: the worker returned ``fn(tasks[k])``;
 * ``on_failure(k, reason)``: the worker died on it (``"the worker process was
-  killed by SIGSEGV"``), ran past ``timeout`` seconds (then it is killed), or
-  ``fn`` raised (``"out of memory"``, ``"RecursionError: ..."``).
+  killed by SIGSEGV"``), used more than ``timeout`` seconds of CPU time on it or
+  gave no answer for ``WALL_FACTOR`` times that in wall-clock time (then it is
+  killed), or ``fn`` raised (``"out of memory"``, ``"RecursionError: ..."``).
 
 The tasks a dead worker had queued behind the culprit go to another worker.
 A worker keeps ``DEPTH`` tasks in flight so it never waits for the parent;
 it runs them in order, so the oldest unanswered one is the one that killed
-it, and its clock starts when the one before it was answered.
+it, and its clocks (CPU time, and the wall-clock backstop) start when the one
+before it was answered.
 
 Inside a worker the tasks run on a thread with a ``STACK_SIZE`` stack
 (libcst's parser recurses on the C stack: ``z = a and a and ...`` with 7,057
@@ -42,9 +44,34 @@ DEPTH = 2
 # within a second and a few dozen MB, where a 64 MB stack let libcst run 50 s
 # and take 10 GB before it failed.
 STACK_SIZE = 16 << 20
-# Per-file wall-clock limit of the analysis (read, parse, rules), in seconds
-# (file-timeout / --file-timeout).
+# Per-file limit of the analysis (read, parse, rules), in seconds of the worker's CPU time
+# (file-timeout / --file-timeout): a loaded machine slows a file down without making it cost more,
+# so a busy machine gives the same results as an idle one.  Where the CPU time cannot be read (no
+# /proc), the limit is wall-clock time.
 DEFAULT_TIMEOUT = 60.0
+# A worker that uses no CPU and gives no answer (blocked) is given up after this many times the
+# limit in wall-clock time.
+WALL_FACTOR = 20
+# The start of the reasons of files given up at a per-file limit (engine.gave_up marks them).
+LIMIT_REASONS = ("used more than", "gave no answer within", "out of memory")
+
+
+def cpu_seconds(pid: int) -> Optional[float]:
+    """CPU time (user + system, all threads) the process ``pid`` has used, or None where it cannot
+    be read (no /proc, or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        rest = data[data.rfind(b")") + 2:].split()
+        return (int(rest[11]) + int(rest[12])) / _CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+try:
+    _CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK"))
+except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+    _CLOCK_TICKS = 100.0
 # Files larger than this are skipped with E902 (max-file-size / --max-file-size).
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 
@@ -170,7 +197,22 @@ class _Worker:
         child.close()
         self.conn = parent
         self.inflight: deque[int] = deque()
-        self.deadline: Optional[float] = None
+        self.deadline: Optional[float] = None  # wall clock: the backstop (or the limit, without /proc)
+        self.cpu0: Optional[float] = None  # the worker's CPU time when its current task started
+
+    def start_clock(self, limit: Optional[float], now: float) -> None:
+        """The current task's limits start now: ``limit`` s of CPU time, and a wall-clock backstop."""
+        if limit is None:
+            self.deadline = self.cpu0 = None
+            return
+        self.cpu0 = cpu_seconds(self.proc.pid)
+        self.deadline = now + (limit * WALL_FACTOR if self.cpu0 is not None else limit)
+
+    def cpu_used(self) -> Optional[float]:
+        if self.cpu0 is None:
+            return None
+        now = cpu_seconds(self.proc.pid)
+        return None if now is None else now - self.cpu0
 
     def kill(self) -> None:
         try:
@@ -252,8 +294,8 @@ def run_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], *, jobs: int = 1,
                     except (OSError, ValueError):  # the worker is gone; found below
                         pending.appendleft(k)
                         break
-                    if not w.inflight and limit is not None:
-                        w.deadline = now + limit
+                    if not w.inflight:
+                        w.start_clock(limit, now)
                     w.inflight.append(k)
             busy = [i for i in range(nworkers) if workers[i] is not None and workers[i].inflight]  # type: ignore[union-attr]
             if not busy:
@@ -262,8 +304,17 @@ def run_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], *, jobs: int = 1,
             for i in busy:
                 w = workers[i]
                 wait_for += [w.conn, w.proc.sentinel]  # type: ignore[union-attr]
-            deadlines = [workers[i].deadline for i in busy if workers[i].deadline is not None]  # type: ignore[union-attr]
-            wait(wait_for, None if not deadlines else max(0.0, min(deadlines) - time.monotonic()))
+            # wake at the nearest wall-clock deadline, or when a worker could first have used its
+            # CPU budget (a task cannot use more CPU time than wall time: one thread runs it)
+            wakes: list[float] = []
+            for i in busy:
+                w = workers[i]  # type: ignore[assignment]
+                if w.deadline is not None:  # type: ignore[union-attr]
+                    wakes.append(w.deadline - time.monotonic())  # type: ignore[union-attr]
+                used = w.cpu_used() if limit is not None else None  # type: ignore[union-attr]
+                if used is not None:
+                    wakes.append(max(0.05, limit - used))  # type: ignore[operator]
+            wait(wait_for, None if not wakes else max(0.0, min(wakes)))
             for i in busy:
                 w = workers[i]
                 assert w is not None
@@ -274,7 +325,7 @@ def run_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], *, jobs: int = 1,
                         if k != w.inflight[0]:  # pragma: no cover - protocol error
                             raise EOFError
                         w.inflight.popleft()
-                        w.deadline = (time.monotonic() + limit) if (w.inflight and limit is not None) else None
+                        w.start_clock(limit if w.inflight else None, time.monotonic())
                         if ok:
                             on_result(k, value)
                         else:
@@ -286,8 +337,19 @@ def run_tasks(fn: Callable[[Any], Any], tasks: Sequence[Any], *, jobs: int = 1,
                 if dead:
                     w.proc.join(5)
                     fail(i, death_reason(w.proc.exitcode))
-                elif w.inflight and w.deadline is not None and time.monotonic() >= w.deadline:
-                    fail(i, f"timed out after {limit:g} s (the limit is set with --file-timeout)")
+                elif w.inflight and limit is not None:
+                    used = w.cpu_used()
+                    if used is not None and used >= limit:
+                        fail(i, f"used more than {limit:g} s of CPU time, the per-file limit "
+                                f"(set with --file-timeout)")
+                    elif w.deadline is not None and time.monotonic() >= w.deadline:
+                        if w.cpu0 is None:
+                            fail(i, f"gave no answer within {limit:g} s, the per-file limit (set with "
+                                    f"--file-timeout; wall-clock time: this platform does not show CPU time)")
+                        else:
+                            fail(i, f"gave no answer within {limit * WALL_FACTOR:g} s of wall-clock time "
+                                    f"({WALL_FACTOR}x the per-file limit of {limit:g} s of CPU time, set with "
+                                    f"--file-timeout), having used {used or 0:.1f} s of CPU time")
     finally:
         for w in workers:
             if w is not None:

@@ -17,17 +17,30 @@ class CreatedOutsideScopeRule(Rule):
     def check(self) -> Iterator[Report]:
         m = self.module
         for v in values_of_kind(m, self.KIND):
-            if not created_outside_scope(m, v):
+            if not created_outside_scope(m, v) or not self.applies(v):
                 continue
             for use in uses_with_strategy(m, v):
+                if use.site is not None and v.site is not None and m.exclusive(v.site, use.site):
+                    continue  # made in one arm of `if t:`, used in the other arm of a later `if t:`
                 yield Report(
                     v.origin,
                     f"{self.WHAT} `{use.subject or m.code(v.origin)}` is created outside the strategy's scope, but "
-                    f"{use.how}; create it inside `with {use.strategy}.scope():`",
-                    {"object": m.code(v.origin), "kind": self.KIND},
+                    f"{use.how}; create it inside `with {use.strategy}.scope():`{self.why(v)}",
+                    {"object": m.code(v.origin), "kind": self.KIND, **self.data(v)},
                     related=use.node,
                 )
                 break
+
+    def applies(self, v) -> bool:
+        """Is the object's creation outside the scope a mistake in the version it runs on?"""
+        return True
+
+    def why(self, v) -> str:
+        """What the message adds (the TensorFlow version a version-dependent rule assumes)."""
+        return ""
+
+    def data(self, v) -> dict:
+        return {}
 
     # -- fix (safe): move the creating statement into the `with X.scope():` right after it
     FIXABLE = "safe"

@@ -18,6 +18,7 @@ class Use:
     how: str  # e.g. "compiled under `strategy.scope()`"
     strategy: str  # source text of the strategy expression
     subject: str = ""  # how the code names the object there (e.g. "model")
+    site: Optional[CallSite] = None  # the call that uses it, when the use is a call
 
 
 def created_outside_scope(m: Module, v: Value) -> bool:
@@ -170,14 +171,14 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
             known, _ = m.scope_items(cs)
             if known:
                 yield Use(cs.node, f"`{meth}` is called under `{strategy_text(m, cs)}.scope()` "
-                                   f"({{line}})", strategy_text(m, cs), m.code(f.value))
+                                   f"({{line}})", strategy_text(m, cs), m.code(f.value), cs)
             elif cs.func is not None:
                 # in a function whose whole body runs under a scope (every caller is in one, or a
                 # local decorator runs it in one)
                 fk, fmaybe = m.function_scope(cs.func)
                 if fk and not fmaybe:
                     yield Use(cs.node, f"`{meth}` is called in `{cs.func.name}`, which runs under a strategy's "
-                                       f"scope ({{line}})", "strategy", m.code(f.value))
+                                       f"scope ({{line}})", "strategy", m.code(f.value), cs)
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
             known, _ = m.scope_items(cs)
             where = f"under `{strategy_text(m, cs)}.scope()` ({{line}})"
@@ -201,14 +202,14 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                             hit = e
             if hit is not None:
                 how = (f"it is passed to `compile` {where}" if known else f"it is passed {where}")
-                yield Use(cs.node, how, strategy_text(m, cs), m.code(hit))
+                yield Use(cs.node, how, strategy_text(m, cs), m.code(hit), cs)
         elif v.kind in (api.MODEL, api.LAYER) and meth in ("Sequential", "Model", "Functional"):
             known, _ = m.scope_items(cs)
             if known and api.kind_of_constructor(m.qualified_name(f, cs.scope, cs.order)[0]) == api.MODEL \
                     and any(all_from(m, e, cs, origin) for e in _arg_items(cs.node)):
                 yield Use(cs.node, f"it is built into `{meth}(...)` under `{strategy_text(m, cs)}.scope()` "
                                    f"({{line}}): its variables stay outside the strategy",
-                          strategy_text(m, cs), "")
+                          strategy_text(m, cs), "", cs)
     # used inside a replica function
     table = m.replica_functions()
     for fid, strategies in table.items():

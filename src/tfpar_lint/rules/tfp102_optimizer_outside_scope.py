@@ -1,4 +1,5 @@
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rules._objects import CreatedOutsideScopeRule
 
 
@@ -9,3 +10,19 @@ class OptimizerOutsideScope(CreatedOutsideScopeRule):
     FIX_HINT = "Create the optimizer inside `with strategy.scope():`."
     KIND = api.OPTIMIZER
     WHAT = "Optimizer"
+
+    # The optimizers of Keras 3, and Keras 2's from TensorFlow 2.11 on, take the strategy in force
+    # when they are made; TensorFlow 2.10's (OptimizerV2) and the legacy ones create their state
+    # lazily under the variables' strategy (versions.builds_at_first_use).
+    def applies(self, v) -> bool:
+        return versions.builds_at_first_use(self.module, v)
+
+    def why(self, v) -> str:
+        m = self.module
+        keras = 3 if m.keras_flavor(v) == "keras" else 2
+        return (f" (with {m.target.describe(keras)}: from TensorFlow 2.11 on, a Keras optimizer takes the strategy "
+                f"in force when it is made)")
+
+    def data(self, v) -> dict:
+        t = self.module.target
+        return {"tf_version": t.version_text(), "tf_version_source": t.source if t.known else "assumed"}

@@ -7,7 +7,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.rules._scope import all_from, calls_using, values_of_kind
-from tfpar_lint.semantic import Module, Value
+from tfpar_lint.semantic import Module, Value, arg, keyword
 
 OBJECT_KINDS = (api.MODEL, api.OPTIMIZER, api.VARIABLE, api.METRIC)
 WHAT = {api.MODEL: "model", api.OPTIMIZER: "optimizer", api.VARIABLE: "variable", api.METRIC: "metric"}
@@ -53,6 +53,29 @@ def one_identity(m: Module, vals: list[Value]) -> Optional[cst.CSTNode]:
     if len(ids) != 1 or None in ids.values():
         return None
     return next(iter(ids.values()))
+
+
+def tpu_device_set(m: Module, ident: cst.CSTNode) -> Optional[str]:
+    """The device assignment a TPU strategy constructor names (``TPUStrategy(resolver,
+    device_assignment=da)``), as source text; "" for the whole TPU system; None when ``ident`` is
+    not a TPU strategy constructor."""
+    if not isinstance(ident, cst.Call):
+        return None
+    site = m.site_of_call.get(id(ident))
+    q = m.qualified_name(ident.func, site.scope, site.order)[0] if site is not None else ""
+    if q not in api.TPU_STRATEGIES:
+        return None
+    expr = keyword(ident, "device_assignment") or arg(ident, 1)
+    return " ".join(m.code(expr).split()) if expr is not None else ""
+
+
+def separate_tpu_systems(m: Module, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Two TPU strategies over different device assignments (an actor's and a learner's cores):
+    variables made under one are run by the other on purpose.  Not MirroredStrategy: measured on
+    TF 2.21 with 3 logical CPUs, a variable made under ``MirroredStrategy(all)`` and read in
+    ``MirroredStrategy(devices=[two]).run`` raises the Mixing error."""
+    da, db = tpu_device_set(m, a), tpu_device_set(m, b)
+    return da is not None and db is not None and da != db
 
 
 class MixedStrategies(Rule):
@@ -105,6 +128,8 @@ class MixedStrategies(Rule):
                     used = one_identity(m, strategies)
                     if used is None or used is made_in:
                         continue
+                    if separate_tpu_systems(m, used, made_in):
+                        continue  # a learner's TPU cores and the whole system's: shared on purpose
                     fn = m.replica_fn_infos[fid]
                     refs = m.refs_to(v.origin, fn)
                     if refs:

@@ -39,11 +39,7 @@ class DatasetReplicatedByHand(Rule):
     def check(self) -> Iterator[Report]:
         m = self.module
         # [ds] * n  (not as the input of a tf.data API such as sample_from_datasets, which is intended)
-        data_api_args = set()
-        for cs in m.calls:
-            q, _ = m.qualified_name(cs.node.func, cs.scope, cs.order)
-            if q.startswith("tensorflow.data.") or q.startswith("tensorflow.data"):
-                data_api_args.update(id(a.value) for a in cs.node.args)
+        data_api_args = self._data_api_inputs()
         for node, scope, order in m.sequence_repeats:
             if id(node) in data_api_args:
                 continue
@@ -98,6 +94,39 @@ class DatasetReplicatedByHand(Rule):
                 yield Report(cs.node, f"the function passed to `{meth}` ignores its context argument: every "
                                       f"replica receives the same value; select the replica's part with "
                                       f"`ctx.replica_id_in_sync_group`")
+
+    def _data_api_inputs(self) -> set[int]:
+        """ids of the expressions that become the input of a tf.data API (``Dataset.zip``,
+        ``sample_from_datasets``, ...): its arguments, and what reaches them through ``tuple(...)``
+        / ``list(...)``, star-arguments, tuple and list displays and local names
+        (``copies = [ds] * 6; Dataset.zip(tuple(copies))``).  Datasets combined into one example
+        (six columns zipped together) are not copies for replicas."""
+        m = self.module
+        out: set[int] = set()
+        for cs in m.calls:
+            q, _ = m.qualified_name(cs.node.func, cs.scope, cs.order)
+            if not q.startswith("tensorflow.data"):
+                continue
+            work = [(a.value, cs.scope, cs.order) for a in cs.node.args]
+            budget = 200
+            while work and budget:
+                budget -= 1
+                e, scope, order = work.pop()
+                if id(e) in out:
+                    continue
+                out.add(id(e))
+                if isinstance(e, (cst.Tuple, cst.List)):
+                    work += [(el.value, scope, order) for el in e.elements]
+                elif isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in ("tuple", "list") \
+                        and not m.lookup(e.func.value, scope, order):
+                    work += [(a.value, scope, order) for a in e.args]
+                elif isinstance(e, cst.GeneratorExp):
+                    out.add(id(e))
+                elif isinstance(e, cst.Name):
+                    for fe, fs, fo in m.feeding_exprs(e, scope, order):
+                        if fe is not e:
+                            work.append((fe, fs, fo))
+        return out
 
     def _appended_per_replica(self) -> Iterator[Report]:
         """``for _ in range(strategy.num_replicas_in_sync): its += [iter(ds)]`` (or ``.append``): a

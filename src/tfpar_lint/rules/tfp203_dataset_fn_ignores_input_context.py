@@ -60,10 +60,20 @@ class DatasetFnIgnoresInputContext(Rule):
                     multi or not all(self._batches_per_replica(fn) for fn in fns)):
                 # Single-worker strategies: the TPU guide ignores the context and batches with
                 # `global // strategy.num_replicas_in_sync` computed by hand, which is correct.
-                symptom = ("every worker reads all the data and each replica gets a whole global batch"
-                           if multi else
-                           "each replica gets a whole global batch (N times the intended batch) and, with "
-                           "several workers, every worker reads all the data")
+                # Sharding and batching matter only where they change what replicas see: one host
+                # has one input pipeline (no shard needed), and a function that batches nothing
+                # itself (a dataset built and batched elsewhere) shows no batch to judge.
+                tpu = any(v.qname in api.TPU_STRATEGIES for v in strat)
+                global_batch = any(self._batches_globally(fn) for fn in fns)
+                if not multi and not tpu and not global_batch:
+                    continue
+                if multi:
+                    symptom = "every worker reads all the data and each replica gets a whole global batch"
+                elif global_batch:
+                    symptom = ("each replica gets a whole global batch (N times the intended batch) and, with "
+                               "several workers, every worker reads all the data")
+                else:
+                    symptom = "on a TPU with several hosts every host reads all the data (nothing shards it)"
                 yield Report(cs.node, f"the dataset function passed to `{meth}` ignores its input context: "
                                       f"{symptom}; shard with `ctx.input_pipeline_id` and batch with "
                                       f"`ctx.get_per_replica_batch_size(...)`")
@@ -114,6 +124,40 @@ class DatasetFnIgnoresInputContext(Rule):
                 for callee in callees:
                     if callee is not fn and self._batches_per_replica(callee, depth + 1, _passed(callee, cs)):
                         return True
+        return False
+
+    def _batches_globally(self, fn, depth: int = 0, passed: Optional[dict] = None) -> bool:
+        """``fn``, or a local function it calls, batches with a size that is not per replica by its
+        value story (a batch this function makes, which every replica then receives whole)."""
+        m = self.module
+        for cs in m.calls_within(fn):
+            f = cs.node.func
+            callees = m.resolve_function(f, cs.scope, cs.order)
+            if not callees and not (isinstance(f, cst.Attribute) and f.attr.value == "batch") and any(
+                    not a.star and self._constant_int(a.value, cs) for a in cs.node.args):
+                return True  # a fixed size handed to code that builds the dataset (`as_dataset(64)`)
+            if isinstance(f, cst.Attribute) and f.attr.value == "batch":
+                size = arg(cs.node, 0, "batch_size")
+                where = (size, cs.scope, cs.order)
+                if isinstance(size, cst.Name) and passed:
+                    bs = m.lookup(size.value, cs.scope, cs.order)
+                    if len(bs) == 1 and bs[0].kind == "param" and bs[0].func is fn and size.value in passed:
+                        where = passed[size.value]
+                if where[0] is not None and not per_replica_size(m, *where):
+                    return True
+            if depth < 4:
+                for callee in callees:
+                    if callee is not fn and self._batches_globally(callee, depth + 1, _passed(callee, cs)):
+                        return True
+        return False
+
+    def _constant_int(self, expr: cst.BaseExpression, cs) -> bool:
+        """An integer literal, or a name every value of which is one."""
+        if isinstance(expr, cst.Integer):
+            return True
+        if isinstance(expr, cst.Name):
+            got = self.module.reaching_exprs(expr, cs.scope, cs.order)
+            return bool(got) and all(isinstance(e, cst.Integer) for e, _s, _o in got)
         return False
 
     def _shards(self, fn, depth: int = 0) -> bool:

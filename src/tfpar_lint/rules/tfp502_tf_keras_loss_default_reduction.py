@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint import versions
 from tfpar_lint.semantic.loss import default_reduction, is_legacy, loss_object
 
 
@@ -34,7 +35,7 @@ class TfKerasLossDefaultReduction(Rule):
                 f"the Keras 2 (tf_keras) loss `{m.code(lo.origin)}` (line {{line}}) uses the default reduction and "
                 f"is called {where}: TensorFlow raises `ValueError: Please use `tf.keras.losses.Reduction.SUM` or "
                 f"`tf.keras.losses.Reduction.NONE` ...`; build it with `reduction=...Reduction.NONE` and use "
-                f"`tf.nn.compute_average_loss`",
+                f"`tf.nn.compute_average_loss`{versions.note(m, lo)}",
                 {"loss": m.code(lo.origin)},
                 related=lo.origin,
             )

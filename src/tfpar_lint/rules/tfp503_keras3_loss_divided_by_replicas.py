@@ -5,6 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint import versions
 from tfpar_lint.semantic.loss import (default_reduction, gradient_targets, is_keras3, loss_object, loss_terms,
                                     mentions_replicas, replica_fns)
 
@@ -35,7 +36,8 @@ class Keras3LossDividedByReplicas(Rule):
                                 d,
                                 f"`{m.code(t.node)}` is a Keras 3 loss with the default reduction: inside "
                                 f"`strategy.run` it is already scaled by 1/num_replicas_in_sync; dividing it again "
-                                f"by `{m.code(d)}` makes the gradients num_replicas_in_sync times too small",
+                                f"by `{m.code(d)}` makes the gradients num_replicas_in_sync times too small"
+                                f"{versions.note(m, lo)}",
                                 {"loss": m.code(lo.origin), "function": fn.name},
                                 related=lo.origin,
                             )

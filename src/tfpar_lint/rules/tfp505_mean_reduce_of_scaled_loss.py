@@ -6,6 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
+from tfpar_lint import versions
 from tfpar_lint.semantic.loss import (AVERAGE_LOSS, default_reduction, is_keras3, loss_object, loss_terms,
                                     mentions_replicas, replicated)
 from tfpar_lint.semantic import CallSite, arg, call_method
@@ -153,7 +154,7 @@ class MeanReduceOfScaledLoss(Rule):
                 return "divided by the global batch size (`tf.nn.compute_average_loss`)"
             lo = loss_object(m, node, t.scope, t.order)
             if lo is not None and is_keras3(m, lo) and default_reduction(m, lo):
-                return "scaled by 1/num_replicas_in_sync (Keras 3 default-reduction loss)"
+                return f"scaled by 1/num_replicas_in_sync (Keras 3 default-reduction loss{versions.note(m, lo, ', ')})"
         return None
 
     def _global_batch(self, d: cst.BaseExpression, scope, order: int) -> bool:

@@ -33,9 +33,10 @@ class Keras3FitWithMwms(Rule):
             spelling = "tf.keras" if model.raw_qname.startswith("tensorflow") else "keras"
             yield Report(
                 cs.node,
-                f"`{m.code(recv)}` is a Keras 3 model (`{spelling}`) trained with `fit` under a "
+                f"with {m.target.describe(3)}, `{m.code(recv)}` is a Keras 3 model (`{spelling}`) trained with `fit` under a "
                 f"MultiWorkerMirroredStrategy: with more than one worker Keras 3 fails with `ValueError: Attempt to "
                 f"convert a value (PerReplica:{{...}}) with an unsupported type ... to a Tensor`; use tf_keras "
                 f"(`TF_USE_LEGACY_KERAS=1`) or a custom training loop",
-                {"keras": spelling},
+                {"keras": spelling, "tf_version": m.target.version_text(), "tf_version_source": m.target.source
+                 if m.target.known else "assumed"},
             )

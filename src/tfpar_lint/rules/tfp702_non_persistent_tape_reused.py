@@ -67,6 +67,9 @@ class NonPersistentTapeReused(Rule):
             reported = False
             for i, b in enumerate(sites):
                 first = next((a for a in sites[:i] if a.func is b.func and not _exclusive(a, b)), None)
+                if first is not None and m.caught(b, ("RuntimeError",)):
+                    reported = True  # the error is caught around the call on purpose (a demonstration)
+                    continue
                 if first is not None:
                     reported = True
                     yield Report(
@@ -81,7 +84,7 @@ class NonPersistentTapeReused(Rule):
             if reported:
                 continue
             for b in sites:
-                if b.func is tape.site.func and b.loops > tape.site.loops:
+                if b.func is tape.site.func and b.loops > tape.site.loops and not m.caught(b, ("RuntimeError",)):
                     yield Report(
                         b.node,
                         f"`{m.code(b.node.func)}(...)` runs in a loop on the non-persistent tape "

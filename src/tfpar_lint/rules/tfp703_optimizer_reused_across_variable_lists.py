@@ -5,6 +5,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic import CallSite, Module, Scope, Value, arg, keyword
 
@@ -108,7 +109,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
                                for v in vals):
                 return None
             v = vals[0]
-            if ".legacy." in v.qname or m.keras_flavor(v) not in ("keras", "tf_keras"):
+            if not versions.builds_at_first_use(m, v):  # Keras 3, and Keras 2 from TF 2.11 on
                 return None
             return v
 
@@ -160,7 +161,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
                     cs.node,
                     f"the optimizer `{m.code(opt.origin)}` {how} other variables (line {{line}}) and is used here "
                     f"for a different model's variables: Keras optimizers build their state for the first variable "
-                    f"list, so this raises {err}; use one optimizer per model",
+                    f"list, so this raises {err}; use one optimizer per model{versions.note(m, opt)}",
                     {"optimizer": m.code(opt.origin)},
                     related=first_cs.node,
                 )

@@ -28,6 +28,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.semantic.bindings import Bindings
 from tfpar_lint.semantic.builder import Builder
 from tfpar_lint.semantic.callgraph import CallGraph
@@ -75,7 +76,7 @@ _DELEGATES = {
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
-                 "strategies", "strategy_method_calls", "strategy_by_use", "receiver_key"),
+                 "strategies", "strategy_method_calls", "strategy_by_use", "receiver_key", "exclusive", "caught"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings"),
 }
@@ -86,12 +87,14 @@ class Module:
 
     def __init__(self, tree: cst.Module, source: str = "", path: str = "<string>",
                  strategy_factories: Sequence[str] = (), dataset_distributors: Sequence[str] = (),
-                 tf_version: str = "2.16", project: Optional["Project"] = None) -> None:
+                 tf_version: Optional[str] = None, project: Optional["Project"] = None) -> None:
         self.tree = tree
         # the project's other modules (whole-project analysis), or None: this file alone
         self.project = project
-        # the TensorFlow the code targets (``tf-version``): ``tf.keras`` is Keras 3 from 2.16 on
-        self.tf_version = tuple(int(x) for x in tf_version.split(".")[:2])
+        # the TensorFlow the code targets: the ``tf-version`` setting, or None: inferred from the
+        # project's files and the code's APIs (:mod:`tfpar_lint.versions`, on first use)
+        self.tf_setting = tf_version
+        self._target = None
         self.source = source
         self.path = path
         self.strategy_factories = frozenset(strategy_factories)
@@ -134,6 +137,16 @@ class Module:
         self.rule_memo: dict[str, dict] = {}
         if project is not None:
             project.add(path, self)
+
+    @property
+    def target(self) -> "versions.Target":
+        """The TensorFlow version this module targets and where that came from."""
+        return versions.target_of(self)
+
+    @property
+    def tf_version(self) -> tuple[int, int]:
+        """The TensorFlow (major, minor) that runs this module (the newest its target allows)."""
+        return versions.target_of(self).runs
 
     def module_imports(self) -> list[Binding]:
         return self.imports

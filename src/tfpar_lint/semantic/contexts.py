@@ -125,6 +125,70 @@ class Contexts:
                         return known
         return []
 
+    def caught(self, site: CallSite, errors: Iterable[str]) -> bool:
+        """Is ``site`` in the body of a ``try`` (of its own function) with a handler naming one of
+        the built-in exceptions ``errors`` (``except RuntimeError:``, ``except (ValueError,
+        RuntimeError) as e:``)?  The error is caught on purpose there (a demonstration, a probe of
+        what the runtime supports); a bare or ``Exception`` handler is not counted."""
+        wanted = frozenset(errors)
+        for t in site.trys:
+            for h in t.handlers:
+                types = h.type.elements if isinstance(h.type, cst.Tuple) else ([h.type] if h.type else [])
+                for e in types:
+                    e = e.value if isinstance(e, cst.Element) else e
+                    if isinstance(e, cst.Name) and e.value in wanted and not self.m.lookup(e.value, site.scope,
+                                                                                          site.order):
+                        return True
+        return False
+
+    def exclusive(self, a: CallSite, b: CallSite) -> bool:
+        """Can ``a`` and ``b`` never both run?  They sit in opposite arms of two ``if`` statements of
+        one function whose tests are the same pure expression (names, attributes, constant
+        subscripts, comparisons, ``and``/``or``/``not``; no call), with nothing that the test reads
+        rebound between them: the two tests always agree (``if args.gpus > 1:`` builds the
+        strategy, a later ``if args.gpus > 1:`` uses it)."""
+        if a.func is not b.func or not a.ifs or not b.ifs:
+            return False
+        for ia, arm_a in a.ifs:
+            for ib, arm_b in b.ifs:
+                if arm_a == arm_b or ia is ib:
+                    continue
+                if self._same_pure_test(ia.test, ib.test, a, b):
+                    return True
+        return False
+
+    def _same_pure_test(self, x: cst.BaseExpression, y: cst.BaseExpression, a: CallSite, b: CallSite) -> bool:
+        code = self.m.tree.code_for_node
+        tx, ty = " ".join(code(x).split()), " ".join(code(y).split())
+        if tx != ty or not _pure(x):
+            return False
+        lo, hi = min(a.order, b.order), max(a.order, b.order)
+        roots = set()
+        stack: list[cst.CSTNode] = [x]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Name):
+                roots.add(n.value)
+            elif isinstance(n, cst.Attribute):
+                stack.append(n.value)
+            else:
+                stack.extend(n.children)
+        scope = a.scope
+        for name in roots:
+            s = scope
+            while s is not None:
+                if any(lo < bnd.order < hi for bnd in s.bindings.get(name, ())):
+                    return False  # rebound between the two tests
+                s = s.parent
+        for target, _value, _scope, order in self.m.attr_assigns:
+            if lo < order < hi:
+                root = target
+                while isinstance(root, cst.Attribute):
+                    root = root.value
+                if isinstance(root, cst.Name) and root.value in roots:
+                    return False  # args.gpus = ... between them
+        return True
+
     def replica_runs(self) -> list[tuple[CallSite, cst.BaseExpression, str, list[Value]]]:
         """Calls that run a function on every replica: ``strategy.run(fn, args=...)`` (and
         ``experimental_run_v2``), ``strategy.extended.call_for_each_replica(fn, args=...)``; as
@@ -243,7 +307,11 @@ class Contexts:
         # this module's functions run by the project's modules that import it (steps.train_step)
         runs += [(other, r) for other in self.m.importers() for r in other.replica_runs()]
         for mod, (cs, _recv, _meth, strat) in runs:
-            for fn in mod.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
+            fn_expr = arg(cs.node, 0, "fn")
+            fns = mod.resolve_function(fn_expr, cs.scope, cs.order)
+            if not fns:  # the decorated function, run by a local decorator's wrapper
+                fns = mod.contexts.decorated_by_param(fn_expr, cs)
+            for fn in fns:
                 if fn.scope.module is not self.m and mod is not self.m:
                     continue
                 table.setdefault(id(fn), []).extend(strat)
@@ -252,6 +320,30 @@ class Contexts:
         self._add_callees(table, self.replica_fn_infos, work)
         self._replica = table
         return table
+
+    def decorated_by_param(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[FunctionInfo]:
+        """The functions ``expr`` holds when it is the first parameter of a local decorator
+        (``def on_replicas(fn): def wrapper(*a): return strategy.run(fn, args=a)``): every function
+        of the module decorated with it, directly (``@on_replicas``) or through a decorator factory
+        that defines it (``@distributed(strategy)``, ``def distributed(s): def decorator(fn): ...``)."""
+        if not isinstance(expr, cst.Name):
+            return []
+        bs = self.m.lookup(expr.value, site.scope, site.order)
+        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is None:
+            return []
+        deco = bs[0].func
+        if not deco.params or bs[0].node is not deco.params[0] or deco.is_lambda:
+            return []
+        out: list[FunctionInfo] = []
+        for fn in self.m.functions:
+            for d in fn.decorators:
+                target = d.func if isinstance(d, cst.Call) else d
+                for f in self.m.resolve_function(target, fn.parent, fn.order):
+                    if f is deco and not isinstance(d, cst.Call):
+                        out.append(fn)
+                    elif isinstance(d, cst.Call) and deco.parent is f.scope:
+                        out.append(fn)  # the factory defines the decorator and returns it
+        return out
 
     def replica_strategies(self, scope: Scope) -> list[Value]:
         """Strategies whose replica function contains ``scope`` (empty if none)."""
@@ -398,3 +490,16 @@ class Contexts:
             strat = self.strategies(recv, cs)
             if strat:
                 yield cs, recv, meth, strat
+
+
+def _pure(expr: cst.CSTNode) -> bool:
+    """An expression without calls, await, yield, walrus or lambdas (reading it twice gives the same
+    answer when no name it reads is rebound)."""
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.Call, cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda, cst.ListComp, cst.SetComp,
+                          cst.DictComp, cst.GeneratorExp)):
+            return False
+        stack.extend(n.children)
+    return True

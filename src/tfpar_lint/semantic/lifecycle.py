@@ -13,7 +13,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.loss import unpacked_items
-from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg, call_method, keyword
+from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg, call_method, keyword, literal_str
 
 # ------------------------------------------------------------------ strategies
 
@@ -792,30 +792,39 @@ _PATH_FUNCTIONS = frozenset({"os.path.join", "os.path.expanduser", "os.path.absp
 
 
 def constant_path(m: Module, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
-                  _depth: int = 0) -> bool:
+                  _depth: int = 0, env: frozenset[str] = frozenset()) -> bool:
     """``expr`` is the same string on every worker: literals, module constants, f-strings,
-    ``+`` and ``os.path.join`` of those.  Anything read at run time (flags, task id, a helper's
-    result) makes it unknown (False)."""
+    ``+`` and ``os.path.join`` of those, and reads of the environment variables ``env`` (ones a
+    platform sets alike on every worker).  Anything else read at run time (flags, task id, a
+    helper's result) makes it unknown (False)."""
     if expr is None or _depth > 12:
         return False
+    if env:
+        if isinstance(expr, cst.Subscript) and m.qualified_name(expr.value, scope, order)[0] == "os.environ" \
+                and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+                and literal_str(expr.slice[0].slice.value) in env:
+            return True
+        if isinstance(expr, cst.Call) and m.qualified_name(expr.func, scope, order)[0] in (
+                "os.environ.get", "os.getenv") and literal_str(arg(expr, 0)) in env:
+            return True
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
         return True
     if isinstance(expr, cst.FormattedString):
-        return all(constant_path(m, p.expression, scope, order, _depth + 1)
+        return all(constant_path(m, p.expression, scope, order, _depth + 1, env)
                    for p in expr.parts if isinstance(p, cst.FormattedStringExpression))
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Divide)):
-        return constant_path(m, expr.left, scope, order, _depth + 1) and \
-            constant_path(m, expr.right, scope, order, _depth + 1)
+        return constant_path(m, expr.left, scope, order, _depth + 1, env) and \
+            constant_path(m, expr.right, scope, order, _depth + 1, env)
     if isinstance(expr, cst.Call):
         q, _ = m.qualified_name(expr.func, scope, order)
         if q in _PATH_FUNCTIONS:
-            return all(not a.star and constant_path(m, a.value, scope, order, _depth + 1) for a in expr.args)
+            return all(not a.star and constant_path(m, a.value, scope, order, _depth + 1, env) for a in expr.args)
         return False
     if isinstance(expr, cst.Name):
         reaching = m.reaching_exprs(expr, scope, order)
         if not reaching:
             return False
-        return all(constant_path(m, e, s, o, _depth + 1) for e, s, o in reaching)
+        return all(constant_path(m, e, s, o, _depth + 1, env) for e, s, o in reaching)
     return False
 
 

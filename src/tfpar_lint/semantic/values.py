@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Iterator, Optional, TYPE_CHECKING, Union
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.semantic.model import Binding, CallSite, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
 from tfpar_lint.semantic.nodes import arg, dotted_name, literal_str
 
@@ -844,19 +845,14 @@ class Inference:
         """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
         "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
         ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
-        targeted ``tf-version`` is 2.16 or later), or "" when it is not a Keras object or cannot be told."""
+        targeted TensorFlow is 2.16 or later: :mod:`tfpar_lint.versions`), or "" when it is not a
+        Keras object or cannot be told."""
         raw = v.raw_qname
         if not raw and isinstance(v.info, ClassInfo):
             raw = self._keras_base_raw(v.info)
         if not raw or not (api.canonical(raw) + ".").startswith("keras."):
             return ""
-        flavor = api.keras_flavor(raw)
-        if flavor == "tf.keras":
-            if self.m.tf_version < (2, 16):
-                return "tf_keras"  # tf.keras is Keras 2 before TF 2.16
-            legacy = self.m.sets_env("TF_USE_LEGACY_KERAS")
-            return "tf_keras" if legacy is not None and legacy.strip().lower() in ("1", "true") else "keras"
-        return flavor
+        return versions.flavor(self.m, api.keras_flavor(raw))  # tf.keras / keras by the targeted version
 
     def _keras_base_raw(self, cls: ClassInfo, _depth: int = 0) -> str:
         if _depth > 8:
