@@ -1,7 +1,7 @@
 """Recall of tfpar-lint's default rules on the bug zoo (fixtures/zoo/), per rule family.
 
     .venv/bin/python scripts/zoo_report.py           # print the table, the misses and the false positives
-    .venv/bin/python scripts/zoo_report.py --write   # also rewrite README.md's table and fixtures/zoo/RESULTS.md
+    .venv/bin/python scripts/zoo_report.py --write   # also rewrite docs/measurements.md's table and fixtures/zoo/RESULTS.md
 
 The zoo has one folder per family (``1xx_scope`` ... ``7xx_execution``); missing folders are reported
 with zero programs. Each ``bad_<slug>.py``/``.ipynb`` marks its mistakes with ``# expect: TFPnnn``; a
@@ -14,7 +14,7 @@ with zero programs. Each ``bad_<slug>.py``/``.ipynb`` marks its mistakes with ``
 * a finding on a ``bad_*`` program with no label of its family within one line is an
   *unlabelled finding* (reported separately: either a mistake the label missed or a false positive).
 
-tests/test_zoo.py checks that README.md and fixtures/zoo/RESULTS.md hold exactly what this computes.
+tests/test_zoo.py checks that docs/measurements.md and fixtures/zoo/RESULTS.md hold exactly what this computes.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "fixtures" / "zoo"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "measurements.md"  # the page holding the recall table (it moved from README.md)
 RESULTS = ZOO / "RESULTS.md"
 START = "<!-- zoo-recall:start -->"
 END = "<!-- zoo-recall:end -->"
@@ -287,7 +287,7 @@ def results_md(report: Report) -> str:
 def replace_block(text: str, block: str) -> str:
     i, j = text.find(START), text.find(END)
     if i < 0 or j < i:
-        raise SystemExit(f"README.md has no {START} ... {END} markers")
+        raise SystemExit(f"{rel(README)} has no {START} ... {END} markers")
     return text[:i] + block + text[j + len(END):]
 
 

@@ -112,6 +112,63 @@ def cli(capsys, monkeypatch) -> Callable[..., Result]:
     return run
 
 
+# What pip prints when no package index can be reached (a test that pip-installs skips on these).
+NETWORK_ERRORS = ("Could not find a version", "No matching distribution", "NewConnectionError",
+                  "Temporary failure in name resolution", "Network is unreachable", "ProxyError",
+                  "Failed to establish a new connection", "Read timed out", "SSLError")
+
+
+def snapshot_repo(dest: Path, leave_out: tuple[str, ...] = ("tests/", "fixtures/", "benchmarks/")) -> Path:
+    """A git repository at ``dest`` holding one commit: this working tree as it is (tracked and untracked
+    files, minus ignored ones and the folders in ``leave_out``), for tests that install from git."""
+    import shutil
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=dest,
+                       check=True, capture_output=True)
+
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT,
+                           check=True, capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = REPO_ROOT / rel
+        if not src.is_file() or src.is_symlink() or rel.startswith(leave_out):
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "snapshot")
+    return dest
+
+
+def default_signals() -> None:
+    """``preexec_fn`` for a child that a test sends SIGINT or SIGTERM: both do what they do by default.
+    A suite run under `nohup` in the background, or in the background of a non-interactive shell,
+    inherits SIGINT ignored, and a child keeps an ignored signal ignored, so a test that interrupts a
+    child installs the signals explicitly instead of relying on what it inherited."""
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``bash scripts/dev.sh test`` runs ``-n 2 --dist loadfile
+    --no-loadscope-reorder``), the modules that take long (marked ``verify`` or ``slow``) are handed
+    out first, those with the most such tests first, and the many quick modules fill the gaps at the
+    end, so no worker is left with one long module after the other has finished.  Each module stays
+    whole on one worker (loadfile): its module-scoped fixtures, which run many TensorFlow scripts at
+    once, run once.  A run without xdist keeps pytest's order."""
+    if not hasattr(config, "workerinput"):
+        return
+    from collections import Counter
+
+    slow = Counter(item.path for item in items
+                   if item.get_closest_marker("verify") is not None or item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow[item.path])  # stable: pytest's order within a module and among equals
+
+
 def _package_root() -> str:
     """The folder holding the tfpar_lint this process imported (the worktree's src/ or site-packages)."""
     import tfpar_lint

@@ -17,7 +17,7 @@ proxy, time-out) :class:`NetworkUnavailable` is raised and the tests skip with t
 else (a pin that no longer resolves, a wheel whose SHA-256 differs, pip missing) is
 :class:`DownloadError`, and the tests fail.
 
-``benchmarks/pypi_corpus.py`` prints the measurements the README quotes (sizes, findings, precision,
+``benchmarks/pypi_corpus.py`` prints the measurements docs/measurements.md quotes (sizes, findings, precision,
 run times).
 """
 from __future__ import annotations

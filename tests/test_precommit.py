@@ -16,13 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import NETWORK_ERRORS, snapshot_repo
+
+pytestmark = pytest.mark.slow  # builds environments or wheels, or downloads: handed out first under xdist
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / ".pre-commit-hooks.yaml"
-
-NETWORK_ERRORS = ("Could not find a version", "No matching distribution", "NewConnectionError",
-                  "Temporary failure in name resolution", "Network is unreachable", "ProxyError",
-                  "Failed to establish a new connection", "Read timed out", "SSLError")
 
 
 def test_manifest_is_valid_and_as_documented():
@@ -39,23 +38,6 @@ def test_manifest_is_valid_and_as_documented():
 def _git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd,
                    check=True, capture_output=True)
-
-
-def _snapshot_repo(dest: Path) -> Path:
-    """A committed copy of this working tree (tracked + untracked, minus ignored files)."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT,
-                           check=True, capture_output=True).stdout.decode().split("\0")
-    for rel in filter(None, files):
-        src = REPO_ROOT / rel
-        if not src.is_file() or rel.startswith(("tests/", "fixtures/", "benchmarks/")):
-            continue
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, target)
-    _git("init", "-q", cwd=dest)
-    _git("add", "-A", cwd=dest)
-    _git("commit", "-q", "-m", "snapshot", cwd=dest)
-    return dest
 
 
 def _env() -> dict[str, str]:
@@ -80,7 +62,7 @@ def repos(tmp_path_factory):
     pytest.importorskip("pre_commit")
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    tool = _snapshot_repo(tmp_path_factory.mktemp("tool"))
+    tool = snapshot_repo(tmp_path_factory.mktemp("tool"))
     user = tmp_path_factory.mktemp("user")
     _git("init", "-q", cwd=user)
     return tool, user
@@ -136,7 +118,8 @@ def test_readme_snippet_with_a_path_and_a_commit_runs(repos, snippets):
 
     tool, user = repos
     readme = (REPO_ROOT / "README.md").read_text()
-    section = readme[readme.index("### pre-commit"):readme.index("### Configuration")]
+    start = readme.index("### pre-commit")
+    section = readme[start:readme.index("\n#", start + 1)]  # up to the next heading
     yaml = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tool, capture_output=True, text=True,
                          check=True).stdout.strip()

@@ -24,6 +24,8 @@ import pytest
 import pypi_wheels as pw
 from tfpar_lint.registry import all_rules, default_codes
 
+pytestmark = pytest.mark.slow  # builds environments or wheels, or downloads: handed out first under xdist
+
 ALL_CODES = {r.CODE for r in all_rules()}
 
 

@@ -67,7 +67,7 @@ def test_linting_does_not_import_tensorflow(tmp_path):
 
 from pathlib import Path  # noqa: E402
 
-from conftest import REPO_ROOT, TFP101_SRC, make_notebook, run_subprocess  # noqa: E402
+from conftest import REPO_ROOT, TFP101_SRC, default_signals, make_notebook, run_subprocess  # noqa: E402
 
 SRC = str(REPO_ROOT / "src")
 HEADER = TFP101_SRC  # a TFP101 finding at line 3, col 9: the pre-filter lets every file below through
@@ -484,7 +484,8 @@ def test_no_worker_outlives_the_run(tmp_path, sig):
     (tmp_path / "slow.py").write_text(pathological("attr_chain"))
     env = dict(os.environ, PYTHONPATH=SRC, **GUARD_OFF)
     p = subprocess.Popen([sys.executable, "-m", "tfpar_lint", "--no-config", "--no-cache", "--file-timeout", "0",
-                          str(tmp_path / "slow.py")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                          str(tmp_path / "slow.py")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_signals)  # SIGINT may be inherited ignored (nohup, a background job)
     try:
         deadline = time.monotonic() + 60
         while len(no_worker_left(str(tmp_path))) < 2 and time.monotonic() < deadline:

@@ -314,3 +314,23 @@ def test_readme_lists_every_rule_with_its_default():
     for r in all_rules():
         row = f"| [{r.CODE}](rules/{r.CODE}.md) | {r.NAME} | {'on' if r.DEFAULT_ENABLED else 'off'} |"
         assert row in readme, f"README rule table is missing or outdated for {r.CODE}: {row}"
+
+
+def test_readme_rule_table_is_generated_from_the_registry():
+    """README.md's table is exactly what scripts/rules_table.py makes from the registry: every rule once,
+    with its page, name, default and summary, and no other row (run ``scripts/rules_table.py --write``)."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("rules_table", root / "scripts" / "rules_table.py")
+    rules_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rules_table)
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = rules_table.block_now(readme)
+    assert block is not None, "README.md has no generated rules table"
+    assert block == rules_table.table(), "README.md's rules table is stale: run scripts/rules_table.py --write"
+    rows = [ln for ln in block.splitlines() if ln.startswith("| [TFP")]
+    assert [ln.split("]")[0][3:] for ln in rows] == sorted(r.CODE for r in all_rules())
+    for line in rows:  # each link goes to a page that exists
+        page = re.search(r"\]\((rules/TFP\d{3}\.md)\)", line).group(1)
+        assert (root / page).is_file(), page

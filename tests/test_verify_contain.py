@@ -480,17 +480,23 @@ def test_killed_fork_server_does_not_fail_the_next_script(tmp_path, monkeypatch)
 
     monkeypatch.setenv("TFPAR_VERIFY_SANDBOX", "python")
     monkeypatch.chdir(tmp_path)
+    # The fork server that started this script, found among its ancestors: killing every fork server
+    # of the machine would kill the runs of other tests (pytest-xdist workers) and other users' runs.
+    # The run processes it forked carry its command line too: the fork server is the topmost of them.
     (tmp_path / "killer.py").write_text(textwrap.dedent("""
         import ctypes, os
-        for n in os.listdir("/proc"):
-            if n.isdigit():
-                try:
-                    cmd = open(f"/proc/{n}/cmdline", "rb").read()
-                except OSError:
-                    continue
-                if b"tfpar_lint.verify.zygote" in cmd:
-                    ctypes.CDLL(None).kill(int(n), 9)
-                    print("killed the fork server", flush=True)
+        pid, server = os.getppid(), None
+        while pid > 1:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"tfpar_lint.verify.zygote" in f.read():
+                    server = pid
+                elif server is not None:
+                    break
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        if server is not None:
+            ctypes.CDLL(None).kill(server, 9)
+            print("killed the fork server", server, flush=True)
     """))
     (tmp_path / "innocent.py").write_text("print('innocent END', flush=True)\n")
     before = tree_digest(str(tmp_path))

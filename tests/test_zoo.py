@@ -1,5 +1,5 @@
 """The bug zoo (fixtures/zoo/): file format, no finding on the correct twins, the recall table in
-README.md and fixtures/zoo/RESULTS.md is the one the default rules give today, and the recall targets."""
+docs/measurements.md and fixtures/zoo/RESULTS.md is the one the default rules give today, and the recall targets."""
 from __future__ import annotations
 
 import importlib.util
@@ -66,7 +66,7 @@ def test_no_finding_on_good_twins(report):
 
 
 def test_readme_and_results_hold_the_current_recall(report):
-    """README.md's table and fixtures/zoo/RESULTS.md are what the rules give now (rerun
+    """docs/measurements.md's table and fixtures/zoo/RESULTS.md are what the rules give now (rerun
     `scripts/zoo_report.py --write` after changing rules or the zoo)."""
     assert zoo_report.readme_table_now() == zoo_report.readme_block(report)
     if FILES:

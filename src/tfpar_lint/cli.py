@@ -217,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "modules are skipped, and listed; files without a strategy are never run). Each finding gets CONFIRMED, NOT_REPRODUCED or "
                           "INCONCLUSIVE with its evidence; a mistake the run shows where the linter was silent is "
                           "a finding of its own, RUNTIME; a script that does not run through is COULD_NOT_RUN. "
-                          "Each run is sandboxed: see README, Security")
+                          "Each run is sandboxed: see docs/verify.md, Security")
     ver.add_argument("--show-output", action="store_true",
                      help="print each verified script's stdout and stderr (always shown, last lines, when it fails)")
     ver.add_argument("--devices", type=_devices, default="auto",
