@@ -192,8 +192,18 @@ def test_bad_fixture_confirmed(verified, path):
 
 
 @pytest.mark.parametrize("path", GOOD + TUTORIALS, ids=_rel)
+# Good fixtures correct only on separate machines: the verifier's local cluster runs its workers on
+# one machine, so a local path every worker writes collides there (the verdict must say so).
+ONE_MACHINE = {"TFP604/good_local_disk_per_machine.py": "share this machine's disk"}
+
+
 def test_good_fixture_and_tutorial_not_reproduced(verified, path):
     run = _run(verified, path)
+    said = ONE_MACHINE.get(os.path.relpath(path, FIXTURES).replace(os.sep, "/"))
+    if said is not None:
+        seen = [d["verification"]["evidence"] for d in run.runtime_findings if d["code"] == "TFP604"]
+        assert seen and all(said in e for e in seen), run.summary()
+        return
     assert run.outcome in ("ok", "stopped"), run.summary()
     assert run.status == NOT_REPRODUCED, run.summary()
     assert {o.family for o in run.observations} == {"scope", "input", "threads", "randomness", "loss", "lifecycle",

@@ -183,7 +183,8 @@ for x in dist:
         'os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": ["localhost:12345", "localhost:23456"]},\n'
         '                                      "task": {"type": "worker", "index": 0}})\n'), "TFP602", 7),
     "reduce_mean_per_replica.py": (GOOD["reduce_then_mean.py"].replace(
-        'float(strategy.reduce("MEAN", per_replica, axis=None))', "float(tf.reduce_mean(per_replica))"), "TFP506", 7),
+        # a TF op on a PerReplica in cross-replica context: TFP508 (per-replica-value-to-host) since issue 19
+        'float(strategy.reduce("MEAN", per_replica, axis=None))', "float(tf.reduce_mean(per_replica))"), "TFP508", 7),
     "np_random_in_step.py": (GOOD["tf_random_in_step.py"].replace(
         "    return tf.random.normal((4,)) * 2.0\n",
         '    return tf.constant(np.random.normal(size=(4,)).astype("float32")) * 2.0\n').replace(

@@ -423,6 +423,7 @@ def _finish(R, result: dict, spec: dict, t_start: float) -> None:
             result["devices"] = R.devices
             result["steps"] = max(R.total_steps(), getattr(R, "keras_steps", 0))
             result["stop_reason"] = R.stop_reason
+            result["peer_left"] = R.peer_left
             result["notes"] = list(R.notes)
             result["caught"] = R.caught
             result["fn_errors"] = R.fn_errors

@@ -75,6 +75,9 @@ class Recorder:
         self.fn_stack = threading.local()
         self.keras_loop_depth = 0
         self.stop_reason = ""
+        # local cluster: the step at which this worker wanted another step while a peer had already
+        # left (its collectives would have had no peer)
+        self.peer_left = ""
         self.main_thread = threading.main_thread()
         self.t0 = time.time()
         self.probes: list[Any] = []
@@ -323,8 +326,11 @@ class Recorder:
                 if vote is not None:
                     votes.append(vote.strip() != "0")
                     break
-                if self._sync_read(f"left.w{w}") is not None or time.time() >= end:
+                gone = self._sync_read(f"left.w{w}") is not None
+                if gone or time.time() >= end:
                     votes.append(True)  # the peer is gone (or never came): nothing to wait for
+                    if gone and not mine and not self.peer_left:
+                        self.peer_left = f"{tag} (worker {w} had left)"
                     break
                 time.sleep(0.01)
         out = all(votes)

@@ -159,6 +159,10 @@ def _seen_saves(run) -> list[Seen]:
             errs = [s["error"] for ss in saves.values() for s in ss if s["error"]]
             tail = f"; a save failed: {errs[0]}" if errs else (
                 f"; the run then failed: {run.error_text()}" if run.error else "")
+            local = "://" not in p
+            if local:  # the verifier's workers are processes of one machine: they share its disk
+                tail += ("; the verifier's workers share this machine's disk, so a local path collides here; "
+                         "on separate machines it would only if that path is shared storage")
             out.append(Seen("TFP604", line, f"{api} at line {line}: workers {', '.join(map(str, ws))} all wrote {p}{tail}",
                             lines))
         elif len(saves) >= 2:
@@ -219,6 +223,8 @@ def _seen_608(run) -> list[Seen]:
     if n < 2:
         return []
     peer = next((e for e in run.all_errors() if error_matches(e, _PEER_FAILED)), None)
+    steps = [int((w or {}).get("steps") or 0) for w in run.workers]
+    left = [(i, (w or {}).get("peer_left")) for i, w in enumerate(run.workers) if (w or {}).get("peer_left")]
     out = []
     for line, who in _ran_on_workers(run).items():
         if not who:
@@ -230,6 +236,19 @@ def _seen_608(run) -> list[Seen]:
             out.append(Seen("TFP608", line, (f"line {line} ran on worker {', '.join(map(str, who))} only, of {n} "
                                              f"workers; then {after}: the other workers' collective had no peer"),
                             runtime=False))
+        elif left:
+            w, at = left[0]
+            out.append(Seen("TFP608", line, (f"line {line} ran on worker {', '.join(map(str, who))} only, of {n} "
+                                             f"workers; worker {w} then wanted another training step ({at}) while "
+                                             f"its peer had left the loop: that step's collectives had no peer (the "
+                                             f"verifier stopped it there; a real cluster blocks)"), runtime=False))
+        elif len(set(steps)) > 1:
+            # the workers stopped after different numbers of collective steps: the extra steps of
+            # some had no peer (on a real cluster they block; here the step bound ended them)
+            out.append(Seen("TFP608", line, (f"line {line} ran on worker {', '.join(map(str, who))} only, of {n} "
+                                             f"workers; then the workers ran different numbers of training steps "
+                                             f"({', '.join(f'worker {i}: {k}' for i, k in enumerate(steps))}): the "
+                                             f"extra steps' collectives had no peer"), runtime=False))
         else:
             out.append(Seen("TFP608", line, (f"line {line} ran on worker {', '.join(map(str, who))} only, but no "
                                              f"collective failed or hung"), status=NOT_REPRODUCED))

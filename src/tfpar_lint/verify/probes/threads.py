@@ -9,7 +9,10 @@ changed by another thread since this thread read it (a stale write: the
 other thread's update is overwritten).  At the end the expected value
 (first value + sum of increments) is compared with the actual value.
 ``sys.setswitchinterval(1e-6)`` is set by the child when the script uses
-threads, to encourage interleaving.
+threads, to encourage interleaving, and a script thread sleeps 2 ms after
+each read of a tracked variable (at most 200 times a run): another thread's
+unsynchronised read-modify-write then runs between its read and its write,
+while a lock held across both keeps it out.
 
 Child side (TF1 graph mode): ``Session.run`` called from a script thread is
 looked at before it runs.  Among the ops the fetches run (their inputs and
@@ -34,6 +37,7 @@ TFP304), when update runs of two threads overlapped on the same variables.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from typing import Any, Optional
 
@@ -42,6 +46,10 @@ from tfpar_lint.verify.probes import Seen
 
 CODES = "TFP3xx"
 MAX_ELEMENTS = 64
+# After a script thread reads a tracked variable it sleeps this long (at most READ_YIELDS times a
+# run, 0.4 s in all), so that the other threads' reads of the same value happen before its write.
+READ_YIELD_S = 0.002
+READ_YIELDS = 200
 
 
 class _State:
@@ -49,6 +57,7 @@ class _State:
         self.vars: dict[int, dict[str, Any]] = {}
         self.refs: dict[int, Any] = {}
         self.local = threading.local()
+        self.yields = 0  # sleeps after a thread's read (yield_after_read)
         self.graph_writes: set[int] = set()
         # id(variable) -> (weak reference to it, script lines that read it from a thread)
         self.read_lines: dict[int, tuple[Any, set[int]]] = {}
@@ -141,6 +150,16 @@ def install(R) -> None:
     def busy() -> bool:
         return getattr(S.local, "busy", False)
 
+    def yield_after_read() -> None:
+        """Widen the window between a thread's read and its write: the thread sleeps a moment after
+        the read (at most READ_YIELDS times a run), so that another thread's read-modify-write of the
+        same variable runs in between where nothing serialises them.  A lock held across the read
+        and the write keeps the others out during the sleep, so a serialised update loses nothing."""
+        if S.yields >= READ_YIELDS:
+            return
+        S.yields += 1
+        time.sleep(READ_YIELD_S)
+
     def make_read(orig):
         def _read_variable_op(self, *a, **k):
             out = orig(self, *a, **k)
@@ -153,6 +172,7 @@ def install(R) -> None:
                             e = S.read_lines[id(self)] = (_ref(self), set())
                         if len(e[1]) < 20:
                             e[1].update(R.script_lines(2)[:1])
+                        yield_after_read()
                 except Exception:
                     pass
             return out
