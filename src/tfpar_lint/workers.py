@@ -107,9 +107,22 @@ def _set_pdeathsig() -> None:
         pass
 
 
+def _mapped_bytes() -> int:
+    """The address space this process has mapped already (Linux: /proc/self/statm), or 0."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _limit_memory(limit: Optional[int]) -> None:
+    """Cap the worker's address space at ``limit`` bytes beyond what it inherited mapped: a worker
+    forked from a large process (a test session that loaded TensorFlow maps gigabytes) would
+    otherwise start over the cap and fail its first allocation."""
     if not limit:
         return
+    limit += _mapped_bytes()
     try:
         import resource
 
