@@ -191,12 +191,12 @@ def test_bad_fixture_confirmed(verified, path):
             assert v.replicas >= 2, why
 
 
-@pytest.mark.parametrize("path", GOOD + TUTORIALS, ids=_rel)
 # Good fixtures correct only on separate machines: the verifier's local cluster runs its workers on
 # one machine, so a local path every worker writes collides there (the verdict must say so).
 ONE_MACHINE = {"TFP604/good_local_disk_per_machine.py": "share this machine's disk"}
 
 
+@pytest.mark.parametrize("path", GOOD + TUTORIALS, ids=_rel)
 def test_good_fixture_and_tutorial_not_reproduced(verified, path):
     run = _run(verified, path)
     said = ONE_MACHINE.get(os.path.relpath(path, FIXTURES).replace(os.sep, "/"))

@@ -361,6 +361,9 @@ def _replica_products(m: Module) -> list[tuple[frozenset, cst.BaseExpression, Op
     memo = m.rule_memo.setdefault("replica_products", {})
     if "all" in memo:
         return memo["all"]
+    if "num_replicas_in_sync" not in m.source:  # mentions_replicas follows this module's names only
+        memo["all"] = []
+        return []
     places: list[tuple[cst.BaseExpression, Scope, int, Optional[str]]] = []
     for s in [m.scope] + [f.scope for f in m.functions] + [c.scope for c in m.classes]:
         for bs in s.bindings.values():
@@ -379,12 +382,16 @@ def _replica_products(m: Module) -> list[tuple[frozenset, cst.BaseExpression, Op
             places.append((a.value, cs.scope, cs.order, None))
     out: list = []
     seen: set[int] = set()
+    visited: set[int] = set()  # a subtree is walked once, from the first place that holds it
+    # places whose whole value is a product first, so that the product keeps the name it is assigned to
+    places.sort(key=lambda p: not (isinstance(p[0], cst.BinaryOperation) and isinstance(p[0].operator, cst.Multiply)))
     for root, sc, od, name in places:
         work: list[cst.CSTNode] = [root]
         while work:
             n = work.pop()
-            if isinstance(n, (cst.Lambda, cst.FunctionDef)):
+            if isinstance(n, (cst.Lambda, cst.FunctionDef)) or id(n) in visited:
                 continue
+            visited.add(id(n))
             work.extend(n.children)
             if not (isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Multiply)) or id(n) in seen:
                 continue

@@ -133,16 +133,41 @@ def values_of_kind(m: Module, kind: str) -> list[Value]:
     return memo[kind]
 
 
+def _bound_by_kind(m: Module) -> dict[str, list[Value]]:
+    """kind -> the distinct objects of that kind bound to names or attributes, in binding order
+    (one pass over the module's bindings serves every kind)."""
+    memo = m.rule_memo.setdefault("values_by_kind", {})
+    got = memo.get(None)
+    if got is None:
+        got = {}
+        seen: set[tuple[str, int]] = set()
+        for b_list in _all_binding_lists(m):
+            for b in b_list:
+                for v in m.binding_values(b):
+                    if v.origin is not None and (v.kind, id(v.origin)) not in seen:
+                        seen.add((v.kind, id(v.origin)))
+                        got.setdefault(v.kind, []).append(v)
+        memo[None] = got
+    return got
+
+
+def _constructor_kinds(m: Module) -> list[tuple[CallSite, str]]:
+    """Each call of the module with the kind its callee constructs (computed once)."""
+    memo = m.rule_memo.setdefault("values_by_kind", {})
+    got = memo.get("calls")
+    if got is None:
+        got = memo["calls"] = [(cs, api.kind_of_constructor(m.qualified_name(cs.node.func, cs.scope, cs.order)[0]))
+                               for cs in m.calls]
+    return got
+
+
 def _values_of_kind(m: Module, kind: str) -> Iterator[Value]:
     seen: set[int] = set()
-    for b_list in _all_binding_lists(m):
-        for b in b_list:
-            for v in m.binding_values(b):
-                if v.kind == kind and v.origin is not None and id(v.origin) not in seen:
-                    seen.add(id(v.origin))
-                    yield v
-    for cs in m.calls:
-        if id(cs.node) in seen or api.kind_of_constructor(m.qualified_name(cs.node.func, cs.scope, cs.order)[0]) != kind:
+    for v in _bound_by_kind(m).get(kind, ()):
+        seen.add(id(v.origin))
+        yield v
+    for cs, made in _constructor_kinds(m):
+        if made != kind or id(cs.node) in seen:
             continue
         for v in m.infer_at(cs.node, cs):
             if v.kind == kind and v.origin is cs.node:
