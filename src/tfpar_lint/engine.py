@@ -36,7 +36,7 @@ from tfpar_lint.finding import FileError, Finding
 from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
 from tfpar_lint.semantic import Module
-from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE
+from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE, GC_THRESHOLD, _tune_gc  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -1235,23 +1235,6 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
     if cache is not None:
         cache.flush()
     return results  # type: ignore[return-value]
-
-
-# libcst allocates millions of small objects per parsed file; with CPython's
-# default thresholds (700, 10, 10) the cyclic GC runs every 700 allocations and
-# walks the growing tree again and again (about 10% of the run).  Fewer, larger
-# young-generation collections; full collections still happen (the semantic
-# model of a file is cyclic garbage once the file is done).
-GC_THRESHOLD = (10_000, 10, 10)
-
-
-def _tune_gc() -> tuple[int, ...]:
-    """Raise the GC thresholds to at least GC_THRESHOLD; returns the old ones."""
-    import gc
-
-    old = gc.get_threshold()
-    gc.set_threshold(*(max(a, b) for a, b in zip(old, GC_THRESHOLD)))
-    return old
 
 
 def _file_size(path: str) -> int:

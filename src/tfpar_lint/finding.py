@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+# The start of the reasons of files given up at a per-file limit (engine.gave_up marks them).
+LIMIT_REASONS = ("used more than", "gave no answer within", "out of memory")
+
 # The verifier's verdicts, spelled the same in the text report, JSON, SARIF, --help and the README.
 CONFIRMED = "CONFIRMED"  # a finding of the linter, whose symptom the run showed
 NOT_REPRODUCED = "NOT_REPRODUCED"  # a finding of the linter; the run showed the code behaving correctly
@@ -126,11 +129,19 @@ class FileError:
     def at_limit(self) -> bool:
         """The analysis was given up at a per-file limit (CPU time, memory): the file is fine,
         the budget was not (``--exit-zero`` does not turn this into exit status 2)."""
-        from tfpar_lint.workers import LIMIT_REASONS
-
         return any(self.message.startswith("analysis gave up: " + r) for r in LIMIT_REASONS)
 
     def render(self) -> str:
-        from tfpar_lint.output import error_code
-
         return f"{self.path}:{self.line}:{self.col}: {error_code(self)} {self.message}"
+
+
+def error_code(err: "FileError") -> str:
+    """The error's own code (E903: the analysis gave up), else E999 for a syntax error and
+    E902 for the rest (flake8's codes)."""
+    code = getattr(err, "code", None)
+    if isinstance(code, str) and code:
+        return code
+    msg = err.message.lower()
+    if "syntax" in msg or "parse" in msg or "indentation" in msg or "unexpected" in msg:
+        return "E999"
+    return "E902"

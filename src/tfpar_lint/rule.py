@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Optional
 
 import libcst as cst
 
+from tfpar_lint.fix import Fix, move_into_with, scope_with_after, statement_of
+from tfpar_lint.semantic.scope_use import outside_scope_uses
+
 if TYPE_CHECKING:  # pragma: no cover
-    from tfpar_lint.fix import Fix
     from tfpar_lint.semantic import Module
 
 
@@ -65,3 +67,51 @@ class Rule:
     def fix(self, report: Report) -> "Optional[Fix]":
         """The fix for one of this rule's reports (see :mod:`tfpar_lint.fix`), or None."""
         return None
+
+
+class CreatedOutsideScopeRule(Rule):
+    """Base of TFP101/102/103/105: an object of one kind created outside the scope, then used with the
+    strategy (the analysis is :func:`tfpar_lint.semantic.scope_use.outside_scope_uses`)."""
+
+    KIND: ClassVar[str] = ""
+    WHAT: ClassVar[str] = ""  # "Keras model"
+    MARKERS = (STRATEGY_MARKERS, ("scope(", ".run(", "experimental_run"))
+    SEVERITY = "error"
+    PROBE = "scope"
+
+    def check(self) -> Iterator[Report]:
+        m = self.module
+        for v, use in outside_scope_uses(m, self.KIND, self.applies):
+            yield Report(
+                v.origin,
+                f"{self.WHAT} `{use.subject or m.code(v.origin)}` is created outside the strategy's scope, but "
+                f"{use.how}; create it inside `with {use.strategy}.scope():`{self.why(v)}",
+                {"object": m.code(v.origin), "kind": self.KIND, **self.data(v)},
+                related=use.node,
+            )
+
+    def applies(self, v) -> bool:
+        """Is the object's creation outside the scope a mistake in the version it runs on?"""
+        return True
+
+    def why(self, v) -> str:
+        """What the message adds (the TensorFlow version a version-dependent rule assumes)."""
+        return ""
+
+    def data(self, v) -> dict:
+        return {}
+
+    # -- fix (safe): move the creating statement into the `with X.scope():` right after it
+    FIXABLE = "safe"
+
+    def fix(self, report: Report) -> "Optional[Fix]":
+        m = self.module
+        stmt = statement_of(m, report.node)
+        if stmt is None or not isinstance(stmt.body[0], (cst.Assign, cst.AnnAssign)) \
+                or stmt.body[0].value is not report.node:
+            return None
+        with_node = scope_with_after(m, stmt)
+        if with_node is None:
+            return None
+        return move_into_with(m, stmt, with_node,
+                              Fix(f"Move the {self.WHAT} into the `with ...scope():` block below it"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tfpar_lint.output import BOLD, CYAN, RED, Report, error_code, paint, verification_line
+from tfpar_lint.output.base import BOLD, CYAN, RED, Report, error_code, paint, verification_line
 from tfpar_lint.output.text import location, one_line
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tfpar_lint.output import BLUE, BOLD, CYAN, RED, Report, paint, verification_line
+from tfpar_lint.output.base import BLUE, BOLD, CYAN, RED, Report, paint, verification_line
 from tfpar_lint.output.concise import error_lines, write_statistics
 from tfpar_lint.output.text import location, one_line
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tfpar_lint.output import (NOT_RUN_CODE, Report, display_path, error_code, not_run, not_run_message,
+from tfpar_lint.output.base import (NOT_RUN_CODE, Report, display_path, error_code, not_run, not_run_message,
                                verification_line)
 
 

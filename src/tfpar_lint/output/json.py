@@ -32,7 +32,7 @@ import json
 import os
 from typing import Any, Callable, Optional, TextIO
 
-from tfpar_lint.output import NOT_RUN_CODE, Report, display_path, error_code, error_name, not_run, not_run_message
+from tfpar_lint.output.base import NOT_RUN_CODE, Report, display_path, error_code, error_name, not_run, not_run_message
 from tfpar_lint.output.sarif import help_uri
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tfpar_lint import __version__
-from tfpar_lint.output import NOT_RUN_CODE, Report, display_path, error_code, not_run, not_run_message, relative_uri
+from tfpar_lint.output.base import NOT_RUN_CODE, Report, display_path, error_code, not_run, not_run_message, relative_uri
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://github.com/tfpar-lint/tfpar-lint"

@@ -22,7 +22,7 @@ from collections import Counter
 from typing import TextIO
 
 from tfpar_lint.finding import CONFIRMED, COULD_NOT_RUN, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding
-from tfpar_lint.output import (BOLD, CYAN, RED, Report, display_path, error_code, paint, short_device, status_label,
+from tfpar_lint.output.base import (BOLD, CYAN, RED, Report, display_path, error_code, paint, short_device, status_label,
                                verification_line)
 
 

@@ -1,6 +1,6 @@
 from tfpar_lint import tfapi as api
 from tfpar_lint import versions
-from tfpar_lint.rules._objects import CreatedOutsideScopeRule
+from tfpar_lint.rule import CreatedOutsideScopeRule
 
 
 class OptimizerOutsideScope(CreatedOutsideScopeRule):

@@ -1,5 +1,5 @@
 from tfpar_lint import tfapi as api
-from tfpar_lint.rules._objects import CreatedOutsideScopeRule
+from tfpar_lint.rule import CreatedOutsideScopeRule
 
 
 class VariableOutsideScope(CreatedOutsideScopeRule):

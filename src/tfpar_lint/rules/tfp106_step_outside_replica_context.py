@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._scope import created_in_scope
+from tfpar_lint.semantic.scope_use import created_in_scope
 
 
 class StepOutsideReplicaContext(Rule):

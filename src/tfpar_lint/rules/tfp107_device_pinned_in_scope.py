@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._placement import MIRRORING, calls_inside, device_calls, device_calls_formatted
+from tfpar_lint.semantic.placement import MIRRORING, calls_inside, device_calls, device_calls_formatted
 from tfpar_lint.semantic import arg
 
 CREATED = (api.MODEL, api.LAYER, api.VARIABLE, api.OPTIMIZER, api.METRIC, api.GENERATOR, api.CHECKPOINT)

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._placement import device_calls
+from tfpar_lint.semantic.placement import device_calls
 
 
 class UncheckedManualPlacement(Rule):

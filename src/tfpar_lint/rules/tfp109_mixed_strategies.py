@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._scope import all_from, calls_using, values_of_kind
+from tfpar_lint.semantic.scope_use import all_from, calls_using, values_of_kind
 from tfpar_lint.semantic import Module, Value, arg, keyword
 
 OBJECT_KINDS = (api.MODEL, api.OPTIMIZER, api.VARIABLE, api.METRIC)

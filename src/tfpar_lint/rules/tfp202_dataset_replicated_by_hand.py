@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._placement import calls_inside
+from tfpar_lint.semantic.placement import calls_inside
 from tfpar_lint.semantic import arg, is_constant
 
 DATA = (api.DATASET, api.ITERATOR)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._data import all_autosharding, consumers, policy, shard_calls
+from tfpar_lint.semantic.datasets import all_autosharding, consumers, policy, shard_calls
 
 
 class AutoshardOffWithoutShard(Rule):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._data import FILE_READERS, IN_MEMORY_SOURCES, policy, root
+from tfpar_lint.semantic.datasets import FILE_READERS, IN_MEMORY_SOURCES, policy, root
 from tfpar_lint.semantic import Value, arg
 
 

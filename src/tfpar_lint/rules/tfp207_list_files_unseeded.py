@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.rules._data import chain, list_files_unseeded
+from tfpar_lint.semantic.datasets import chain, list_files_unseeded
 
 LIST_FILES = "tensorflow.data.Dataset.list_files"
 

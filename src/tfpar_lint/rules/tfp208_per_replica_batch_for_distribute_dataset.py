@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._data import batches_after_rebatch, chain, consumers, method_of
+from tfpar_lint.semantic.datasets import batches_after_rebatch, chain, consumers, method_of
 from tfpar_lint.semantic.loss import per_replica_size
 from tfpar_lint.semantic import arg, replicated
 

@@ -5,7 +5,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import replicated
+from tfpar_lint.semantic.loss import replicated
 from tfpar_lint.semantic import arg
 from tfpar_lint.semantic.batchsizes import global_batch
 

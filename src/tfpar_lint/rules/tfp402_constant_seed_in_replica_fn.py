@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._rng import (keras_seeded_draws_in_replica_fns, replica_invariant, rng_calls_in_replica_fns,
+from tfpar_lint.semantic.randomness import (keras_seeded_draws_in_replica_fns, replica_invariant, rng_calls_in_replica_fns,
                                    seed_arg)
 
 

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._rng import rng_calls_in_replica_fns, seed_arg
+from tfpar_lint.semantic.randomness import rng_calls_in_replica_fns, seed_arg
 
 
 class GlobalRngInReplicaFn(Rule):

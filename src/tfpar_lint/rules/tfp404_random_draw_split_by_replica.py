@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._rng import seed_arg
+from tfpar_lint.semantic.randomness import seed_arg
 from tfpar_lint.semantic import CallSite
 
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._scope import values_of_kind
+from tfpar_lint.semantic.scope_use import values_of_kind
 from tfpar_lint.semantic import Scope, arg, is_constant, keyword
 
 ASSIGNS = ("assign", "assign_add", "assign_sub", "scatter_add", "scatter_sub", "scatter_update",

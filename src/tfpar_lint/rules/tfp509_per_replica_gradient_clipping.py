@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import applies_in_replica, replica_fn_strategies, replica_fns, replicated
+from tfpar_lint.semantic.loss import applies_in_replica, replica_fn_strategies, replica_fns, replicated
 from tfpar_lint.semantic import arg
 from tfpar_lint.semantic.gradflow import local_gradients
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import is_per_replica_batch, per_replica_size, replicated
+from tfpar_lint.semantic.loss import is_per_replica_batch, per_replica_size, replicated
 from tfpar_lint.semantic import arg
 from tfpar_lint.semantic.batchsizes import AVERAGE_LOSS
 

@@ -5,7 +5,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import (AVERAGE_LOSS, MEANS, gradient_targets, is_per_replica_batch, mentions_replicas,
+from tfpar_lint.semantic.loss import (AVERAGE_LOSS, MEANS, gradient_targets, is_per_replica_batch, mentions_replicas,
                                     replica_fn_strategies, replica_fns, replicated)
 from tfpar_lint.semantic import arg
 from tfpar_lint.semantic.batchsizes import global_batch
@@ -28,7 +28,7 @@ class LossScaledTwice(Rule):
                ("reduce_mean", "compute_average_loss", "mean("))
 
     def check(self) -> Iterator[Report]:
-        from tfpar_lint.rules._loss import loss_terms
+        from tfpar_lint.semantic.loss import loss_terms
 
         m = self.module
         seen: set[int] = set()

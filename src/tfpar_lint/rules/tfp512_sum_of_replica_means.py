@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import MEANS, gradient_targets, loss_terms, mentions_replicas, replicated
+from tfpar_lint.semantic.loss import MEANS, gradient_targets, loss_terms, mentions_replicas, replicated
 from tfpar_lint.semantic import CallSite, arg, call_method
 from tfpar_lint.semantic.batchsizes import global_batch
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.rules._loss import replicated
+from tfpar_lint.semantic.loss import replicated
 from tfpar_lint.semantic import call_method
 from tfpar_lint.semantic.crossreplica import replica_fn_traced
 

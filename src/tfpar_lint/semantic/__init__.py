@@ -165,7 +165,7 @@ class Module:
         self.flow = Flow(self)
         self.inputs = Inputs(self)
         self.threads = Threads(self)
-        # facts several rules derive from the model, computed once (rules/_scope.values_of_kind)
+        # facts several rules derive from the model, computed once (semantic/scope_use.values_of_kind)
         self.rule_memo: dict[str, dict] = {}
         if project is not None:
             project.add(path, self)

@@ -8,7 +8,7 @@ A value is the global batch size by its story, never by its name:
 * it is the batch size of a dataset the module then distributes (``ds.batch(G)`` followed, through
   names and dataset methods, into ``strategy.experimental_distribute_dataset``).
 
-Per-replica batch sizes are the loss helpers' (``rules/_loss.per_replica_size``,
+Per-replica batch sizes are the loss helpers' (``semantic/loss.per_replica_size``,
 ``is_per_replica_batch``).
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ AVERAGE_LOSS = frozenset({"tensorflow.nn.compute_average_loss"})
 
 
 def _identity(m: "Module", expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[frozenset]:
-    from tfpar_lint.rules._loss import value_identity  # the loss rules' value identities
+    from tfpar_lint.semantic.loss import value_identity  # the loss rules' value identities
 
     return value_identity(m, expr, scope, order)
 
@@ -38,7 +38,7 @@ def _global_identities(m: "Module") -> list[tuple[frozenset, str]]:
     memo = m.rule_memo.setdefault("batchsizes", {})
     if "global" in memo:
         return memo["global"]
-    from tfpar_lint.rules._loss import _replica_products
+    from tfpar_lint.semantic.loss import _replica_products
 
     out: list[tuple[frozenset, str]] = []
     for _ident, product, name in _replica_products(m):
@@ -87,7 +87,7 @@ def _distributed(m: "Module", batch_site) -> bool:
 
 def global_batch(m: "Module", expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[str]:
     """Why ``expr`` holds the global batch size, or None."""
-    from tfpar_lint.rules._loss import mentions_replicas
+    from tfpar_lint.semantic.loss import mentions_replicas
 
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply) \
             and (mentions_replicas(m, expr.left, scope, order) or mentions_replicas(m, expr.right, scope, order)):

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint.semantic.lifecycle import (TaskReading, holds_on, mwms_state, save_calls, task_source, task_tests,
+                                           worker_zero_as_chief)
 from tfpar_lint.semantic.model import Scope
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,8 +166,6 @@ def _isinstance_guard(m: "Module", test: cst.BaseExpression, scope: Scope) -> Op
 
 def task_field(m: "Module", expr: cst.BaseExpression, scope: Scope, order: int, _depth: int = 0) -> Optional[str]:
     """"type" / "index" when ``expr`` holds the task type / index of this process."""
-    from tfpar_lint.semantic.lifecycle import task_source
-
     if _depth > 8:
         return None
     src = task_source(m, expr, scope, order)
@@ -273,95 +273,66 @@ class Evaluation:
     comparisons: list[cst.Comparison]
 
 
+class _FieldReading(TaskReading):
+    """How a hand-written chief test is read here (one evaluator: :func:`lifecycle.holds_on`): the
+    task fields only (:func:`task_field`), literal operands, names bound once to a boolean
+    expression; it records the fields and the comparisons it read."""
+
+    def __init__(self, expr: BoolExpr):
+        self.expr = expr
+        self.ev = Evaluation([], [])
+        self.memo: dict[int, Optional[str]] = {}
+
+    def source(self, m: "Module", e: cst.BaseExpression, scope: Scope, order: int) -> Optional[str]:
+        if id(e) not in self.memo:
+            self.memo[id(e)] = task_field(m, e, self.expr.scope, self.expr.order)
+            if self.memo[id(e)]:
+                self.ev.fields.append((e, self.memo[id(e)]))
+        return self.memo[id(e)]
+
+    def const(self, m: "Module", e: cst.BaseExpression, scope: Scope, order: int):
+        v = _literal(m, e, scope, order)
+        return ... if v is _UNKNOWN else v
+
+    def literals(self, options: cst.BaseExpression) -> list:
+        return [... if v is _UNKNOWN else v for v in (_literal(None, el.value, None, 0) for el in options.elements)]
+
+    def compared(self, e: cst.Comparison) -> None:
+        if e not in self.ev.comparisons:
+            self.ev.comparisons.append(e)
+
+    def bool_call(self, m: "Module", e: cst.Call, scope: Scope, order: int) -> bool:
+        return False
+
+    def if_exp(self, e: cst.IfExp) -> bool:
+        return isinstance(e.body, cst.Name) and isinstance(e.orelse, cst.Name) \
+            and {e.body.value, e.orelse.value} == {"True", "False"}
+
+    def followed(self, m: "Module", e: cst.BaseExpression, scope: Scope, order: int, depth: int):
+        """A name bound once to a boolean test (``is_chief = task_type == "chief"``)."""
+        if isinstance(e, cst.Name) and e.value not in ("True", "False", "None"):
+            bs = m.lookup(e.value, self.expr.scope, self.expr.order)
+            if len(bs) == 1 and bs[0].kind in ("assign", "annassign") and bs[0].value is not None \
+                    and not bs[0].path and (_is_bool(bs[0].value) or isinstance(bs[0].value, cst.IfExp)):
+                return [(bs[0].value, self.expr.scope, self.expr.order)]
+        return None
+
+
 def evaluate(m: "Module", expr: BoolExpr, partial: bool = False) -> Optional[tuple[dict, Evaluation]]:
     """{(type, id): bool} over the three clusters' tasks, or None when the test is not a pure test
     of the task fields (or reads none).  ``partial``: the test may also read other things; a task
     where it cannot be told is ``UNKNOWN`` in the table (``task_id == 0 and epoch > 3`` is False
     on worker 1, unknown on worker 0)."""
-    ev = Evaluation([], [])
-    memo: dict[int, Optional[str]] = {}
-    depth = [0]
-
-    def field_of(e: cst.BaseExpression) -> Optional[str]:
-        if id(e) not in memo:
-            memo[id(e)] = task_field(m, e, expr.scope, expr.order)
-            if memo[id(e)]:
-                ev.fields.append((e, memo[id(e)]))
-        return memo[id(e)]
-
-    def ev_(e: cst.BaseExpression, task) -> object:
-        if isinstance(e, cst.BooleanOperation):
-            a, b = ev_(e.left, task), ev_(e.right, task)
-            if isinstance(e.operator, cst.And):
-                if a is False or b is False:
-                    return False
-                return True if a is True and b is True else _UNKNOWN
-            if a is True or b is True:
-                return True
-            return False if a is False and b is False else _UNKNOWN
-        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
-            v = ev_(e.expression, task)
-            return _UNKNOWN if v is _UNKNOWN else (not v)
-        if isinstance(e, cst.Comparison) and len(e.comparisons) == 1:
-            left, comp = e.left, e.comparisons[0]
-            right, op = comp.comparator, comp.operator
-            fl, fr = field_of(left), field_of(right)
-            if fl and not fr:
-                fld, lit = fl, _literal(m, right, expr.scope, expr.order)
-            elif fr and not fl and not isinstance(op, (cst.In, cst.NotIn)):
-                fld, lit = fr, _literal(m, left, expr.scope, expr.order)
-            else:
-                return _UNKNOWN
-            if lit is _UNKNOWN:
-                return _UNKNOWN
-            if e not in ev.comparisons:
-                ev.comparisons.append(e)
-            val = task[0] if fld == "type" else task[1]
-            if isinstance(op, (cst.Equal, cst.Is)):
-                return val == lit
-            if isinstance(op, (cst.NotEqual, cst.IsNot)):
-                return val != lit
-            if isinstance(op, (cst.In, cst.NotIn)) and isinstance(lit, tuple):
-                return (val in lit) == isinstance(op, cst.In)
-            if isinstance(lit, int) and isinstance(val, int):
-                if isinstance(op, cst.GreaterThan):
-                    return val > lit
-                if isinstance(op, cst.GreaterThanEqual):
-                    return val >= lit
-                if isinstance(op, cst.LessThan):
-                    return val < lit
-                if isinstance(op, cst.LessThanEqual):
-                    return val <= lit
-            if val is None and not isinstance(op, (cst.In, cst.NotIn)):
-                return _UNKNOWN  # None > 0: a TypeError, not a test
-            return _UNKNOWN
-        if isinstance(e, cst.IfExp) and isinstance(e.body, cst.Name) and isinstance(e.orelse, cst.Name) \
-                and {e.body.value, e.orelse.value} == {"True", "False"}:
-            v = ev_(e.test, task)
-            return _UNKNOWN if v is _UNKNOWN else (v if e.body.value == "True" else not v)
-        fld = field_of(e)
-        if fld == "index":  # `not task_id`, `if task_id:`
-            return _UNKNOWN if task[1] is None else bool(task[1])
-        if isinstance(e, cst.Name) and e.value not in ("True", "False", "None") and depth[0] < 6:
-            bs = m.lookup(e.value, expr.scope, expr.order)
-            if len(bs) == 1 and bs[0].kind in ("assign", "annassign") and bs[0].value is not None \
-                    and not bs[0].path and (_is_bool(bs[0].value) or isinstance(bs[0].value, cst.IfExp)):
-                depth[0] += 1
-                try:
-                    return ev_(bs[0].value, task)
-                finally:
-                    depth[0] -= 1
-        return _UNKNOWN
-
+    reading = _FieldReading(expr)
     out = {}
     for task in TASKS_ONE + TASKS_WITH_CHIEF + TASKS_WORKERS:
-        v = ev_(expr.node, task)
-        if v is _UNKNOWN and not partial:
+        v = holds_on(m, expr.node, expr.scope, expr.order, task, reading=reading)
+        if v is None and not partial:
             return None
-        out[task] = UNKNOWN if v is _UNKNOWN else v
-    if not ev.fields:
+        out[task] = UNKNOWN if v is None else v
+    if not reading.ev.fields:
         return None
-    return out, ev
+    return out, reading.ev
 
 
 def verdict(m: "Module", expr: BoolExpr) -> Optional[tuple[str, Evaluation]]:
@@ -422,8 +393,6 @@ def save_path_worker_zero_parts(m: "Module") -> list[cst.CSTNode]:
     memo = m.rule_memo.setdefault("chieftests", {})
     if "save_parts" in memo:
         return memo["save_parts"]
-    from tfpar_lint.semantic.lifecycle import mwms_state, save_calls, task_tests, worker_zero_as_chief
-
     out: list[cst.CSTNode] = []
     for sc in save_calls(m):
         if not mwms_state(m, sc.obj):

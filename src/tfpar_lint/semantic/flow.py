@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import libcst as cst
 
+from tfpar_lint.semantic.containers import _subscript_key
 from tfpar_lint.semantic.model import Binding, Scope
 from tfpar_lint.semantic.nodes import is_constant
 
@@ -113,8 +114,6 @@ class Flow:
                     work.extend((x, xs, xo, depth + 1) for x, xs, xo in nxt)
                 continue
             if isinstance(e, cst.Subscript):
-                from tfpar_lint.semantic.values import _subscript_key
-
                 key = _subscript_key(e)
                 items = self.m.container_items(e.value, s, o, key) if key is not None else None
                 if items is None:

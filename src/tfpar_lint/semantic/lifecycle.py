@@ -464,14 +464,48 @@ WORKER0: Task = ("worker", 0)
 WORKER1: Task = ("worker", 1)
 
 
+class TaskReading:
+    """How :func:`holds_on` reads a task test: where a value comes from (:func:`task_source`), what
+    literal an operand is (:func:`_const`), and what a name or call stands for (:func:`_followed`:
+    names, unpacked items, parameters and the helpers called).  ``semantic/chieftests`` reads
+    tests its own way (task fields only, literal operands, names bound to a boolean) and records
+    what it read."""
+
+    def source(self, m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[str]:
+        return task_source(m, expr, scope, order)
+
+    def const(self, m: Module, expr: cst.BaseExpression, scope: Scope, order: int):
+        return _const(m, expr, scope, order)
+
+    def literals(self, options: cst.BaseExpression) -> list:
+        return [_literal(el.value) for el in options.elements]
+
+    def compared(self, expr: cst.Comparison) -> None:
+        """A comparison of a task field with a literal was read."""
+
+    def bool_call(self, m: Module, expr: cst.Call, scope: Scope, order: int) -> bool:
+        return _is_builtin(m, expr, scope, order, "bool") and len(expr.args) == 1
+
+    def if_exp(self, expr: cst.IfExp) -> bool:
+        """An ``x if t else y`` this reading evaluates (when the branch taken is a bool literal)."""
+        return True
+
+    def followed(self, m: Module, expr: cst.BaseExpression, scope: Scope, order: int, depth: int) -> Optional[Exprs]:
+        return _followed(m, expr, scope, order)
+
+
+TASK_SOURCES = TaskReading()
+
+
 def holds_on(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, task: Task,
-             _depth: int = 0) -> Optional[bool]:
+             _depth: int = 0, reading: TaskReading = TASK_SOURCES) -> Optional[bool]:
     """Whether the task test ``expr`` holds on ``task`` (a task of a cluster whose TF_CONFIG is
-    set; ``(None, None)``: no TF_CONFIG), from where its values come from (:func:`task_source`);
-    None when it is not a task test or cannot be told."""
+    set; ``(None, None)``: no TF_CONFIG), from where its values come from (:func:`task_source`,
+    or as ``reading`` reads them); None when it is not a task test or cannot be told."""
     if _depth > _MAX_DEPTH:
         return None
-    rec = lambda e, sc=scope, od=order: holds_on(m, e, sc, od, task, _depth + 1)  # noqa: E731
+    rec = lambda e, sc=scope, od=order: holds_on(m, e, sc, od, task, _depth + 1, reading)  # noqa: E731
+    source = reading.source
     ttype, tindex = task
     if isinstance(expr, cst.BooleanOperation):
         parts = [rec(p) for p in _flatten(expr, type(expr.operator))]
@@ -479,7 +513,7 @@ def holds_on(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, task
             return False if False in parts else (True if all(p is True for p in parts) else None)
         return True if True in parts else (False if all(p is False for p in parts) else None)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        src = task_source(m, expr.expression, scope, order)
+        src = source(m, expr.expression, scope, order)
         if src in ("env", "config"):
             return ttype is None  # `not tf_config`: no TF_CONFIG
         if src == "index":
@@ -487,6 +521,8 @@ def holds_on(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, task
         inner = rec(expr.expression)
         return None if inner is None else not inner
     if isinstance(expr, cst.IfExp):
+        if not reading.if_exp(expr):
+            return None
         t = rec(expr.test)
         if t is None:
             return None
@@ -498,22 +534,25 @@ def holds_on(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, task
         left, comp = expr.left, expr.comparisons[0]
         right, op = comp.comparator, comp.operator
         if isinstance(op, (cst.In, cst.NotIn)):
-            if _literal(left) in _CHIEF_TYPES and task_source(m, right, scope, order) == "spec":
+            if _literal(left) in _CHIEF_TYPES and source(m, right, scope, order) == "spec":
                 # `"chief" in cluster_spec`: the clusters judged here have a chief task
                 return (ttype is not None) == isinstance(op, cst.In)
             if not isinstance(right, (cst.Tuple, cst.List, cst.Set)):
                 return None
-            values = [_literal(el.value) for el in right.elements]
-            actual = _task_value(task_source(m, left, scope, order), task)
+            values = reading.literals(right)
+            actual = _task_value(source(m, left, scope, order), task)
             if actual is ... or any(v is ... for v in values):
                 return None
+            reading.compared(expr)
             return (actual in values) == isinstance(op, cst.In)
-        if _const(m, left, scope, order) is not ... and _const(m, right, scope, order) is ...:
+        const = reading.const
+        if const(m, left, scope, order) is not ... and const(m, right, scope, order) is ...:
             left, right = right, left
-        value = _const(m, right, scope, order)
-        actual = _task_value(task_source(m, left, scope, order), task)
+        value = const(m, right, scope, order)
+        actual = _task_value(source(m, left, scope, order), task)
         if value is ... or actual is ...:
             return None
+        reading.compared(expr)
         if isinstance(op, (cst.Equal, cst.Is)):
             return actual == value
         if isinstance(op, (cst.NotEqual, cst.IsNot)):
@@ -528,17 +567,17 @@ def holds_on(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, task
             if isinstance(op, cst.LessThanEqual):
                 return actual <= value
         return None
-    src = task_source(m, expr, scope, order)
+    src = source(m, expr, scope, order)
     if src == "chief":  # strategy.extended.should_checkpoint
         return ttype in (None, "chief")
     if src == "index":  # `if task_id:`
         return None if tindex is None else tindex != 0
-    if isinstance(expr, cst.Call) and _is_builtin(m, expr, scope, order, "bool") and len(expr.args) == 1:
+    if isinstance(expr, cst.Call) and reading.bool_call(m, expr, scope, order):
         return rec(expr.args[0].value)
-    nxt = _followed(m, expr, scope, order)
+    nxt = reading.followed(m, expr, scope, order, _depth)
     if nxt is None:
         return None
-    return _agree([holds_on(m, e, sc, od, task, _depth + 1) for e, sc, od in nxt])
+    return _agree([holds_on(m, e, sc, od, task, _depth + 1, reading) for e, sc, od in nxt])
 
 
 def _task_value(src: Optional[str], task: Task):

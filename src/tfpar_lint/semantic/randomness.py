@@ -1,4 +1,5 @@
-"""Shared helpers of the TFP4xx randomness rules."""
+"""Randomness: random ops and Keras seeded draws in replica functions, their seed arguments, and
+whether a seed is the same on every replica (the questions of the TFP4xx rules)."""
 from __future__ import annotations
 
 from typing import Iterator, Optional

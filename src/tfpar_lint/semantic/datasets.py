@@ -1,5 +1,5 @@
-"""Shared helpers of the TFP204-208 input-pipeline rules: dataset chains, auto-shard
-policies and the places where a dataset is handed to a strategy."""
+"""Datasets: dataset chains, auto-shard policies and the places where a dataset is handed to a
+strategy (the questions of the TFP204-208 input-pipeline rules)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
-"""Shared helpers of TFP107/TFP108: constant device strings in ``tf.device(...)``."""
+"""Placement: the device strings of ``tf.device(...)`` calls and the calls under them (the
+questions of TFP107/TFP108)."""
 from __future__ import annotations
 
 import re

@@ -1,8 +1,9 @@
-"""Shared logic of the TFP1xx "created outside the scope, then used with the strategy" rules."""
+"""Scope use: where an object of one kind is created relative to a strategy's scope, and where it is
+then used with the strategy (the TFP1xx "created outside the scope, then used with the strategy" questions)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -39,6 +40,21 @@ def created_outside_scope(m: Module, v: Value) -> bool:
         if fns and all(m.function_scope(fn)[0] for fn in fns):
             return False
     return True
+
+
+def outside_scope_uses(m: Module, kind: str,
+                       keep: Callable[[Value], bool] = lambda v: True) -> Iterator[tuple[Value, Use]]:
+    """Objects of ``kind`` created outside every strategy scope (and kept by ``keep``), each with its
+    first use with a strategy (a use made in one arm of ``if t:`` is skipped when the object was made
+    in the other arm of a later ``if t:``)."""
+    for v in values_of_kind(m, kind):
+        if not created_outside_scope(m, v) or not keep(v):
+            continue
+        for use in uses_with_strategy(m, v):
+            if use.site is not None and v.site is not None and m.exclusive(v.site, use.site):
+                continue  # made in one arm of `if t:`, used in the other arm of a later `if t:`
+            yield v, use
+            break
 
 
 def created_in_scope(m: Module, v: Value) -> bool:

@@ -1,0 +1,273 @@
+"""Attribute and class values (part of :class:`tfpar_lint.semantic.values.Inference`): what
+``obj.attr`` holds (instance attributes set in methods, class members and bases, module attributes,
+the project's other modules), the kind a local class makes (a Keras model subclass, a
+``tf.Module``), and which Keras flavour a value belongs to."""
+from __future__ import annotations
+
+from typing import Optional, TYPE_CHECKING
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint import versions
+from tfpar_lint.semantic.model import ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tfpar_lint.semantic import Module  # noqa: F401
+
+
+class AttributeValues:
+    """Mixed into :class:`tfpar_lint.semantic.values.Inference` (``self.m`` is the module)."""
+
+    def _local_methods(self, func: cst.Attribute, scope: Scope, order: int) -> list[FunctionInfo]:
+        """The methods of local classes ``func`` (``self.step``, ``trainer.fit``) certainly denotes."""
+        vals = self.infer(func, scope, order)
+        if vals and all(v.kind == api.FUNCTION and isinstance(v.info, FunctionInfo) and v.info.cls is not None
+                        for v in vals):
+            return [v.info for v in vals]
+        return []
+
+    def _instance_attribute(self, expr: cst.Attribute, scope: Scope, order: int) -> Optional[list[Value]]:
+        """``obj.name`` where ``obj`` is certainly an instance of a local class (``Trainer().fit``,
+        ``trainer.step``, ``self.losses.reconstruction``): its method, or what its methods assign
+        to ``self.name``.  None when the receiver is anything else or the class does not define
+        ``name`` (then the API / variable-list inference applies)."""
+        return self._instance_member(self.infer(expr.value, scope, order), expr.attr.value)
+
+    def _instance_member(self, recv: list[Value], name: str) -> Optional[list[Value]]:
+        """``_instance_attribute`` for receiver values already known."""
+        if not recv or not all(isinstance(v.info, ClassInfo) and v.kind != api.CLASS and isinstance(v.origin, cst.Call)
+                               for v in recv):
+            return None
+        out: list[Value] = []
+        for v in recv:
+            found = self._class_member(v.info, name)
+            if found is None:
+                return None
+            out.extend(found)
+        return out
+
+    def class_member(self, cls: ClassInfo, name: str) -> Optional[list[Value]]:
+        """Method ``name`` of a local class (or of its local bases), or the values its methods
+        assign to ``self.name``; None when the class does not define it."""
+        return self._class_member(cls, name)
+
+    def _class_member(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[list[Value]]:
+        """Method ``name`` of a local class (or of its local bases), or the values its methods
+        assign to ``self.name``."""
+        if _depth > 8:
+            return None
+        if name in cls.methods:
+            fn = cls.methods[name]
+            return [Value(api.FUNCTION, info=fn, origin=fn.node)]
+        bs = cls.attrs.get(name)
+        if bs:
+            out: list[Value] = []
+            for b in bs:
+                out.extend(self.binding_values(b))
+            return out
+        for base in cls.bases:
+            for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
+                if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls:
+                    found = self._class_member(v.info, name, _depth + 1)
+                    if found is not None:
+                        return found
+        return None
+
+    def _base_member(self, cls: ClassInfo, name: str, _depth: int = 0) -> Optional[list[Value]]:
+        """``name`` defined by a base class of ``cls`` that this module defines (a base named by a
+        plain name bound to a class statement here; other bases are not followed, so that a
+        ``self.<name>`` question never walks a project's class hierarchy)."""
+        if _depth > 8:
+            return None
+        for base in cls.bases:
+            if not isinstance(base, cst.Name):
+                continue
+            bs = self.m.lookup(base.value, cls.scope.parent or self.m.scope, 10**9)
+            if len(bs) != 1 or bs[0].kind != "class" or bs[0].cls is None or bs[0].cls is cls:
+                continue
+            base_cls = bs[0].cls
+            if name in base_cls.methods:
+                f = base_cls.methods[name]
+                return [Value(api.FUNCTION, info=f, origin=f.node)]
+            got = base_cls.attrs.get(name)
+            if got:
+                out: list[Value] = []
+                for b in got:
+                    out.extend(self.binding_values(b))
+                return out
+            deeper = self._base_member(base_cls, name, _depth + 1)
+            if deeper is not None:
+                return deeper
+        return None
+
+    def _method_of(self, scope: Scope) -> Optional[FunctionInfo]:
+        """Innermost enclosing method (for ``self`` inside nested functions)."""
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s.func is not None and s.func.cls is not None:
+                return s.func
+            s = s.parent
+        return None
+
+    def created_within(self, node: Optional[cst.CSTNode], fn: FunctionInfo) -> bool:
+        if fn.scope.module is not self.m and fn.scope.module is not None:
+            return fn.scope.module.created_within(node, fn)
+        return self._created_within(node, fn)
+
+    def _created_within(self, node: Optional[cst.CSTNode], fn: FunctionInfo) -> bool:
+        site = self.m.site_of_call.get(id(node)) if node is not None else None
+        s = site.scope if site is not None else None
+        while s is not None:
+            if s is fn.scope:
+                return True
+            s = s.parent
+        return False
+
+    def _instance_of(self, cls: ClassInfo, call: cst.Call, site) -> Value:
+        kind = self.class_kind(cls)
+        if kind:
+            return Value(kind, cls.name, origin=call, site=site, info=cls)
+        return Value(api.UNKNOWN, cls.name, origin=call, site=site, info=cls)
+
+    def class_kind(self, cls: ClassInfo, _depth: int = 0) -> Optional[str]:
+        """MODEL / LAYER / ... for a local class by its bases."""
+        if cls.scope.module is not self.m and cls.scope.module is not None:
+            return cls.scope.module.class_kind(cls, _depth)
+        if _depth > 8:
+            return None
+        for base in cls.bases:
+            q, _ = self.m.qualified_name(base, cls.scope.parent or self.m.scope, 10**9)
+            k = api.class_kind(q) if q else None  # from the API table: every spelling, every release
+            if k in (api.MODEL, api.LAYER, api.METRIC, api.OPTIMIZER):
+                return k
+            if not q:
+                for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
+                    if v.kind == api.CLASS and v.info is not cls:
+                        k = self.class_kind(v.info, _depth + 1)
+                        if k:
+                            return k
+        return None
+
+    def _attribute_of(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Value]:
+        """``model.trainable_variables`` (the variables of a Keras model or layer), ``layer.kernel``."""
+        return self._attribute_of_values(self.infer(expr.value, scope, order), expr.attr.value)
+
+    def _attr_values(self, recv: list[Value], attr: str) -> list[Value]:
+        """What ``<recv>.attr`` holds, the receiver's values known: the answer ``_infer`` gives
+        for an attribute expression (an instance's member first, then ``_attribute_of``).  Walks
+        chains through another module: ``config.settings.strategy``, ``helpers.factory.build``."""
+        inst = self._instance_member(recv, attr)
+        return inst if inst is not None else self._attribute_of_values(recv, attr)
+
+    def _attribute_of_values(self, recv: list[Value], attr: str) -> list[Value]:
+        if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
+            # an attribute of an instance of a local class: what its methods assign to self.<attr>
+            out = []
+            for v in recv:
+                if v.kind == api.MODULE:
+                    out.extend(self._module_attr(v, attr))
+                    continue
+                cls = v.info if isinstance(v.info, ClassInfo) and v.kind != api.CLASS else None
+                if cls is not None and attr in cls.methods:  # stats.ingest: a bound method
+                    meth = cls.methods[attr]
+                    out.append(Value(api.FUNCTION, info=meth, origin=meth.node))
+                    continue
+                if attr == "layers" and v.kind == api.MODEL:  # model.layers[0]
+                    out.append(Value(api.LAYERS, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
+                                     source=v))
+                    continue
+                bs = cls.attrs.get(attr) if cls is not None else None
+                if not bs:
+                    return [UNKNOWN]
+                for b in bs:
+                    out.extend(self.binding_values(b))
+            return out or [UNKNOWN]
+        out = []
+        for v in recv:
+            if v.kind not in (api.MODEL, api.LAYER) and not (
+                    attr in api.VARIABLE_LIST_ATTRS and isinstance(v.info, ClassInfo) and v.kind != api.CLASS
+                    and self._tf_module_class(v.info)):
+                return [UNKNOWN]
+            kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
+            # the variables belong to the object: they share its origin and creation context
+            out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
+        return out
+
+    def _tf_module_class(self, cls: ClassInfo, _depth: int = 0) -> bool:
+        """``cls`` derives from ``tf.Module`` (directly or through local classes): an instance's
+        ``trainable_variables`` are the variables it tracks."""
+        if _depth > 8:
+            return False
+        scope = cls.scope.parent or self.m.scope
+        for base in cls.bases:
+            if self.m.qualified_name(base, scope, 10**9)[0] == "tensorflow.Module":
+                return True
+            for bv in self.infer(base, scope, 10**9):
+                if bv.kind == api.CLASS and isinstance(bv.info, ClassInfo) and bv.info is not cls \
+                        and self._tf_module_class(bv.info, _depth + 1):
+                    return True
+        return False
+
+    @staticmethod
+    def _module_attr(v: Value, attr: str) -> list[Value]:
+        """The values of ``attr`` in the project module ``v`` stands for."""
+        other = v.info
+        bs = other.lookup(attr, other.scope, 10**9)
+        if not bs:
+            return [UNKNOWN]
+        out: list[Value] = []
+        for b in bs:
+            out.extend(other.binding_values(b))
+        return out
+
+    def project_values(self, raw: str) -> Optional[list[Value]]:
+        """Values of an imported name that lives in another module of the project
+        (``models.build``, ``.steps.train_step``); None when it is not the project's."""
+        project = self.m.project
+        if project is None or not raw:
+            return None
+        if project.unknown_without_parse(self.m, raw):  # its summary answers (BATCH = 64): no parse
+            return [UNKNOWN]
+        got = project.resolve(self.m, raw)
+        if got is None:
+            return None
+        other, rest = got
+        module = Value(api.MODULE, other.path, info=other)
+        if not rest:
+            return [module]
+        vals = self._module_attr(module, rest[0])
+        for attr in rest[1:]:  # pkg.mod.obj.attr: the chain, member by member
+            if all(v.kind == api.UNKNOWN and v.info is None for v in vals):
+                return [UNKNOWN]
+            vals = self._attr_values(vals, attr)
+        return vals
+
+    def keras_flavor(self, v: Value) -> str:
+        """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
+        "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
+        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
+        targeted TensorFlow is 2.16 or later: :mod:`tfpar_lint.versions`), or "" when it is not a
+        Keras object or cannot be told."""
+        raw = v.raw_qname
+        if not raw and isinstance(v.info, ClassInfo):
+            raw = self._keras_base_raw(v.info)
+        if not raw or not (api.canonical(raw) + ".").startswith("keras."):
+            return ""
+        return versions.flavor(self.m, api.keras_flavor(raw))  # tf.keras / keras by the targeted version
+
+    def _keras_base_raw(self, cls: ClassInfo, _depth: int = 0) -> str:
+        if _depth > 8:
+            return ""
+        for base in cls.bases:
+            scope = cls.scope.parent or self.m.scope
+            q, raw = self.m.qualified_name(base, scope, 10**9)
+            if q and (q + ".").startswith("keras."):
+                return raw
+            if not q:
+                for bv in self.infer(base, scope, 10**9):
+                    if bv.kind == api.CLASS and isinstance(bv.info, ClassInfo) and bv.info is not cls:
+                        r = self._keras_base_raw(bv.info, _depth + 1)
+                        if r:
+                            return r
+        return ""
