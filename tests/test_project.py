@@ -135,7 +135,7 @@ def test_cache_reanalyses_the_edited_file_and_its_dependents(tmp_path):
 
     def fresh() -> set[str]:
         """The files whose cached result is still valid."""
-        cache = Cache(cache_dir, None, opts)
+        cache = Cache(cache_dir, None, opts, graph=engine.cache_graph(opts))
         return {Path(p).relative_to(proj).as_posix() for p in files if cache.get(p) is not None}
 
     cold = engine.lint_paths(files, options=opts, jobs=1, cache_dir=cache_dir)

@@ -234,21 +234,10 @@ class Cache:
                  apply_noqa: bool = True, max_file_size: Optional[int] = None,
                  graph: Optional[Callable[[str, list], str]] = None) -> None:
         """``graph(path, deps)``: the fingerprint of who imports ``path`` and each of ``deps`` now
-        (see the module docstring; by default :func:`tfpar_lint.engine.graph_digest` with ``options``)."""
-        from tfpar_lint.engine import DEFAULT_MAX_FILE_SIZE, project_for
+        (see the module docstring; the engine gives :func:`tfpar_lint.engine.cache_graph`).  Without
+        it, an entry whose answers asked who imports a module is never valid."""
+        from tfpar_lint.workers import DEFAULT_MAX_FILE_SIZE
 
-        if graph is None and options is not None:
-            from tfpar_lint.engine import GRAPH_KEY
-
-            projects: dict[tuple, Any] = {}  # (folder, notebook) -> its project, during this run
-
-            def graph(p: str, deps: list) -> str:  # engine.graph_digest, its project remembered
-                folder, name = os.path.split(os.path.abspath(p))
-                where = (folder, None if name.endswith(".py") else name)
-                if where not in projects:
-                    projects[where] = project_for(p, options)
-                project = projects[where]
-                return project.importers_digest([d for d in deps if d != GRAPH_KEY]) if project is not None else ""
         self.graph = graph
         self.max_file_size = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
         self.root = os.path.abspath(directory)
@@ -288,7 +277,7 @@ class Cache:
 
     def get(self, path: str, data: Optional[bytes] = None) -> Optional[Any]:
         """The cached FileResult for ``path`` (whose bytes are ``data``; read here if None), or None."""
-        from tfpar_lint.engine import GRAPH_KEY, FileResult
+        from tfpar_lint.finding import GRAPH_KEY, FileResult
 
         entry = self._entry(path)
         if entry is None:

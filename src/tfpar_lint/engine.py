@@ -31,8 +31,9 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tfpar_lint import deep
+from tfpar_lint.codetext import code_text
 from tfpar_lint.files import read_bounded, read_regular
-from tfpar_lint.finding import FileError, Finding
+from tfpar_lint.finding import GRAPH_KEY, FileError, FileResult, Finding  # noqa: F401 (re-exported)
 from tfpar_lint.registry import all_rules, default_codes
 from tfpar_lint.rule import STRATEGY_MARKERS, Rule
 from tfpar_lint.semantic import Module
@@ -52,17 +53,6 @@ class AnalysisOptions:
     # where the per-module summaries are kept (the result cache's folder; None: in memory only).
     # Not part of the result cache's key: a summary is the same wherever it is kept.
     summary_dir: Optional[str] = None
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    error: Optional[FileError] = None
-    skipped: bool = False
-    deps: dict[str, str] = field(default_factory=dict)  # other project files read: path -> sha256
-    capped: bool = False  # whole-project analysis hit its cap on files read (semantic.project.MAX_MODULES)
-    notes: list[str] = field(default_factory=list)  # what the user should know (deep.note: opaque expressions)
 
 
 # One Project per (folders, options) per process: the project's modules are parsed once.
@@ -193,9 +183,20 @@ def _related_text(path: str, source: str, options: AnalysisOptions,
     return text
 
 
-# The key under which a result's dependencies (FileResult.deps) hold who imports the modules whose
-# importers its answers asked for (Project.importers_digest): not a path, so never read as one.
-GRAPH_KEY = ":importers"
+def cache_graph(options: AnalysisOptions):
+    """The ``graph(path, deps)`` a result cache checks its entries with: :func:`graph_digest`, each
+    folder's project found once during the run."""
+    projects: dict[tuple, Any] = {}  # (folder, notebook) -> its project, during this run
+
+    def graph(p: str, deps: list) -> str:
+        folder, name = os.path.split(os.path.abspath(p))
+        where = (folder, None if name.endswith(".py") else name)
+        if where not in projects:
+            projects[where] = project_for(p, options)
+        project = projects[where]
+        return project.importers_digest([d for d in deps if d != GRAPH_KEY]) if project is not None else ""
+
+    return graph
 
 
 def graph_digest(path: str, options: AnalysisOptions, deps) -> str:
@@ -251,63 +252,6 @@ def _marker_rules(source: str, rules: Sequence[type[Rule]], options: AnalysisOpt
         return ok
 
     return [r for r in rules if all(group_ok(g) for g in r.MARKERS)]
-
-
-# Comments and string literals, scanned left to right like the tokenizer does
-# (so a '#' inside a string is not a comment, and quotes inside a comment do
-# not open a string).  Every alternative starts with '#', '"' or "'" so the
-# regex engine skips ahead to those; unrolled loops keep it linear.  String
-# prefixes (r, b, f, ...) are looked at by hand.
-_COMMENT_OR_STRING = re.compile(r'''
-  \#[^\r\n]*
-| (?P<triple>"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""
-           | \'\'\'[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*\'\'\')
-| "[^"\\\r\n]*(?:\\[\s\S][^"\\\r\n]*)*"
-| '[^'\\\r\n]*(?:\\[\s\S][^'\\\r\n]*)*'
-''', re.X)
-
-
-def code_text(source: str) -> str:
-    """``source`` without comments and docstrings (returns ``source`` itself when it has none).
-
-    A docstring here is any non-f triple-quoted string alone on its lines
-    (only whitespace before it, only whitespace or a comment after it): that
-    is every docstring, and otherwise only a bare string statement or a lone
-    multi-line string argument, none of which a rule reads.  Short strings and
-    f-strings are kept (``os.environ["TF_USE_LEGACY_KERAS"]`` and code inside
-    ``{...}`` matter).  Text only: no tokenizer, no ``ast``.
-    """
-    if "#" not in source and '"""' not in source and "'''" not in source:
-        return source
-    parts: list[str] = []
-    last = 0
-    for m in _COMMENT_OR_STRING.finditer(source):
-        start = m.start()
-        if source[start] == "#":
-            parts.append(source[last:start])
-            last = m.end()
-            continue
-        if m.group("triple") is None:
-            continue
-        p = start  # the string prefix: up to two of rRbBuUfF right before the quotes
-        while p > 0 and start - p < 2 and source[p - 1] in "rRbBuUfF":
-            p -= 1
-        if "f" in source[p:start] or "F" in source[p:start]:
-            continue  # an f-string: code inside {...}
-        line_start = source.rfind("\n", 0, p) + 1
-        if line_start != p and not source[line_start:p].isspace():
-            continue
-        end = m.end()
-        line_end = source.find("\n", end)
-        rest = source[end:line_end if line_end >= 0 else len(source)].lstrip()
-        if rest and rest[0] != "#":
-            continue
-        parts.append(source[last:p])
-        last = end
-    if not parts:
-        return source
-    parts.append(source[last:])
-    return "".join(parts)
 
 
 class NestingTooDeep(Exception):
@@ -1187,7 +1131,8 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
             from dataclasses import replace
 
             options = replace(options, summary_dir=os.path.abspath(cache_dir))
-        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size)
+        cache = Cache(cache_dir, enabled_f, options, apply_noqa, max_file_size=max_file_size,
+                      graph=cache_graph(options))
         todo = []
         for i, p in enumerate(paths):
             hit = cache.get(p)

@@ -145,3 +145,21 @@ def error_code(err: "FileError") -> str:
     if "syntax" in msg or "parse" in msg or "indentation" in msg or "unexpected" in msg:
         return "E999"
     return "E902"
+
+
+@dataclass
+class FileResult:
+    """What linting one file gave."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: Optional[FileError] = None
+    skipped: bool = False
+    deps: dict[str, str] = field(default_factory=dict)  # other project files read: path -> sha256
+    capped: bool = False  # whole-project analysis hit its cap on files read (semantic.project.MAX_MODULES)
+    notes: list[str] = field(default_factory=list)  # what the user should know (deep.note: opaque expressions)
+
+
+# The key under which a result's dependencies (FileResult.deps) hold who imports the modules whose
+# importers its answers asked for (Project.importers_digest): not a path, so never read as one.
+GRAPH_KEY = ":importers"

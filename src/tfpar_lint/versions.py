@@ -790,7 +790,7 @@ _CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+)")
 
 def code_range(m: "Module") -> Optional[tuple[Optional[Version], Optional[Version], Optional[int], str]]:
     """What the APIs ``m`` uses say: (low, high, keras major or None, the evidence), or None."""
-    from tfpar_lint.engine import code_text
+    from tfpar_lint.codetext import code_text
 
     src = m.source
     if "tensorflow" not in src and "keras" not in src:

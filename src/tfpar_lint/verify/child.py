@@ -183,7 +183,7 @@ def _setup(spec: dict, result: dict) -> Recorder:
 
     script = os.path.realpath(spec["script"])
     from tfpar_lint.files import read_regular_text
-    from tfpar_lint.verify.driver import SCRIPT_MAX_BYTES
+    from tfpar_lint.verify.source import SCRIPT_MAX_BYTES
 
     text = read_regular_text(script, SCRIPT_MAX_BYTES)  # a regular file, read without blocking, bounded
     marked_text, marks = source.instrument(text, [int(x) for x in spec.get("lines", [])])

@@ -167,7 +167,7 @@ class _Job:
 
 # A script (or notebook) is run only when its resolved path is a regular file of at most this many bytes;
 # it is read without blocking (a FIFO named *.py) and without reading past the bound (a link to /dev/zero).
-SCRIPT_MAX_BYTES = 10 * 1024 * 1024
+from tfpar_lint.verify.source import SCRIPT_MAX_BYTES  # noqa: E402
 
 
 def _unreadable(shown: str, real: str, e: BaseException) -> str:

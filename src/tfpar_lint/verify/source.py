@@ -19,6 +19,9 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+# the largest script the verifier reads and runs
+SCRIPT_MAX_BYTES = 10 * 1024 * 1024
+
 MARK = "__tfpar_mark__"
 
 
