@@ -2,7 +2,7 @@
 # One entry point for a fresh clone:  bash scripts/dev.sh demo | test | setup
 #   setup : create .venv and install tfpar-lint with its verifier and test dependencies
 #   demo  : setup, lint the bundled multi-file project, then verify one flagged script on 2 logical CPU devices
-#   test  : setup, then run the whole test suite (2 pytest-xdist workers)
+#   test  : setup, then run the whole test suite (pytest-xdist: a worker per CPU, 2 to 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,10 +55,13 @@ case "${1:-}" in
   test)
     setup
     shift || true
-    # Two pytest-xdist workers (TFPAR_TEST_WORKERS, or -n N after the command, changes it; -n 0 runs
-    # in one process). loadfile keeps each test module on one worker, so a module-scoped fixture that
+    # One pytest-xdist worker per CPU, at least 2 and at most 4 (each verifier test runs TensorFlow
+    # processes of about 1 GB); TFPAR_TEST_WORKERS, or -n N after the command, changes it; -n 0 runs
+    # in one process. loadfile keeps each test module on one worker, so a module-scoped fixture that
     # runs many TensorFlow scripts runs once; tests/conftest.py hands out the slow modules first.
-    exec .venv/bin/python -m pytest -q -n "${TFPAR_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" ;;
+    cpus=$(.venv/bin/python -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2)')
+    workers=$(( cpus < 2 ? 2 : (cpus > 4 ? 4 : cpus) ))
+    exec .venv/bin/python -m pytest -q -n "${TFPAR_TEST_WORKERS:-$workers}" --dist loadfile --no-loadscope-reorder "$@" ;;
   *)
     echo "usage: bash scripts/dev.sh demo|test|setup" >&2; exit 2 ;;
 esac
