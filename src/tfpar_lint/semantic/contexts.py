@@ -10,6 +10,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import CallSite, ClassInfo, FunctionInfo, Scope, Value
 from tfpar_lint.semantic.nodes import arg, attr_name, call_method, keyword
+from tfpar_lint.semantic.walk import syntax_children
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -263,7 +264,7 @@ class Contexts:
             elif isinstance(n, cst.Attribute):
                 stack.append(n.value)
             else:
-                stack.extend(n.children)
+                stack.extend(syntax_children(n))
         scope = a.scope
         for name in roots:
             s = scope
@@ -646,5 +647,5 @@ def _pure(expr: cst.CSTNode) -> bool:
         if isinstance(n, (cst.Call, cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda, cst.ListComp, cst.SetComp,
                           cst.DictComp, cst.GeneratorExp)):
             return False
-        stack.extend(n.children)
+        stack.extend(syntax_children(n))
     return True

@@ -13,6 +13,7 @@ import libcst as cst
 from tfpar_lint.semantic.containers import _subscript_key
 from tfpar_lint.semantic.model import Binding, Scope
 from tfpar_lint.semantic.nodes import is_constant
+from tfpar_lint.semantic.walk import syntax_children
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -35,7 +36,7 @@ def names_read(expr: cst.CSTNode) -> Iterator[cst.Name]:
         elif isinstance(n, cst.Lambda):
             continue  # a lambda's body runs later, with its own names
         else:
-            work.extend(n.children)
+            work.extend(syntax_children(n))
 
 
 class Flow:
@@ -77,7 +78,7 @@ class Flow:
                 if isinstance(n, cst.Attribute) and n.attr.value == "replica_id_in_sync_group":
                     return True
                 if not isinstance(n, cst.Lambda):
-                    work.extend(n.children)
+                    work.extend(syntax_children(n))
         return False
 
     def constant_exprs(self, expr: Optional[cst.BaseExpression], scope: Scope,

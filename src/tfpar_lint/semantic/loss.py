@@ -392,7 +392,7 @@ def _replica_products(m: Module) -> list[tuple[frozenset, cst.BaseExpression, Op
             if isinstance(n, (cst.Lambda, cst.FunctionDef)) or id(n) in visited:
                 continue
             visited.add(id(n))
-            work.extend(n.children)
+            work.extend(syntax_children(n))
             if not (isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Multiply)) or id(n) in seen:
                 continue
             seen.add(id(n))
@@ -692,6 +692,7 @@ def default_reduction(m: Module, v: Value) -> bool:
 
 # ------------------------------------------------------------------ strategies
 from tfpar_lint.semantic import SINGLE_REPLICA, replicated  # noqa: E402,F401  (shared fact)
+from tfpar_lint.semantic.walk import syntax_children
 
 
 def replica_fn_strategies(m: Module, fn: FunctionInfo) -> list[Value]:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic import CallSite, Module, Value, arg, keyword, replicated
+from tfpar_lint.semantic.walk import syntax_children
 
 
 @dataclass
@@ -390,7 +391,7 @@ def _variables_owners(call: cst.Call) -> Iterator[cst.BaseExpression]:
         elif isinstance(n, (cst.Lambda, cst.FunctionDef)):
             continue
         else:
-            work.extend(n.children)
+            work.extend(syntax_children(n))
 _BUILDERS = ("Sequential", "Model", "Functional")
 
 
