@@ -8,7 +8,7 @@ from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint import versions
 from tfpar_lint.semantic.loss import (AVERAGE_LOSS, default_reduction, is_keras3, loss_object, loss_terms,
-                                    mentions_replicas, replicated)
+                                    mentions_replicas, replicated, run_calls)
 from tfpar_lint.semantic import CallSite, arg, call_method
 
 
@@ -104,22 +104,8 @@ class MeanReduceOfScaledLoss(Rule):
                 return how
         return None
 
-    def _run_calls(self, call, _depth: int = 0) -> list:
-        """The ``strategy.run(...)`` call a PerReplica value comes from: the call itself, or the
-        ``strategy.run`` calls returned by the local function (a ``tf.function`` step) it calls."""
-        m = self.module
-        site = m.site_of_call.get(id(call)) if call is not None else None
-        if not isinstance(call, cst.Call) or site is None or _depth > 3:
-            return []
-        cm = call_method(call)
-        if cm is not None and cm[1] in api.RUN_METHODS:
-            return [(call, site)]
-        out = []
-        for fn in m.resolve_function(call.func, site.scope, site.order):
-            for expr, _order in fn.returns:
-                if isinstance(expr, cst.Call):
-                    out.extend(self._run_calls(expr, _depth + 1))
-        return out
+    def _run_calls(self, call) -> list:
+        return run_calls(self.module, call)
 
     def _scaled_in(self, run: cst.Call, site: CallSite) -> Optional[str]:
         m = self.module

@@ -6,8 +6,8 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic.loss import MEANS, gradient_targets, loss_terms, mentions_replicas, replicated
-from tfpar_lint.semantic import CallSite, arg, call_method
+from tfpar_lint.semantic.loss import MEANS, gradient_targets, loss_terms, mentions_replicas, replicated, run_calls
+from tfpar_lint.semantic import CallSite, arg
 from tfpar_lint.semantic.batchsizes import global_batch
 
 
@@ -74,20 +74,8 @@ class SumOfReplicaMeans(Rule):
             return bs[0].path[0]
         return None
 
-    def _run_calls(self, call, _depth: int = 0) -> list:
-        m = self.module
-        site = m.site_of_call.get(id(call)) if isinstance(call, cst.Call) else None
-        if site is None or _depth > 3:
-            return []
-        cm = call_method(call)
-        if cm is not None and cm[1] in api.RUN_METHODS:
-            return [(call, site)]
-        out = []
-        for fn in m.resolve_function(call.func, site.scope, site.order):
-            for expr, _order in fn.returns:
-                if isinstance(expr, cst.Call):
-                    out.extend(self._run_calls(expr, _depth + 1))
-        return out
+    def _run_calls(self, call) -> list:
+        return run_calls(self.module, call)
 
     def _returned_means(self, origin, index: Optional[int]) -> Optional[list[cst.BaseExpression]]:
         """The whole-batch means every replica function behind ``origin`` returns (at ``index`` of

@@ -7,6 +7,7 @@ import libcst as cst
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic.chieftests import facts, task_dependent_guard
 from tfpar_lint.semantic.collectives import calls_in, collective
+from tfpar_lint.semantic.walk import contains
 
 
 def _tasks(tasks: set) -> str:
@@ -33,7 +34,7 @@ class ChiefOnlyCollective(Rule):
         m = self.module
         f = facts(m)
         for stmt, ifs, loop, scope, order in f.exits:
-            inner_ifs = tuple((i, b) for i, b in ifs if _inside(loop, i))
+            inner_ifs = tuple((i, b) for i, b in ifs if contains(loop, i))
             guard = task_dependent_guard(m, inner_ifs, scope, order)
             if guard is None:
                 continue
@@ -72,17 +73,3 @@ class ChiefOnlyCollective(Rule):
                 {"call": m.code(cs.node.func)},
                 related=if_node,
             )
-
-
-def _inside(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
-    class V(cst.CSTVisitor):
-        found = False
-
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is node:
-                V.found = True
-            return not V.found
-
-    V.found = False
-    outer.visit(V())
-    return V.found

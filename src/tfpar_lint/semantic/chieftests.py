@@ -29,7 +29,7 @@ from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.lifecycle import (TaskReading, holds_on, mwms_state, save_calls, task_source, task_tests,
                                            worker_zero_as_chief)
 from tfpar_lint.semantic.model import Scope
-from tfpar_lint.semantic.walk import syntax_children
+from tfpar_lint.semantic.walk import contains, syntax_children  # noqa: F401 (contains: used by rules)
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -401,17 +401,3 @@ def save_path_worker_zero_parts(m: "Module") -> list[cst.CSTNode]:
                 out.append(part)
     memo["save_parts"] = out
     return out
-
-
-def contains(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
-    class V(cst.CSTVisitor):
-        found = False
-
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is node:
-                V.found = True
-            return not V.found
-
-    V.found = False
-    outer.visit(V())
-    return V.found

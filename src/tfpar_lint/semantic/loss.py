@@ -697,3 +697,21 @@ from tfpar_lint.semantic.walk import syntax_children
 
 def replica_fn_strategies(m: Module, fn: FunctionInfo) -> list[Value]:
     return m.replica_functions().get(id(fn), [])
+
+
+def run_calls(m: Module, call, _depth: int = 0) -> list:
+    """The ``strategy.run(...)`` calls (with their call sites) a PerReplica value comes from: the
+    call itself, or the ``strategy.run`` calls returned by the local function (a ``tf.function``
+    step) it calls."""
+    site = m.site_of_call.get(id(call)) if isinstance(call, cst.Call) else None
+    if site is None or _depth > 3:
+        return []
+    cm = call_method(call)
+    if cm is not None and cm[1] in api.RUN_METHODS:
+        return [(call, site)]
+    out = []
+    for fn in m.resolve_function(call.func, site.scope, site.order):
+        for expr, _order in fn.returns:
+            if isinstance(expr, cst.Call):
+                out.extend(run_calls(m, expr, _depth + 1))
+    return out

@@ -25,6 +25,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import CallSite, FunctionInfo, Scope, Value
 from tfpar_lint.semantic.nodes import call_method, keyword
+from tfpar_lint.semantic.walk import contains
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -76,27 +77,13 @@ def per_replica_value(m: "Module", expr: cst.BaseExpression, scope: Scope, order
 # ------------------------------------------------------------------ kind told by use
 
 
-def _contains(root: cst.CSTNode, target: cst.CSTNode) -> bool:
-    class V(cst.CSTVisitor):
-        found = False
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if node is target:
-                V.found = True
-            return not V.found
-
-    v = V()
-    root.visit(v)
-    return V.found
-
-
 def in_handler(m: "Module", t: cst.Try, node: cst.CSTNode) -> bool:
     """``node`` lies in one of the ``except`` handlers of ``t``."""
     memo = m.rule_memo.setdefault("perreplica_in_handler", {})
     key = (id(t), id(node))
     got = memo.get(key)
     if got is None:
-        got = memo[key] = any(_contains(h, node) for h in t.handlers)
+        got = memo[key] = any(contains(h, node) for h in t.handlers)
     return got
 
 

@@ -31,6 +31,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import CallSite, ClassInfo, FunctionInfo, Scope, Value
 from tfpar_lint.semantic.nodes import arg, attr_name, call_method, keyword
+from tfpar_lint.semantic.walk import contains
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -98,23 +99,6 @@ def _reads(expr: cst.BaseExpression, target: cst.BaseExpression) -> bool:
             return True
 
     expr.visit(V())
-    return found
-
-
-def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    found = False
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            nonlocal found
-            if found:
-                return False
-            if n is node:
-                found = True
-                return False
-            return True
-
-    tree.visit(V())
     return found
 
 
@@ -1221,7 +1205,7 @@ class Threads:
                     break
                 if b.kind in ("for", "assign", "annassign", "aug") and b.scope is fn.parent:
                     loop = b.node if b.kind == "for" else self._loop_around(b.node, fn.parent)
-                    if loop is not None and isinstance(loop, (cst.For, cst.While)) and _contains(loop.body, fn.node):
+                    if loop is not None and isinstance(loop, (cst.For, cst.While)) and contains(loop.body, fn.node):
                         yield name, "for", loop
                         break
 
@@ -1269,7 +1253,7 @@ class Threads:
         """The loop body waits for what it started (``t.join()``, ``future.result()``)."""
         for cs in self.m.calls:
             if cs.scope is start.scope and attr_name(cs.node.func) in ("join", "result") \
-                    and isinstance(cs.node.func, cst.Attribute) and _contains(loop.body, cs.node):
+                    and isinstance(cs.node.func, cst.Attribute) and contains(loop.body, cs.node):
                 return True
         return False
 

@@ -287,3 +287,14 @@ def _flatten(tasks: Any, out: list) -> None:
 
 
 Task = Callable[[], None]
+
+
+def contains(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """``node`` is ``outer`` or lies in its subtree (tokens aside: :func:`syntax_children`)."""
+    stack: list[cst.CSTNode] = [outer]
+    while stack:
+        n = stack.pop()
+        if n is node:
+            return True
+        stack.extend(syntax_children(n))
+    return False
