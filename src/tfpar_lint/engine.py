@@ -427,9 +427,16 @@ def _propose_fixes(reports) -> dict[int, Any]:
 def _place_in_project(module: Module, node: cst.CSTNode) -> str:
     """``steps.py:12`` for a node of another project module (whole-project analysis)."""
     project = module.project
-    for other in (project.modules.values() if project is not None else ()):
-        if other is None or other is module:
+    others: list = []
+    if project is not None:
+        # the project's modules, and the importers it handed out earlier: one of those may have been
+        # forgotten since (Project.forget) while this module's answers still point into its tree
+        others = list(project.modules.values()) + [m for ms in project._importers.values() for m in ms]
+    seen: set[int] = set()
+    for other in others:
+        if other is None or other is module or id(other) in seen:
             continue
+        seen.add(id(other))
         try:
             pos = node_positions(other.tree, [node], other.source, getattr(other, "pieces", None)).get(node)
         except Exception:  # not in that tree  # pragma: no cover
