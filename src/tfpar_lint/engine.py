@@ -193,8 +193,7 @@ def cache_graph(options: AnalysisOptions):
         where = (folder, None if name.endswith(".py") else name)
         if where not in projects:
             projects[where] = project_for(p, options)
-        project = projects[where]
-        return project.importers_digest([d for d in deps if d != GRAPH_KEY]) if project is not None else ""
+        return _importers_fingerprint(projects[where], deps)
 
     return graph
 
@@ -202,7 +201,10 @@ def cache_graph(options: AnalysisOptions):
 def graph_digest(path: str, options: AnalysisOptions, deps) -> str:
     """The fingerprint of who imports each project file among ``deps`` in ``path``'s project ("" without
     one)."""
-    project = project_for(path, options)
+    return _importers_fingerprint(project_for(path, options), deps)
+
+
+def _importers_fingerprint(project: Optional[Any], deps) -> str:
     return project.importers_digest([d for d in deps if d != GRAPH_KEY]) if project is not None else ""
 
 

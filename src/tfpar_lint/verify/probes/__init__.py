@@ -52,21 +52,23 @@ class RunData:
         """This probe's observations, one dict per worker that reported."""
         return [w.get("probes", {}).get(name, {}) for w in self.workers if w]
 
-    def ran(self, line: int) -> Optional[bool]:
-        """Whether the statement of ``line`` started (None when it carried no marker)."""
-        known = False
-        for w in self.workers:
+    def ran_on(self) -> dict[int, list[int]]:
+        """Each marked line -> the workers on which its statement started (empty: none did)."""
+        out: dict[int, list[int]] = {}
+        for i, w in enumerate(self.workers):
             if not w:
                 continue
-            marks = {int(k): v for k, v in (w.get("marks") or {}).items()}
-            mid = marks.get(line)
-            if mid is None:
-                continue
-            known = True
             ran = {int(k): v for k, v in (w.get("ran") or {}).items()}
-            if ran.get(mid):
-                return True
-        return False if known else None
+            for line, mid in ((int(k), v) for k, v in (w.get("marks") or {}).items()):
+                who = out.setdefault(line, [])
+                if ran.get(mid):
+                    who.append(i)
+        return out
+
+    def ran(self, line: int) -> Optional[bool]:
+        """Whether the statement of ``line`` started (None when it carried no marker)."""
+        who = self.ran_on().get(line)
+        return None if who is None else bool(who)
 
     @property
     def error(self) -> Optional[dict[str, Any]]:

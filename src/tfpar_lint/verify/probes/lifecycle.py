@@ -203,19 +203,6 @@ def _seen_602(run) -> list[Seen]:
     return [Seen("TFP602", 0, why, status=status, anywhere=True)]
 
 
-def _ran_on_workers(run) -> dict[int, list[int]]:
-    """Each marked line -> the workers on which its statement started."""
-    out: dict[int, list[int]] = {}
-    for i, w in enumerate(run.workers):
-        marks = {int(k): v for k, v in ((w or {}).get("marks") or {}).items()}
-        ran = {int(k): v for k, v in ((w or {}).get("ran") or {}).items()}
-        for line, mid in marks.items():
-            who = out.setdefault(line, [])
-            if ran.get(mid):
-                who.append(i)
-    return out
-
-
 def _seen_608(run) -> list[Seen]:
     """TFP608: a chief-only exit or collective that ran on some workers only, after which a peer's
     collective failed or the run hung (judged at every marked line; never a mistake of its own)."""
@@ -226,7 +213,7 @@ def _seen_608(run) -> list[Seen]:
     steps = [int((w or {}).get("steps") or 0) for w in run.workers]
     left = [(i, (w or {}).get("peer_left")) for i, w in enumerate(run.workers) if (w or {}).get("peer_left")]
     out = []
-    for line, who in _ran_on_workers(run).items():
+    for line, who in run.ran_on().items():
         if not who:
             continue
         if len(who) == n:
