@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.semantic.datasets import FILE_READERS, IN_MEMORY_SOURCES, policy, root
+from tfpar_lint.semantic.datasets import FILE_READERS, IN_MEMORY_SOURCES, policy, policy_assignments, root
 from tfpar_lint.semantic import Value, arg
 
 
@@ -69,16 +69,7 @@ class FileShardingSingleSource(Rule):
         vals = m.infer_at(opts, site)
         if len(vals) != 1 or vals[0].origin is None:
             return None
-        targets = []
-        for target, value, scope, order in m.attr_assigns:
-            if target.attr.value != "auto_shard_policy":
-                continue
-            base = target.value
-            while isinstance(base, cst.Attribute):
-                base = base.value
-            bvals = m.infer(base, scope, order)
-            if len(bvals) == 1 and bvals[0].origin is vals[0].origin:
-                targets.append(value)
+        targets = [value for value, _scope, _order in policy_assignments(m, vals[0].origin)]
         if not targets or not isinstance(targets[-1], cst.Attribute) or targets[-1].attr.value != "FILE":
             return None
         return Fix("Shard by data: `AutoShardPolicy.DATA`").replace(targets[-1].attr, "DATA")

@@ -7,6 +7,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, dotted_name
+from tfpar_lint.semantic.threads import reads
 
 READS = ("read_value", "numpy", "value", "__float__")
 # Keras 3's Variable implements these as ``self.assign(self + value)``: a read, then a write
@@ -15,28 +16,6 @@ KERAS3_NON_ATOMIC = ("assign_add", "assign_sub")
 # Keras optimizer methods that apply one step (and advance ``iterations``)
 OPTIMIZER_STEPS = ("apply_gradients", "apply", "minimize")
 SESSION_CLASSES = frozenset({"tensorflow.Session", "tensorflow.InteractiveSession"})  # compat.v1
-
-
-def _reads_of(m: Module, expr: cst.CSTNode, recv: cst.BaseExpression) -> bool:
-    """Does ``expr`` read the variable written through ``recv`` (a name, ``self.v``,
-    ``stats["correct"]``)?  ``cfg.v`` does not read ``v``: attribute names are not reads."""
-    found = False
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            nonlocal found
-            if found:
-                return False
-            if isinstance(node, cst.BaseExpression) and node.deep_equals(recv):
-                found = True
-                return False
-            if isinstance(node, cst.Attribute):
-                node.value.visit(self)  # skip the attribute name
-                return False
-            return True
-
-    expr.visit(V())
-    return found
 
 
 def _is_none(expr: Optional[cst.BaseExpression]) -> bool:
@@ -223,9 +202,9 @@ class ThreadUnlockedReadModifyWrite(Rule):
             value = arg(op, 0, "value")
             if value is None:
                 return None
-            rmw = any(_reads_of(m, e, recv) for e, _s, _o in m.feeding_exprs(value, s, o))
+            rmw = any(reads(e, recv) for e, _s, _o in m.feeding_exprs(value, s, o))
             if not rmw and isinstance(feed, cst.Dict):
-                rmw = any(isinstance(el, cst.DictElement) and _reads_of(m, value, el.key)
+                rmw = any(isinstance(el, cst.DictElement) and reads(value, el.key)
                           and self._rmw(m, cs, body, el.value, recv) for el in feed.elements)
             if not rmw:
                 return None
@@ -327,7 +306,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
                 s = s.parent
             return False
 
-        return any(_reads_of(m, e, recv) for e, _s, _o in m.feeding_exprs(value, cs.scope, cs.order, within=in_fn))
+        return any(reads(e, recv) for e, _s, _o in m.feeding_exprs(value, cs.scope, cs.order, within=in_fn))
 
     # -- fix (safe): v.assign(v + x) -> v.assign_add(x); v.assign(v - x) -> v.assign_sub(x)
     FIXABLE = "safe"
@@ -360,7 +339,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
             meth, delta = "assign_sub", value.right
         else:
             return None
-        if _reads_of(m, delta, call.func.value):
+        if reads(delta, call.func.value):
             return None  # v.assign(v + v * 2): not a plain increment
         new_args = [a.with_changes(value=delta) if a.value is value else a for a in call.args]
         new = call.with_changes(func=call.func.with_changes(attr=cst.Name(meth)), args=new_args)

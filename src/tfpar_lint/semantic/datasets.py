@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, Module, Value, arg, call_method, keyword
+from tfpar_lint.semantic import CallSite, Module, Scope, Value, arg, call_method, keyword
 
 POLICY_PREFIX = "tensorflow.data.experimental.AutoShardPolicy."
 IN_MEMORY_SOURCES = frozenset(
@@ -58,8 +58,17 @@ def policy_of_options(m: Module, opts: Optional[cst.BaseExpression], site: CallS
     vals = m.infer_at(opts, site)
     if len(vals) != 1 or vals[0].origin is None or vals[0].qname != "tensorflow.data.Options":
         return None
-    origin = vals[0].origin
     found: Optional[str] = ""
+    for value, scope, order in policy_assignments(m, vals[0].origin):
+        q, _ = m.qualified_name(value, scope, order)
+        found = q[len(POLICY_PREFIX):] if q.startswith(POLICY_PREFIX) else None
+    return found
+
+
+def policy_assignments(m: Module, options: cst.CSTNode) -> list[tuple[cst.BaseExpression, Scope, int]]:
+    """The values assigned to ``<x>.experimental_distribute.auto_shard_policy`` (any attribute chain
+    ending in ``auto_shard_policy``) of the `tf.data.Options` object made at ``options``, in order."""
+    out = []
     for target, value, scope, order in m.attr_assigns:
         if target.attr.value != "auto_shard_policy":
             continue
@@ -67,11 +76,9 @@ def policy_of_options(m: Module, opts: Optional[cst.BaseExpression], site: CallS
         while isinstance(base, cst.Attribute):
             base = base.value
         bvals = m.infer(base, scope, order)
-        if len(bvals) != 1 or bvals[0].origin is not origin:
-            continue
-        q, _ = m.qualified_name(value, scope, order)
-        found = q[len(POLICY_PREFIX):] if q.startswith(POLICY_PREFIX) else None
-    return found
+        if len(bvals) == 1 and bvals[0].origin is options:
+            out.append((value, scope, order))
+    return out
 
 
 @dataclass

@@ -81,7 +81,7 @@ def _combine(statuses) -> Optional[str]:
     return LOCAL if s == {LOCAL} else PER_THREAD
 
 
-def _reads(expr: cst.BaseExpression, target: cst.BaseExpression) -> bool:
+def reads(expr: cst.CSTNode, target: cst.BaseExpression) -> bool:
     """``expr`` mentions ``target`` (``v - lr * g`` reads ``v``); attribute names are not reads."""
     found = False
 
@@ -764,7 +764,7 @@ class Threads:
                     return w
             if meth == "assign":  # v.assign(f(v)): a read, then a write (assign_add is atomic)
                 value = arg(cs.node, 0, "value")
-                if value is not None and _reads(value, recv):
+                if value is not None and reads(value, recv):
                     st = self.status(recv, cs.scope, cs.order, ctx)
                     if st is not None:
                         return Write(cs, "read-modify-write", cs.node, [(mod.code(recv), st)])
@@ -1001,7 +1001,7 @@ class Threads:
         other threads made since this one pulled.  A read-modify-write (``g.assign(g - d)``) is
         TFP301's; a pull (``l.assign(g)``) writes the thread's own variable."""
         target, value = self._assign_parts(op, scope, order)
-        if target is None or value is None or _reads(value, target):
+        if target is None or value is None or reads(value, target):
             return []
         if self.status(target, scope, order, ctx) != SHARED:
             return []
@@ -1139,7 +1139,7 @@ class Threads:
         out = []
         for op, s, o, c in self._op_creations(fetches, cs.scope, cs.order, ctx):
             target, value = self._assign_parts(op, s, o)
-            if target is None or value is None or not _reads(value, target):
+            if target is None or value is None or not reads(value, target):
                 continue
             if self.status(target, s, o, c) == SHARED:
                 out.append((op, s.module.code(target)))
