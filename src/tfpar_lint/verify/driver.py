@@ -847,6 +847,15 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
                             f"Python's own file writes outside the run folder were redirected to a copy in it")
         elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
             sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
+    for r in results:
+        err = (r or {}).get("error")
+        detail = str((r or {}).get("sandbox_detail", ""))
+        if isinstance(err, dict) and err.get("type") == "PermissionError" and "(tfpar-lint is root)" in detail:
+            sb_notes.append("the script failed with PermissionError: tfpar-lint runs as root, so the script ran as an "
+                            "unprivileged uid, and files it does not own (root's files over 1 MB, folders outside "
+                            "its own) stay read-only to it; verify as the files' owner (an ordinary user) to run it "
+                            "as it runs for you")
+            break
     refused = report.refused(results)
     if refused:
         sb_notes.append(f"sandbox: the script tried to change mounts or namespaces, or to trace a process "

@@ -946,13 +946,18 @@ def _reach(path: str, uid: int, gid: int) -> int:
     return n
 
 
+GRANT_FILE_MAX = 1 << 20  # files of the working tree handed over too: each at most this large,
+GRANT_FILES_BYTES = 16 << 20  # at most this much in all (each is copied into the overlay's tmpfs)
+
+
 def _grant(tops: tuple, reach: list = ()) -> str:
     """Run as root, the script runs as an unprivileged uid (:func:`script_ids`): in its view (the
-    overlay; the real folders keep their owners), the folders it writes in are handed to that uid:
-    the working folder and the folders below it (at most :data:`GRANT_MAX`, hidden ones left
-    out), its temporary folder and ``HOME``.  It creates, replaces and deletes files there; a
-    file owned by another user keeps its owner, and writing it in place fails, as it would for
-    any unprivileged user."""
+    overlay; the real files keep their owners), what it writes in is handed to that uid: the
+    working folder and the folders below it (at most :data:`GRANT_MAX`, hidden ones left out, the
+    nearest first), its temporary folder and ``HOME``; and the small files there (each at most
+    :data:`GRANT_FILE_MAX`, :data:`GRANT_FILES_BYTES` in all: handing a file over copies it into the
+    tmpfs).  It creates, replaces and deletes files there; a larger file owned by root stays root's,
+    and writing it in place fails, as it would for any unprivileged user (the report says so)."""
     ids = script_ids(tops[0]) if tops else None
     if ids is None:
         return ""
@@ -960,23 +965,39 @@ def _grant(tops: tuple, reach: list = ()) -> str:
     _STATE["script_ids"] = ids
     for p in list(reach) + [t for t in tops if t]:
         _reach(p, uid, gid)
-    n = 0
+    import collections
+    import stat as stat_mod
+
+    n = files = 0
+    budget = GRANT_FILES_BYTES
     for top in tops:
         if not top or not os.path.isdir(top):
             continue
-        todo = [top]
+        todo = collections.deque([top])
         while todo and n < GRANT_MAX:
-            d = todo.pop()
+            d = todo.popleft()
             try:
                 os.lchown(d, uid, gid)
                 n += 1
                 with os.scandir(d) as it:
-                    for e in it:
-                        if not e.name.startswith(".") and e.is_dir(follow_symlinks=False) and not os.path.ismount(e.path):
-                            todo.append(e.path)
+                    entries = list(it)
             except OSError:
                 continue
-    return f"the script runs as uid {uid}, gid {gid} (tfpar-lint is root), owning {n} folder{'s' if n != 1 else ''} of its view"
+            for e in entries:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                    if stat_mod.S_ISDIR(st.st_mode):
+                        if not e.name.startswith(".") and not os.path.ismount(e.path):
+                            todo.append(e.path)
+                    elif (stat_mod.S_ISREG(st.st_mode) and st.st_uid != uid and st.st_size <= GRANT_FILE_MAX
+                          and st.st_size <= budget and st.st_nlink == 1):
+                        os.lchown(e.path, uid, gid)
+                        budget -= st.st_size
+                        files += 1
+                except OSError:
+                    continue
+    return (f"the script runs as uid {uid}, gid {gid} (tfpar-lint is root), owning {n} folder{'s' if n != 1 else ''} "
+            f"and {files} file{'s' if files != 1 else ''} of its view")
 
 
 # -------------------------------------------------------------------- lock
@@ -1068,6 +1089,13 @@ def _drop_caps(ids: Optional[tuple[int, int]] = None) -> None:
         os.setresuid(u, u, u)
         if os.getuid() != u or os.getgid() != g or os.getgroups():
             raise OSError(errno.EPERM, f"could not become uid {u}, gid {g}")
+        # A change of credentials clears the parent-death signal: set it again (the relay's death
+        # must still take the script down), and leave if the relay died meanwhile.
+        # (PID 1 of its namespace sees its parent as 0: the check is for a process that sees it.)
+        parent = os.getppid()
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(137)
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: none (two 32-bit words each)
     _check(lib.capset(header, data), "capset")
