@@ -163,12 +163,14 @@ FAULTS = {
         except PermissionError:
             os.remove(P("keep2.txt"))
             ran = False
-        with open(P("..", "parent.txt"), "w") as f:
-            f.write("x")
-        with open({home!r}, "w") as f:
-            f.write("x")
-        with open({tmp!r}, "w") as f:
-            f.write("x")
+        refused = []  # run by root, the script runs unprivileged: folders that are not its own refuse
+        for path in (P("..", "parent.txt"), {home!r}, {tmp!r}):
+            try:
+                with open(path, "w") as f:
+                    f.write("x")
+            except PermissionError:
+                refused.append(path)
+        print("REFUSED", len(refused))
         tf.io.write_file(P("tfw.txt"), "x")
         tf.io.write_file("keep3.txt", "x")
         with tf.io.gfile.GFile(P("gfile.txt"), "w") as f:
@@ -413,6 +415,13 @@ def test_writes_everywhere_run_to_the_end(faults):
     run = faults["runs"]["writes.py"]  # with the sandbox, or redirected by the fallback
     assert run.outcome == "ok", _why(run)
     assert run.stdout.rstrip().endswith("END"), _why(run)
+    refused = int(run.stdout.split("REFUSED ", 1)[1].split()[0])
+    if os.geteuid() == 0 and faults["mode"] != "none":
+        # tfpar-lint is root: the script runs as an unprivileged uid; outside its own folders (the folder
+        # above, a HOME that is not the run's) its writes are refused as any unprivileged user's are
+        assert 1 <= refused <= 3 and "runs as uid" in " ".join(run.notes), _why(run)
+    else:
+        assert refused == 0, _why(run)
 
 
 @pytest.mark.parametrize("name", ["hang.py", "csleep.py"])

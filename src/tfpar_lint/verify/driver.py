@@ -843,7 +843,7 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
         elif r.get("sandbox_detail"):
             sb_notes.append(f"sandbox: {r['sandbox_detail']}")
         elif r.get("sandbox") == "none" or (not r.get("sandbox") and ctx["sandbox"] == "none"):
-            sb_notes.append(f"no sandbox ({ctx['sandbox_detail']}): the script ran with your permissions; only "
+            sb_notes.append(f"no sandbox: {ctx['sandbox_detail']}; the script ran with your permissions; only "
                             f"Python's own file writes outside the run folder were redirected to a copy in it")
         elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
             sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
