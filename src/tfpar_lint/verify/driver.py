@@ -1048,6 +1048,11 @@ def _hang_location(stacks_path: str, script: str, also: tuple = ()) -> str:
     def ours(fn: str) -> bool:
         return os.path.realpath(fn).startswith(os.path.realpath(_OWN_DIR))
 
+    # a frame of the script at a line it does not have was not written by faulthandler
+    blocks = [[f for f in b if os.path.realpath(f[0]) not in mine or 0 < int(f[1]) <= lines] for b in blocks]
+    main = next((b for b in blocks if any(fn.endswith(os.path.join("verify", "child.py")) and fun.strip() ==
+                                          "_run_script" for fn, _, fun in b)), blocks[0])
+
     def user(block) -> Optional[tuple]:
         return next(((fn, ln, fun) for fn, ln, fun in block
                      if os.path.realpath(fn) in mine and 0 < int(ln) <= lines), None)
