@@ -169,7 +169,9 @@ def test_sysv_shared_memory_is_private_and_inside_the_quota(namespaces, tmp_path
         small = libc.shmget({key} + 1, 8 << 20, 0o1000 | 0o600)  # kept: never removed
         report({{"big": big, "big_errno": big_errno, "small": small}})
     """)["result"]
-    assert r["big"] == -1 and r["small"] >= 0, r
+    assert r["small"] >= 0, r
+    if IS_ROOT:  # the namespace's shmmax is the quota (an ordinary user's cannot be set: see docs/sandbox.md)
+        assert r["big"] == -1, r
     assert not {key, key + 1} & _host_shm_keys(), "a segment of the script is in the host's IPC namespace"
 
 
