@@ -21,6 +21,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic import CallSite, ClassInfo, Module, Scope, arg, call_method, keyword
 from tfpar_lint.semantic.lifecycle import Guard, chief_test, mwms_state, task_guard
+from tfpar_lint.semantic.walk import syntax_children
 
 LEARNING_RATE = "learning rate"
 STOPS = "stops training"
@@ -180,10 +181,7 @@ def one_sided_callbacks(m: Module) -> Iterator[OneSidedCallback]:
             yield OneSidedCallback(node, what, m.code(cs.node), g.node, g.chief_only, fits[0])
     # [sched, board] if is_chief else [board]
     for fit in fits:
-        cb = keyword(fit.node, "callbacks")
-        for e, s, o in m.reaching_exprs(cb, fit.scope, fit.order) if isinstance(cb, cst.Name) else [(cb, fit.scope, fit.order)]:
-            if not isinstance(e, cst.IfExp):
-                continue
+        for e, s, o in _choices(m, keyword(fit.node, "callbacks"), fit.scope, fit.order):
             t = chief_test(m, e.test, s, o)
             if t is not True and t is not False:
                 continue
@@ -198,6 +196,21 @@ def one_sided_callbacks(m: Module) -> Iterator[OneSidedCallback]:
                             continue
                         seen.add(id(e))
                         yield OneSidedCallback(item, what, m.code(c), e.test, only_chief, fit)
+
+
+def _choices(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> list:
+    """The conditional expressions (``a if test else b``) that feed ``expr`` through local names,
+    ``+`` and list literals, as (IfExp, scope, order)."""
+    out = []
+    for e, s, o in m.feeding_exprs(expr, scope, order):
+        work: list[cst.CSTNode] = [e]
+        while work:
+            n = work.pop()
+            if isinstance(n, cst.IfExp):
+                out.append((n, s, o))
+            elif isinstance(n, (cst.BinaryOperation, cst.List, cst.Tuple, cst.Element, cst.StarredElement)):
+                work.extend(syntax_children(n))
+    return out
 
 
 def _in_branch(m: Module, call: cst.Call, branch: cst.BaseExpression, scope: Scope, order: int) -> bool:
