@@ -4,7 +4,8 @@ from typing import Iterator
 
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic.lifecycle import mwms_state, save_calls
-from tfpar_lint.semantic.savepaths import every_worker_same_path, separate_machines, shared_path_reason
+from tfpar_lint.semantic.savepaths import (every_worker_same_path, separate_machines, shared_path_reason,
+                                          under_other_strategy)
 
 
 class SavePathNotSplit(Rule):
@@ -30,6 +31,8 @@ class SavePathNotSplit(Rule):
                 continue
             if shared_path_reason(m, sc) is not None:
                 continue  # TFP604's: storage the code shows the workers share
+            if under_other_strategy(m, sc):
+                continue  # `elif args.distribute == "tpu": model.save(...)`: not the multi-worker branch
             if apart is None:
                 apart = separate_machines(m)
             if apart:

@@ -13,6 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
+from tfpar_lint import tfapi as api
 from tfpar_lint.semantic import Module, Scope, arg, call_method, literal_str
 from tfpar_lint.semantic.lifecycle import SaveCall, constant_path, mentions_task
 
@@ -190,6 +191,68 @@ def same_on_every_worker(m: Module, expr: Optional[cst.BaseExpression], scope: S
     those, the platform's shared directories and the command line's values."""
     return constant_path(m, expr, scope, order, env=CLUSTER_DIRS,
                          leaf=lambda e, s, o: command_line_value(m, e, s, o))
+
+
+# ------------------------------------------------------------------ which strategy the save runs under
+
+def _equalities(m: Module, ifs) -> dict[str, tuple[set, set]]:
+    """What the ``if`` branches around a site say about pure expressions compared with string
+    literals: text of the expression -> (the literals it equals, the literals it differs from)."""
+    out: dict[str, tuple[set, set]] = {}
+    for if_node, in_body in ifs:
+        test = if_node.test
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            continue
+        comp = test.comparisons[0]
+        if not isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+            continue
+        for side, other in ((test.left, comp.comparator), (comp.comparator, test.left)):
+            lit = literal_str(other)
+            if lit is None or not isinstance(side, (cst.Name, cst.Attribute)):
+                continue
+            equal = isinstance(comp.operator, cst.Equal) == in_body
+            eq, ne = out.setdefault(" ".join(m.code(side).split()), (set(), set()))
+            (eq if equal else ne).add(lit)
+    return out
+
+
+def _stable(m: Module, text: str) -> bool:
+    """The name a compared expression starts with is bound once, at module level (``args =
+    parser.parse_args()``), so every function reads the same value."""
+    root = text.split(".", 1)[0]
+    bs = m.scope.bindings.get(root, ())
+    if len(bs) != 1:
+        return False
+    for target, _value, _scope, _order in m.attr_assigns:
+        while isinstance(target, cst.Attribute):
+            target = target.value
+        if isinstance(target, cst.Name) and target.value == root:
+            return False
+    return True
+
+
+def contradict(m: Module, a_ifs, b_ifs) -> bool:
+    """Two sites whose ``if`` branches compare the same stable expression with string literals in a
+    way that cannot hold together (``args.distribute == "multiworker"`` builds the strategy,
+    ``args.distribute == "tpu"`` saves)."""
+    a, b = _equalities(m, a_ifs), _equalities(m, b_ifs)
+    for text, (eq_a, ne_a) in a.items():
+        if text not in b or not _stable(m, text):
+            continue
+        eq_b, ne_b = b[text]
+        if (eq_a and eq_b and eq_a.isdisjoint(eq_b)) or (eq_a & ne_b) or (eq_b & ne_a):
+            return True
+    return False
+
+
+def under_other_strategy(m: Module, sc: SaveCall) -> bool:
+    """The save runs only on branches where the MultiWorkerMirroredStrategy its object was made
+    under is not the one made (every such strategy's construction contradicts the save's branch)."""
+    if sc.obj.site is None:
+        return False
+    known, _ = m.scope_strategies(sc.obj.site)
+    mw = [v for v in known if v.site is not None and v.kind == api.STRATEGY and v.qname in api.MULTI_WORKER_STRATEGIES]
+    return bool(mw) and all(contradict(m, v.site.ifs, sc.site.ifs) for v in mw)
 
 
 def every_worker_same_path(m: Module, sc: SaveCall) -> bool:
