@@ -69,7 +69,7 @@ def _class_changes(m: Module, cls: ClassInfo, depth: int = 0) -> Optional[str]:
         return None
     methods = list(cls.methods.values())
     for target, _value, sc, _od in m.attr_assigns:
-        if any(_inside(sc, f) for f in methods):
+        if any(f is g for g in m.enclosing_functions(sc) for f in methods):
             if target.attr.value in _LR_ATTRS:
                 return LEARNING_RATE
             if target.attr.value == "stop_training":
@@ -97,15 +97,6 @@ def _is_callback_class(m: Module, cls: ClassInfo, depth: int) -> bool:
         for v in m.infer(base, outer, 10 ** 9):
             if isinstance(v.info, ClassInfo) and v.info is not cls and _is_callback_class(m, v.info, depth + 1):
                 return True
-    return False
-
-
-def _inside(scope: Scope, fn) -> bool:
-    s: Optional[Scope] = scope
-    while s is not None:
-        if s is fn.scope:
-            return True
-        s = s.parent
     return False
 
 

@@ -4,12 +4,15 @@ Child side records every save the script makes (``tf.train.Checkpoint.save``
 / ``write``, ``CheckpointManager.save``, Keras ``Model.save`` of Keras 3 and
 tf_keras, ): the path (relative to the worker's own
 working directory when inside it), the script lines, the error if any; and,
-at the end, ``TF_CONFIG``'s worker count.
+at the end, ``TF_CONFIG``'s worker count and the sum of this worker's copy of
+every trainable variable.
 
 The parent compares the workers: a save at the line made by one worker only
 while the run then failed or hung (TFP603), the same path written by both
-workers (TFP604), a strategy with fewer replicas than TF_CONFIG lists workers
-(TFP602); TFP601 and TFP606 are TensorFlow's own errors at the line.
+workers (TFP604, TFP610), a strategy with fewer replicas than TF_CONFIG lists workers
+(TFP602), the workers' own copies of the trainable variables differing at the
+end (TFP609: a callback that changed training on some workers only); TFP601 and
+TFP606 are TensorFlow's own errors at the line.
 
 TFP602: a script that writes ``TF_CONFIG`` itself runs without the verifier's (the
 driver sees the write in its text); a strategy created before the script's write counts one

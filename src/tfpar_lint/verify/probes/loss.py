@@ -13,10 +13,10 @@ Child side:
 * updates of mirrored variables inside a replica function (line, variable),
   and at the end whether the replica copies of those variables still agree.
 
-Scripts with TFP501/503/504/505 (and TFP509-512) findings run a second time on one
+Scripts with TFP501/503/504/505 (and TFP509-514) findings run a second time on one
 replica (same data: global and numpy seeds set in both runs).  The parent compares
 the first step: the update each variable got on N replicas vs on one
-replica (TFP501 and TFP510 about N, TFP503 about 1/N, TFP504 N for the
+replica (TFP501, TFP510, TFP513 and TFP514 about N, TFP503 about 1/N, TFP504 N for the
 regularised kernel, TFP509 larger when per-replica clipping acted, TFP511 not 1),
 and the reported loss (TFP505 about 1/N with MEAN, TFP512 about N with SUM).  TFP502 is
 confirmed by the tf_keras reduction error at the line.
