@@ -320,6 +320,17 @@ def test_609_needs_a_multi_worker_fit_every_worker_runs():
     """, "TFP609")
 
 
+def test_609_a_scheduler_no_multi_worker_fit_gets_is_left_alone():
+    check(MWMS_FIT + """
+    board = [keras.callbacks.TensorBoard("logs")]
+    if is_chief:
+        probe = keras.Sequential([keras.layers.Dense(1, input_shape=(4,))])
+        probe.compile(optimizer="sgd", loss="mse")
+        probe.fit(ds, epochs=1, callbacks=[keras.callbacks.LearningRateScheduler(lambda e, lr: lr)])
+    model.fit(ds, epochs=2, callbacks=board)
+    """, "TFP609")
+
+
 # =========================================================================== TFP610
 
 MWMS_SAVE = """

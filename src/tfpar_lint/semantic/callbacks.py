@@ -150,17 +150,44 @@ def _added_under(m: Module, call: cst.Call, site: CallSite) -> Optional[tuple[Ca
     return None
 
 
+_LIST_SHAPES = (cst.Name, cst.List, cst.Tuple, cst.BinaryOperation, cst.IfExp)
+
+
+def _given_to(m: Module, fit: CallSite) -> Optional[set[int]]:
+    """ids of the calls that make the callbacks ``fit`` gets (list literals, ``+``, conditional
+    choices, items appended to the list's names), through local names; None when some part of the
+    list cannot be followed (a helper's result)."""
+    out: set[int] = set()
+    for e, s, o in m.feeding_exprs(keyword(fit.node, "callbacks"), fit.scope, fit.order):
+        if not isinstance(e, _LIST_SHAPES):
+            return None
+        work: list[cst.CSTNode] = [e]
+        while work:
+            n = work.pop()
+            if isinstance(n, cst.Call):
+                out.add(id(n))
+            elif isinstance(n, cst.Name):
+                for item, i_s, i_o in m.container_items(n, s, o) or ():
+                    made = m.reaching_exprs(item, i_s, i_o) if isinstance(item, cst.Name) else [(item, i_s, i_o)]
+                    out.update(id(c) for c, _s, _o in made or () if isinstance(c, cst.Call))
+            elif isinstance(n, (cst.List, cst.Tuple, cst.BinaryOperation, cst.IfExp, cst.Element, cst.StarredElement)):
+                work.extend(syntax_children(n))
+    return out
+
+
 def one_sided_callbacks(m: Module) -> Iterator[OneSidedCallback]:
     """Callbacks that change the training state, given to some workers of a
     MultiWorkerMirroredStrategy ``fit`` only (see the module's docstring)."""
     fits = _mwms_fits(m)
     if not fits:
         return
+    given = [_given_to(m, fit) for fit in fits]
+    known = None if any(g is None for g in given) else set().union(*given)
     seen: set[int] = set()
     for cs in m.calls:
         what = state_change(m, cs.node, cs)
-        if what is None:
-            continue
+        if what is None or (known is not None and id(cs.node) not in known):
+            continue  # not a callback that changes training, or one no multi-worker fit gets
         g = task_guard(m, cs)
         node: cst.CSTNode = cs.node
         if g is None:
