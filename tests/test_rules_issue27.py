@@ -151,7 +151,8 @@ def test_513_query_names_the_gradient_computation():
 # =========================================================================== TFP514
 
 GATHER = MIRRORED + """
-    ds = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices((tf.ones((8, 4)), tf.ones((8, 1)))).batch(8))
+    data = tf.data.Dataset.from_tensor_slices((tf.ones((8, 4)), tf.ones((8, 1))))
+    ds = strategy.experimental_distribute_dataset(data.batch(8))
 """
 
 

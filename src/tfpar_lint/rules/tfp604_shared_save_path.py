@@ -3,7 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint.rule import Report, Rule
-from tfpar_lint.semantic.lifecycle import mentions_task, mwms_state, path_text, save_calls, task_tests, worker_zero_as_chief
+from tfpar_lint.semantic.lifecycle import (mentions_task, mwms_state, path_text, save_calls, task_tests,
+                                           worker_zero_as_chief)
 from tfpar_lint.semantic.savepaths import shared_path_reason
 
 

@@ -5,7 +5,7 @@ from typing import Iterator
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic.lifecycle import mwms_state, save_calls
 from tfpar_lint.semantic.savepaths import (every_worker_same_path, separate_machines, shared_path_reason,
-                                          under_other_strategy)
+                                           under_other_strategy)
 
 
 class SavePathNotSplit(Rule):

@@ -20,8 +20,9 @@ from typing import Callable, Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Scope, Value, arg, call_method, keyword, replicated
-from tfpar_lint.semantic.loss import GRADIENT_FUNCTIONS, GRADIENT_METHODS, gradient_targets, loss_terms, mentions_replicas
+from tfpar_lint.semantic import CallSite, Module, Scope, Value, arg, call_method, keyword, replicated
+from tfpar_lint.semantic.loss import (GRADIENT_FUNCTIONS, GRADIENT_METHODS, gradient_targets, loss_terms,
+                                      mentions_replicas)
 from tfpar_lint.semantic.walk import syntax_children
 
 LIMIT = 400  # expressions visited per question
@@ -81,7 +82,8 @@ class _Walk:
                  binding_ok: Callable[[object], bool] = lambda b: True) -> None:
         self.m = m
         self.stop = stop
-        self.follow_param = follow_param  # (binding, argument's call site, crossed) -> crossed after, or None: not followed
+        # (binding, the argument's call site, crossed) -> crossed after it, or None: not followed
+        self.follow_param = follow_param
         self.binding_ok = binding_ok
         self.hits: list[tuple[CallSite, bool]] = []  # (the stopping call, whether strategy.run was crossed)
         self.params: list[tuple[object, bool]] = []  # parameters met and not followed
