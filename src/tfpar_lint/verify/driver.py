@@ -95,7 +95,8 @@ class Interrupted(KeyboardInterrupt):
 
 # Codes whose symptom is a scale: the script runs again on one replica (same
 # data, same seeds) and the probe compares the first step of both runs.
-ONE_REPLICA_CODES = {"TFP501", "TFP503", "TFP504", "TFP505", "TFP509", "TFP510", "TFP511", "TFP512"}
+ONE_REPLICA_CODES = {"TFP501", "TFP503", "TFP504", "TFP505", "TFP509", "TFP510", "TFP511", "TFP512", "TFP513",
+                     "TFP514"}
 PREEMPT_STEPS = 2
 
 _MWMS = re.compile(r"MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy")
