@@ -47,6 +47,10 @@ def test_source_as_string_or_list():
     ("time f()\n", "\n"),
     ("cd data\nx = 1\n", "\nx = 1\n"),
     ("if x:\n    pip install a\nx = 1\n", "if x:\n    pass\nx = 1\n"),
+    ("cd ../\n", "\n"),
+    ("ls ./data/train/\n", "\n"),
+    ("cd ~/data\nx = 1\n", "\nx = 1\n"),
+    ("ls *.py\n", "\n"),
 ])
 def test_magics_blanked_keeping_line_numbers(src, expected):
     out = clean_cell(src)
@@ -67,6 +71,8 @@ def test_magics_blanked_keeping_line_numbers(src, expected):
     "history.history['loss'][\n    0]\n",
     "time [\n    1]\n",
     "env != (\n    3)\n",
+    "history += [\n    1]\n",
+    "history: dict = dict(\n    a=1)\n",
     "cd = 1\nif cd:\n    history = fit(\n        x)\n",
     "ls\nx = 1\n",  # a magic's name that is Python as written (a name): IPython runs the cell as Python
     "async def f():\n    pass\nrun = await f(\n)\n",  # top-level await (IPython's autoawait)
@@ -85,8 +91,28 @@ def test_automagic_blanked_beside_multiline_python(src, expected):
     assert clean_cell(src) == expected
 
 
+@pytest.mark.parametrize("src, expected", [
+    # IPython removes the indentation common to the cell's lines, and a pasted session's prompts
+    ("  with s.scope():\n      m = f()\n  ", "with s.scope():\n    m = f()\n"),
+    ("\n    x = 1\n    y = (2,\n      3)\n", "\nx = 1\ny = (2,\n  3)\n"),
+    (">>> x = 1\n>>> if x:\n...     y = 2\n", "x = 1\nif x:\n    y = 2\n"),
+    ("x = 1\ny = 2\n>>> z = 3\n", "x = 1\ny = 2\n>>> z = 3\n"),  # no prompt on line 1 or 2: left as it is
+    (" x = (1,\n2)\n", "x = (1,\n2)\n"),  # lines without the first line's indentation stay
+    ("In [3]: x = (1,\n   ...: 2)\n", "x = (1,\n2)\n"),
+    ("  pip install x\n  history = model.fit(x,\n      y)\n", "\nhistory = model.fit(x,\n    y)\n"),
+])
+def test_ipython_cleanup_of_pasted_cells(src, expected):
+    out = clean_cell(src)
+    assert out == expected
+    assert out.count("\n") == src.count("\n")
+    if ">>>" not in expected:
+        compile(out, "<cell>", "exec")
+
+
 def test_cell_magic_of_another_language_skips_the_whole_cell(notebook):
     assert clean_cell("%%bash\necho hi\n") is None
+    assert clean_cell("%%time\n%%bash\npython3 x.py \\\n  --a 1\n") is None  # bash, timed
+    assert clean_cell("%%time\n%%capture\nx = 1\n") == "\n\nx = 1\n"
     text = notebook([("code", "%%writefile x.py\nimport tensorflow\n"), ("code", "y = 1\n")])
     assert code_cells(text) == [(2, "y = 1\n")]
 

@@ -20,6 +20,9 @@ cell stay the ones the user sees:
   cell is linted, as ruff does; any other cell magic (``%%bash``, ``%%writefile``...) means the
   cell is not Python here: the whole cell is left out.
 
+As IPython does first, the first line's indentation and the prompts of a pasted session
+(``>>> ``, ``In [3]: ``) are removed.
+
 A magic is masked wherever it stands: alone in a block whose header ends with a comment
 (``if 'google.colab' in sys.modules:  # Colab only`` then ``%tensorflow_version 1.x``) it
 becomes ``pass``.
@@ -52,10 +55,12 @@ xdel xmode
 # IPython's split of an unescaped line (IPython.core.splitinput.line_split): the "function part"
 # (names, dots, ``*``, up to two leading ``%``), then the rest.
 _LINE_SPLIT = re.compile(r"^\s*(%{0,2}[\w.*]*)(.*)$", re.S)
-# What may follow a magic's name on a line that is Python all the same: IPython's AssignmentChecker
-# (``=`` or ``,``: ``history = model.fit(...``, ``hist, acc = ...``) and PythonOpsChecker (a call or an
-# operator: ``run(main)``, ``env != x``), and here also an index, an attribute or an annotation.
-_PYTHON_AFTER_NAME = frozenset("=,!()<>+*/%^&|[.:;")
+# What follows a magic's name on a line that is Python all the same: IPython's AssignmentChecker (``=``
+# or ``,``: ``history = model.fit(...``, ``hist, acc = ...``), and, for a statement that goes on over
+# lines (never an automagic: IPython runs automagic in one-line cells only), a call, an index, an
+# annotation, an augmented assignment or a comparison.  A path (``ls ./data``, ``cd /content``), a
+# glob (``ls *.py``) or a redirection stays a magic's argument.
+_PYTHON_AFTER_NAME = re.compile(r"[=,(\[:]|(?:[-+*/%@&|^!]|\*\*|//|<<|>>)=")
 
 
 def _automagic_candidate(stripped: str) -> bool:
@@ -70,7 +75,7 @@ def _automagic_candidate(stripped: str) -> bool:
     if keyword.iskeyword(name) or hasattr(builtins, name):
         return False
     rest = m.group(2).lstrip()
-    return not rest or rest[0] not in _PYTHON_AFTER_NAME
+    return _PYTHON_AFTER_NAME.match(rest) is None
 
 
 def _is_automagic(stripped: str) -> bool:
@@ -160,20 +165,47 @@ def clean_cell(source: str) -> str | None:
     prefilter only then); in a longer cell such a line is a syntax error for IPython too.  So an
     automagic line is blanked only when the cell does not parse with it kept: a cell that IPython runs
     as Python is never changed by this."""
-    lines = source.splitlines(keepends=True)
-    first_index = next((k for k, ln in enumerate(lines) if ln.strip()), None)
-    skip_first = False
-    if first_index is not None and lines[first_index].lstrip().startswith("%%"):
-        name = lines[first_index].lstrip()[2:].split(None, 1)
+    lines = _cleanup(source.splitlines(keepends=True))
+    # the cell magics that open the cell: `%%time` then `%%bash` runs the bash cell under %%time
+    magic_lines: set[int] = set()
+    k = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    while k is not None and lines[k].lstrip().startswith("%%"):
+        name = lines[k].lstrip()[2:].split(None, 1)
         if not name or name[0] not in TRANSPARENT_CELL_MAGICS:
             return None
-        skip_first = True
-    cleaned, automagics = _clean_lines(lines, first_index if skip_first else None, automagic=True)
+        magic_lines.add(k)
+        k = next((j for j in range(k + 1, len(lines)) if lines[j].strip()), None)
+    cleaned, automagics = _clean_lines(lines, magic_lines, automagic=True)
     if automagics:
-        as_python, _ = _clean_lines(lines, first_index if skip_first else None, automagic=False)
+        as_python, _ = _clean_lines(lines, magic_lines, automagic=False)
         if _parses(as_python):
             return as_python
     return cleaned
+
+
+# IPython's prompts, which it strips from a pasted cell (inputtransformer2.classic_prompt, ipython_prompt).
+_CLASSIC_PROMPT = (re.compile(r"^(>>>|\.\.\.)( |$)"), re.compile(r"^>>>( |$)"))
+_IPYTHON_PROMPT = (re.compile(r"^(In \[\d+\]: |\s*\.{3,}: ?)"),) * 2
+
+
+def _cleanup(lines: list[str]) -> list[str]:
+    """IPython's clean-up of a cell before anything else (inputtransformer2's cleanup_transforms, as
+    IPython 7 and 8 run them): the first line's indentation is removed from each line that starts with
+    it (a cell pasted with its indentation), then the
+    prompts of a pasted session (``>>> ``, ``... ``, ``In [3]: ``, ``   ...: ``) when its first line, or
+    its second, has one.  The lines stay where they are; such a line's columns are counted without
+    what was removed."""
+    first = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    if first is None:
+        return lines
+    head, body = lines[:first], lines[first:]
+    indent = body[0][:len(body[0]) - len(body[0].lstrip(" \t"))]
+    if indent:
+        body = [ln[len(indent):] if ln.startswith(indent) else ln for ln in body]
+    for prompt, initial in (_CLASSIC_PROMPT, _IPYTHON_PROMPT):
+        if initial.match(body[0]) or (len(body) > 1 and prompt.match(body[1])):
+            body = [prompt.sub("", ln, count=1) for ln in body]
+    return head + body
 
 
 def _parses(code: str) -> bool:
@@ -186,7 +218,7 @@ def _parses(code: str) -> bool:
     return True
 
 
-def _clean_lines(lines: list[str], cell_magic_line: int | None, automagic: bool) -> tuple[str, bool]:
+def _clean_lines(lines: list[str], cell_magic_lines: set[int], automagic: bool) -> tuple[str, bool]:
     """The cell's lines with the IPython ones blanked (automagics too when ``automagic``), and whether
     an automagic line was blanked."""
     out: list[str] = []
@@ -199,7 +231,7 @@ def _clean_lines(lines: list[str], cell_magic_line: int | None, automagic: bool)
         body = line.rstrip("\r\n")
         eol = line[len(body):]
         stripped = body.strip()
-        if k == cell_magic_line:
+        if k in cell_magic_lines:
             out.append(eol)  # the transparent cell magic's line (`%%time`, `%%timeit x = f()`)
             continuing = body.endswith("\\")
             continue
