@@ -67,6 +67,8 @@ class Target:
     also: tuple[str, ...] = ()  # other statements read (for --show-settings)
     # the upper bound comes from the code's APIs (which Keras it was written for), not a statement
     high_from_code: bool = False
+    # the whole range comes from the code's APIs: bounds on the version, not what installs
+    from_apis: bool = False
 
     @property
     def runs(self) -> Version:
@@ -75,22 +77,38 @@ class Target:
             return self.high
         return max(self.low or KERAS3_TF, _LATEST)
 
-    def at_least(self, v: Version) -> bool:
-        """Does the code run on TensorFlow ``v`` or later?  A range runs its newest release: pip
-        installs it, and code written for Keras 2 (an upper bound from its APIs) runs on the
-        newest TensorFlow with Keras 2, 2.15.  (Answering only when the whole range agrees lost
-        three labelled TFP102 mistakes of the realcode set, in Keras 2 code whose optimizers fail
-        from 2.11 on: measured, rules/TFP102.md.)"""
+    def at_least(self, v: Version) -> Optional[bool]:
+        """Does the code run on TensorFlow ``v`` or later?  None: nothing says.
+
+        A statement of what installs (the setting, a pin or lock file, a requirements range, a
+        Dockerfile's image, the code's own ``pip install``) answers with the release it installs (a
+        range runs its newest release: pip installs it).  The code's APIs only bound the version:
+        ``tf.keras.layers.Normalization`` (2.6 on) says nothing about 2.11 or Keras 3, and a name
+        of Keras 2 only (``optimizers.legacy``, an optimizer's ``lr``) says 2.15 or older, nothing
+        about 2.11 (issue 28: a TF 2.6 notebook's ``Adam(lr=...)`` was reported as a 2.11+
+        mistake).  Nothing stated: None."""
+        if not self.known:
+            return None
+        if self.from_apis or self.high_from_code:
+            if self.low is not None and self.low >= v:
+                return True
+            if self.high is not None and self.high < v:
+                return False
+            return None
         return self.runs >= v
 
-    def tf_keras_is_keras3(self) -> bool:
-        return self.runs >= KERAS3_TF and not self.legacy_keras
+    def tf_keras_is_keras3(self) -> Optional[bool]:
+        """Is ``tf.keras`` Keras 3 (TensorFlow 2.16+ without ``TF_USE_LEGACY_KERAS=1``)?  None: nothing says."""
+        if self.legacy_keras:
+            return False
+        return self.at_least(KERAS3_TF)
 
-    def keras_major(self) -> int:
-        """The major version of the standalone ``keras`` package (``import keras``)."""
+    def keras_major(self) -> Optional[int]:
+        """The major version of the standalone ``keras`` package (``import keras``); None: nothing says."""
         if self.keras is not None:
             return self.keras
-        return 3 if self.runs >= KERAS3_TF else 2
+        k3 = self.at_least(KERAS3_TF)
+        return None if k3 is None else (3 if k3 else 2)
 
     def version_text(self) -> str:
         lo, hi = self.low, self.high
@@ -609,24 +627,35 @@ def _stop_at(folder: str) -> bool:
 
 def project_target(path: str) -> Optional[Target]:
     """The version the project around ``path`` states: the nearest folder at or above the file
-    whose files say anything about TensorFlow, Keras or tf-keras (None when none does)."""
+    whose files state a version of TensorFlow, Keras or tf-keras; a folder that only names them
+    (``tensorflow`` unpinned in a sub-project's requirements) does not stop the search, which
+    goes on up to the repository's root (None when nothing names them)."""
     folder = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
     legacy: Optional[str] = None
+    unpinned: Optional[Target] = None  # the nearest folder that names TensorFlow without a version
     for _ in range(64):
         st = folder_statements(folder)
         legacy = legacy or st.legacy
         if st.specs:
             t = combine(st.specs, folder)
-            if legacy:
-                t = replace(t, legacy_keras=True, also=t.also + (f"TF_USE_LEGACY_KERAS=1 in "
-                                                                   f"{_rel(legacy, folder)}",))
-            return t
+            if not t.known and unpinned is None:
+                unpinned = t  # `tensorflow` in a sub-project's requirements: the root may pin it
+            if t.known:
+                if unpinned is not None:
+                    t = replace(t, keras=t.keras if t.keras is not None else unpinned.keras,
+                                also=unpinned.also + t.also)
+                if legacy:
+                    t = replace(t, legacy_keras=True, also=t.also + (f"TF_USE_LEGACY_KERAS=1 in "
+                                                                       f"{_rel(legacy, folder)}",))
+                return t
         if _stop_at(folder):
             break
         parent = os.path.dirname(folder)
         if parent == folder:
             break
         folder = parent
+    if unpinned is not None:
+        return replace(unpinned, legacy_keras=True) if legacy else unpinned
     if legacy:
         return Target(low=None, high=None, source=_rel(legacy, os.path.dirname(legacy)),
                       detail="TF_USE_LEGACY_KERAS=1", path=legacy, legacy_keras=True, known=False)
@@ -714,6 +743,12 @@ _TF_RANGES = (
     ("tensorflow.contrib.", None, (1, 15)),  # TensorFlow 1.x
     ("tensorflow.Session", None, (1, 15)),
     ("tensorflow.placeholder", None, (1, 15)),
+    # code written for Keras 2: TensorFlow 1 style sessions (they stay in tf.compat.v1, but Keras 3
+    # has no graph-mode session to run a model in)
+    ("tensorflow.compat.v1.Session", None, (2, 15)),
+    ("tensorflow.compat.v1.InteractiveSession", None, (2, 15)),
+    ("tensorflow.compat.v1.keras.backend.get_session", None, (2, 15)),
+    ("tensorflow.compat.v1.keras.backend.set_session", None, (2, 15)),
     ("tensorflow.keras.ops.", KERAS3_TF, None),
     ("tensorflow.keras.random.", KERAS3_TF, None),
 )
@@ -846,8 +881,9 @@ def _short(q: str) -> str:
 
 def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Optional[Version], int, str]]:
     """Keras 2 members on objects the code makes: an optimizer's ``lr`` (attribute or keyword:
-    Keras 3 has neither) and a model's ``fit_generator``/``evaluate_generator``/``predict_generator``
-    (gone in Keras 3)."""
+    Keras 3 has neither), a model's ``fit_generator``/``evaluate_generator``/``predict_generator``
+    (gone in Keras 3), and a strategy's ``experimental_run_v2`` (the name of ``run`` in TensorFlow
+    2.0 and 2.1: code written for them, and so for Keras 2; the alias itself stays)."""
     import libcst as cst
 
     from tfpar_lint import tfapi as api
@@ -859,6 +895,10 @@ def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Option
         return (None, (2, 15), 2, what) if raw.startswith("keras") else (None, (2, 15), 0, what)
 
     src = m.source
+    if "experimental_run_v2" in src:
+        for _cs, _recv, _meth, _strat in m.strategy_method_calls(("experimental_run_v2",)):
+            yield None, (2, 15), 0, "`strategy.experimental_run_v2`"
+            break
     if re.search(r"_generator\s*\x28", src):  # \x28 is an opening parenthesis, written so for deep.py
         for cs, recv, meth in m.method_calls(("fit_generator", "evaluate_generator", "predict_generator")):
             for v in m.infer_at(recv, cs):
@@ -990,7 +1030,8 @@ def _resolve(m: "Module") -> Target:
             else:
                 base = proj if proj is not None else UNKNOWN
                 t = replace(base, low=lo, high=hi, known=True, source=f"the code's APIs ({names})",
-                            keras=keras if keras is not None else base.keras, high_from_code=hi is not None)
+                            keras=keras if keras is not None else base.keras, high_from_code=hi is not None,
+                            from_apis=True)
         if t is None:
             t = proj if proj is not None else UNKNOWN
             if not t.known:
@@ -1024,16 +1065,20 @@ def _module_sets_legacy(m: "Module") -> Optional[str]:
 
 def flavor(m: "Module", spelling: str) -> str:
     """The Keras an object of ``spelling`` ("tf_keras", "tf.keras", "keras") is under ``m``'s
-    target: "tf_keras" (Keras 2) or "keras" (Keras 3)."""
+    target: "tf_keras" (Keras 2), "keras" (Keras 3), or "unknown" when nothing about the version
+    tells (no statement, no API of one Keras only): the rules that depend on it report nothing
+    there (:func:`withhold`)."""
     if spelling == "tf_keras":
         return "tf_keras"
     t = target_of(m)
     if spelling == "tf.keras":
-        if not t.tf_keras_is_keras3():
-            return "tf_keras"
         legacy = m.sets_env("TF_USE_LEGACY_KERAS")
-        return "tf_keras" if legacy is not None and legacy.strip().lower() in ("1", "true") else "keras"
-    return "keras" if t.keras_major() >= 3 else "tf_keras"
+        if legacy is not None and legacy.strip().lower() in ("1", "true"):
+            return "tf_keras"
+        k3 = t.tf_keras_is_keras3()
+        return "unknown" if k3 is None else ("keras" if k3 else "tf_keras")
+    major = t.keras_major()
+    return "unknown" if major is None else ("keras" if major >= 3 else "tf_keras")
 
 
 def note(m: "Module", v: "Value", sep: str = "") -> str:
@@ -1050,20 +1095,70 @@ def note(m: "Module", v: "Value", sep: str = "") -> str:
     return f" (with {target_of(m).describe(keras)})"
 
 
-def builds_at_first_use(m: "Module", v: "Value") -> bool:
+def builds_at_first_use(m: "Module", v: "Value") -> Optional[bool]:
     """Does the Keras optimizer ``v`` capture the strategy when made and build its state at the
-    first step (Keras 3, and Keras 2's optimizers from TensorFlow 2.11 on; not the legacy ones)?"""
+    first step (Keras 3, and Keras 2's optimizers from TensorFlow 2.11 on; not the legacy ones)?
+    None: it depends on a version nothing states."""
     if ".legacy." in (v.qname or "") or ".legacy." in (v.raw_qname or ""):
         return False
     fl = m.keras_flavor(v)
     if fl == "keras":
         return True
-    if fl != "tf_keras":
+    if fl not in ("tf_keras", "unknown"):
         return False
     raw = v.raw_qname or ""
     if raw.startswith("tf_keras"):
         return True  # tf_keras exists from 2.14 on
-    return target_of(m).at_least(NEW_OPTIMIZERS_TF)
+    return target_of(m).at_least(NEW_OPTIMIZERS_TF)  # Keras 3 or Keras 2 from 2.11 on: both build then
+
+
+# ============================================================================ findings held back
+# A rule whose finding holds only on some versions reports nothing where no evidence names the
+# version (flavor "unknown", builds_at_first_use None): it calls withhold() instead, and the run
+# says so once (engine: a file's note; cli: one line for all files).
+WITHHELD_NOTE = "version not stated"
+
+
+def withhold(m: "Module", code: str) -> None:
+    """Count a finding of ``code`` that holds only on a version nothing in the project states."""
+    held = getattr(m, "version_withheld", None)
+    if held is None:
+        held = m.version_withheld = {}
+    held[code] = held.get(code, 0) + 1
+
+
+def withheld_note(held: dict[str, int]) -> str:
+    """A file's note for the findings it held back: ``version not stated: TFP102=1, TFP606=2``."""
+    return f"{WITHHELD_NOTE}: " + ", ".join(f"{c}={n}" for c, n in sorted(held.items()))
+
+
+def parse_withheld(note: str) -> Optional[dict[str, int]]:
+    """The counts of a :func:`withheld_note`, or None for any other note."""
+    if not note.startswith(WITHHELD_NOTE + ": "):
+        return None
+    out: dict[str, int] = {}
+    for part in note[len(WITHHELD_NOTE) + 2:].split(", "):
+        code, _, n = part.partition("=")
+        if not n.isdigit():
+            return None
+        out[code] = out.get(code, 0) + int(n)
+    return out
+
+
+def withheld_summary(files: dict[str, dict[str, int]]) -> str:
+    """The one line the run prints for every file whose findings were held back."""
+    total: dict[str, int] = {}
+    for held in files.values():
+        for c, n in held.items():
+            total[c] = total.get(c, 0) + n
+    count = sum(total.values())
+    names = sorted(files)
+    where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    codes = ", ".join(f"{c} ({n})" if n > 1 else c for c, n in sorted(total.items()))
+    return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image, API of one Keras "
+            f"only or tf-version setting), so none is assumed: {count} finding{'s' if count != 1 else ''} that "
+            f"hold{'s' if count == 1 else ''} only on Keras 3 or TensorFlow 2.11+ ({codes}) "
+            f"{'were' if count != 1 else 'was'} not reported; pin tensorflow or set tf-version to check them")
 
 
 def dependency_paths(m: "Module") -> list[str]:
@@ -1083,11 +1178,13 @@ def show(path: str, setting: Optional[str]) -> list[str]:
         keras = ""
         if t is not None and t.keras:
             keras = f"; keras {t.keras} stated"
-        lines = [f"tf-version: not set; the project states no TensorFlow version{keras}: each file's APIs "
-                 f"narrow it, else {UNKNOWN.describe(3)}"]
+        lines = [f"tf-version: not set; the project states no TensorFlow version{keras}: each file's APIs of "
+                 f"one Keras only may tell; where nothing tells, the findings that hold only on some versions "
+                 f"are not reported"]
     else:
-        k = 3 if t.tf_keras_is_keras3() else 2
-        lines = [f"tf-version: not set; inferred {t.describe(k)}: {t.detail} (files' APIs may narrow a range)"]
+        k3 = t.tf_keras_is_keras3()
+        lines = [f"tf-version: not set; inferred {t.describe(None if k3 is None else (3 if k3 else 2))}: "
+                 f"{t.detail} (files' APIs may narrow a range)"]
     if t is not None:
         lines += [f"  read: {a}" for a in t.also]
     return lines
