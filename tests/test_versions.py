@@ -267,3 +267,64 @@ def test_keras2_api_and_a_keras3_api_in_one_file_is_no_evidence(tmp_path):
     # a compatibility branch spells both Keras versions: no evidence, nothing reported, one note
     assert res.findings == []
     assert res.notes == [versions.withheld_note({"TFP102": 1, "TFP606": 1})]
+
+
+# ----------------------------------------------------------------------- evidence (issue 28)
+def test_an_api_bounds_the_version_and_a_statement_says_what_installs():
+    since_2_6 = versions.Target(low=(2, 6), source="the code's APIs (tf.keras.layers.Normalization)", from_apis=True)
+    assert since_2_6.tf_keras_is_keras3() is None and since_2_6.at_least((2, 11)) is None
+    assert since_2_6.at_least((2, 6)) is True and since_2_6.keras_major() is None
+    keras2 = versions.Target(high=(2, 15), source="the code's APIs (an optimizer's `lr`)", from_apis=True,
+                             high_from_code=True)
+    assert keras2.tf_keras_is_keras3() is False and keras2.at_least((2, 11)) is None
+    assert keras2.at_least((2, 16)) is False and keras2.keras_major() == 2
+    keras3 = versions.Target(low=(2, 16), source="the code's APIs (keras.ops.mean)", from_apis=True)
+    assert keras3.tf_keras_is_keras3() is True and keras3.at_least((2, 11)) is True
+    # a range the project states runs its newest release: pip installs it
+    stated = versions.Target(low=(2, 4), source="requirements.txt")
+    assert stated.tf_keras_is_keras3() is True and stated.at_least((2, 11)) is True
+    # narrowed by Keras 2 code: 2.4-2.15, Keras 2, nothing about 2.11
+    narrowed = versions.Target(low=(2, 4), high=(2, 15), source="requirements.txt and the code's APIs",
+                               high_from_code=True)
+    assert narrowed.tf_keras_is_keras3() is False and narrowed.at_least((2, 11)) is None
+    assert versions.UNKNOWN.at_least((2, 11)) is None and versions.UNKNOWN.tf_keras_is_keras3() is None
+    legacy = versions.Target(known=False, legacy_keras=True)
+    assert legacy.tf_keras_is_keras3() is False and legacy.at_least((2, 11)) is None
+
+
+def test_withheld_notes_round_trip_and_make_one_line():
+    note = versions.withheld_note({"TFP606": 2, "TFP102": 1})
+    assert note == "version not stated: TFP102=1, TFP606=2"
+    assert versions.parse_withheld(note) == {"TFP102": 1, "TFP606": 2}
+    assert versions.parse_withheld("3 expressions too deep for libcst's parser") is None
+    line = versions.withheld_summary({"a.py": {"TFP102": 1}, "b.py": {"TFP102": 1, "TFP606": 2}, "c.py": {},
+                                      "d.py": {"TFP110": 1}})
+    assert "a.py, b.py, c.py and 1 more" in line and "5 findings" in line
+    assert "(TFP102 (2), TFP110, TFP606 (2))" in line and "pin tensorflow or set tf-version" in line
+
+
+def test_one_note_for_the_run_and_in_sarif(tmp_path):
+    (tmp_path / ".git").mkdir()
+    for name in ("a.py", "b.py"):
+        shutil.copy(CORPUS / "nothing" / "train.py", tmp_path / name)
+    proc = _cli(["--exit-zero", "a.py", "b.py"], tmp_path)
+    notes = [ln for ln in proc.stderr.splitlines() if "no TensorFlow version stated" in ln]
+    assert proc.stdout == "" and len(notes) == 1, proc.stderr
+    assert "for a.py, b.py " in notes[0] and "4 findings" in notes[0] and "(TFP102 (2), TFP606 (2))" in notes[0]
+    sarif = json.loads(_cli(["--exit-zero", "--output-format", "sarif", "a.py", "b.py"], tmp_path).stdout)
+    notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [(n["level"], n["descriptor"]["id"]) for n in notes] == [("note", "version-not-stated")]
+    assert "4 findings" in notes[0]["message"]["text"]
+    # with the version stated, no note and the findings
+    (tmp_path / "requirements.txt").write_text("tensorflow==2.17.0\n", encoding="utf-8")
+    proc = _cli(["--exit-zero", "a.py", "b.py"], tmp_path)
+    assert "no TensorFlow version stated" not in proc.stderr and proc.stdout.count("TFP606") == 2
+
+
+def test_a_message_names_the_evidence_it_used(corpus):
+    """Keras 3 evidence from the code names the API; an API since 2.6 is never named as Keras 3 evidence."""
+    proc = _cli(["--output-format", "json", "--exit-zero", "train.py"], corpus / "unpinned_keras3_ops")
+    msgs = [f["message"] for f in json.loads(proc.stdout)]
+    assert msgs and all("Keras 3, from the code's APIs (tf.keras.ops.mean)" in m for m in msgs), msgs
+    proc = _cli(["--output-format", "json", "--exit-zero", "train.py"], corpus / "unpinned_api_since_2_6")
+    assert json.loads(proc.stdout) == [] and "Normalization" not in proc.stderr

@@ -21,8 +21,10 @@ the module's :class:`Target`.  It is decided, first match wins, by:
    container image): used where the project states nothing, else intersected with it;
 3. the APIs the code uses (:func:`api_range`): names that exist only in some versions
    (``tf.estimator`` is gone from 2.16, ``tf.keras.layers.experimental`` and an optimizer's
-   ``lr`` exist only in Keras 2, ``keras.ops`` only in Keras 3);
-4. nothing: :data:`UNKNOWN`, measured on real code (rules/TFP606.md, "TF versions").
+   ``lr`` exist only in Keras 2, ``keras.ops`` only in Keras 3); they bound the version, they do
+   not say what installs (:meth:`Target.at_least`);
+4. nothing: :data:`UNKNOWN`; the rules that depend on the version report nothing there and say
+   so once for the run (:func:`withhold`; issue 28: a version finding needs version evidence).
 
 A range means what pip installs today from it: its newest release (``>=2.4`` installs the
 current TensorFlow).  ``TF_USE_LEGACY_KERAS=1`` (set by the module, by a project module it
@@ -127,10 +129,10 @@ class Target:
         bits = []
         if keras is not None:
             bits.append(f"Keras {keras}")
-        if self.known:
-            bits.append(f"from {self.source}")
-        else:
-            bits.append("assumed: the project states no version")
+        if not self.known:  # a finding that holds on every version (tf_keras, TF_USE_LEGACY_KERAS=1)
+            bits.append("no version stated")
+            return f"any TensorFlow ({', '.join(bits)})"
+        bits.append(f"from {self.source}")
         return f"TensorFlow {self.version_text()} ({', '.join(bits)})"
 
 
@@ -141,9 +143,9 @@ def _v(v: Version) -> str:
     return f"{v[0]}.{v[1]}"
 
 
-# What an unknown version means: measured both ways on the realcode development set and on the
-# issue-20 shapes (rules/TFP606.md, "TF versions"); the current TensorFlow (Keras 3) kept more true
-# findings and added no false one once the project's files and the code's APIs are read.
+# Nothing states the version: every question about it answers None (Target.at_least), and the
+# findings that depend on it are held back (withhold).  Until issue 28 this was taken to be the
+# current TensorFlow (Keras 3); docs/versions.md has that measurement and why it was dropped.
 UNKNOWN = Target(low=KERAS3_TF, high=None, source="", known=False)
 
 
@@ -1089,7 +1091,7 @@ def note(m: "Module", v: "Value", sep: str = "") -> str:
         raw = "keras"  # a local subclass: its base's spelling was judged by keras_flavor
     if raw.startswith("tf_keras"):
         return ""
-    keras = 3 if m.keras_flavor(v) == "keras" else 2
+    keras = {"keras": 3, "tf_keras": 2}.get(m.keras_flavor(v))
     if sep:
         return f"{sep}with {target_of(m).describe(keras)}"
     return f" (with {target_of(m).describe(keras)})"

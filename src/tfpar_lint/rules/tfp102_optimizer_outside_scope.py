@@ -21,7 +21,7 @@ class OptimizerOutsideScope(CreatedOutsideScopeRule):
 
     def why(self, v) -> str:
         m = self.module
-        keras = 3 if m.keras_flavor(v) == "keras" else 2
+        keras = {"keras": 3, "tf_keras": 2}.get(m.keras_flavor(v))  # None: either, both build at first use
         return (f" (with {m.target.describe(keras)}: from TensorFlow 2.11 on, a Keras optimizer takes the strategy "
                 f"in force when it is made)")
 
