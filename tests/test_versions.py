@@ -328,3 +328,13 @@ def test_a_message_names_the_evidence_it_used(corpus):
     assert msgs and all("Keras 3, from the code's APIs (tf.keras.ops.mean)" in m for m in msgs), msgs
     proc = _cli(["--output-format", "json", "--exit-zero", "train.py"], corpus / "unpinned_api_since_2_6")
     assert json.loads(proc.stdout) == [] and "Normalization" not in proc.stderr
+
+
+def test_a_pipfile_that_is_not_valid_toml_is_read_line_by_line(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "Pipfile").write_text('[packages]\nnumpy = "*"\nnumpy = "*"\ntensorflow-gpu = {version = "==2.7.0"}\n'
+                                      '\n[requires]\ntensorflow = "==2.4"\n', encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    versions.clear_cache()
+    t = versions.project_target(str(tmp_path / "sub" / "x.py"))
+    assert (t.low, t.high, t.source, t.known) == ((2, 7), (2, 7), "Pipfile", True), t

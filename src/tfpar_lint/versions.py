@@ -393,6 +393,29 @@ def _poetry_lock(path: str) -> Iterator[Spec]:
             yield st
 
 
+_PIPFILE_LINE = re.compile(r"""^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)["']?\s*=\s*"""
+                           r"""(?:["']([^"'\n]*)["']|\{[^}\n]*?\bversion\s*=\s*["']([^"'\n]*)["'])""")
+
+
+def _pipfile_lines(text: str) -> Iterator[Spec]:
+    """A Pipfile that is not valid TOML (a key written twice, a stray character): its
+    ``[packages]`` and ``[dev-packages]`` lines one by one."""
+    section = ""
+    for line in text.splitlines():
+        head = re.match(r"^\s*\[([^\]]+)\]", line)
+        if head:
+            section = head.group(1).strip()
+            continue
+        if section not in ("packages", "dev-packages"):
+            continue
+        mt = _PIPFILE_LINE.match(line)
+        if mt:
+            val = mt.group(2) if mt.group(2) is not None else mt.group(3)
+            st = statement(mt.group(1), val, f"{mt.group(1)} = {val!r}")
+            if st is not None:
+                yield st
+
+
 def _pipfile(path: str) -> Iterator[Spec]:
     text = _read(path)
     if text is None:
@@ -400,6 +423,7 @@ def _pipfile(path: str) -> Iterator[Spec]:
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError):
+        yield from _pipfile_lines(text)
         return
     for key in ("packages", "dev-packages"):
         table = data.get(key)
