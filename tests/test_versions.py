@@ -338,3 +338,30 @@ def test_a_pipfile_that_is_not_valid_toml_is_read_line_by_line(tmp_path):
     versions.clear_cache()
     t = versions.project_target(str(tmp_path / "sub" / "x.py"))
     assert (t.low, t.high, t.source, t.known) == ((2, 7), (2, 7), "Pipfile", True), t
+
+
+@pytest.mark.parametrize("files,expected", [
+    # a Dockerfile whose base image's tag is an ARG: its default, or a dev container's argument
+    ({"Dockerfile": "ARG TF_VERSION=2.4.1\nFROM tensorflow/tensorflow:${TF_VERSION}-gpu\n"},
+     ((2, 4), (2, 4), "Dockerfile")),
+    ({".devcontainer/Dockerfile": "ARG VERSION\n\nFROM tensorflow/tensorflow:${VERSION}\n",
+      ".devcontainer/devcontainer.json": '{\n "build": {\n  "dockerfile": "Dockerfile",\n  "args": {\n'
+                                         '   "VERSION": "2.11.0"\n   // "VERSION": "2.11.0-gpu",\n  }\n }\n}\n'},
+     ((2, 11), (2, 11), ".devcontainer/Dockerfile")),
+    ({"Dockerfile": "ARG VERSION\nFROM tensorflow/tensorflow:$VERSION\n"}, None),  # no value anywhere
+    # a job spec beside the code: an Azure ML curated environment, a Kubernetes / Kubeflow image
+    ({"job.yml": "code: src\nenvironment: azureml:AzureML-tensorflow-2.16-cuda12@latest\n"},
+     ((2, 16), (2, 16), "job.yml")),
+    ({"tfjob.yaml": "spec:\n  containers:\n    - name: tensorflow\n      image: tensorflow/tensorflow:2.6.0-gpu\n"},
+     ((2, 6), (2, 6), "tfjob.yaml")),
+    ({".github.yml": "environment: production\nimage: python:3.9\n"}, None),
+])
+def test_images_read_from_build_args_and_job_specs(tmp_path, files, expected):
+    (tmp_path / ".git").mkdir()
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    versions.clear_cache()
+    t = versions.project_target(str(tmp_path / "src" / "train.py"))
+    got = None if t is None or not t.known else (t.low, t.high, t.source)
+    assert got == expected, t

@@ -527,9 +527,17 @@ def _conda(path: str) -> Iterator[Spec]:
 _IMAGE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.I | re.M)
 
 
+_AZUREML_ENV = re.compile(r"(?:^|[:/])AzureML-tensorflow-(\d+)\.(\d+)\b", re.I)
+
+
 def image_spec(image: str) -> Optional[Spec]:
     """A base image's TensorFlow: ``tensorflow/tensorflow:2.4.1-gpu``, ``...:latest-gpu``,
-    AWS ``tensorflow-training:2.4.1-gpu-py37``, Google ``tf2-gpu.2-4`` / ``tf-cpu.1-15``."""
+    AWS ``tensorflow-training:2.4.1-gpu-py37``, Google ``tf2-gpu.2-4`` / ``tf-cpu.1-15``, an Azure
+    ML curated environment ``azureml:AzureML-tensorflow-2.16-cuda12@latest``."""
+    az = _AZUREML_ENV.search(image)
+    if az:
+        mm = (int(az.group(1)), int(az.group(2)))
+        return Spec("tensorflow", mm, mm, f"environment {image}", True)
     name, _, tag = image.partition(":")
     base = name.rsplit("/", 1)[-1].lower()
     text = f"FROM {image}"
@@ -548,14 +556,44 @@ def image_spec(image: str) -> Optional[Spec]:
     return None
 
 
+_ARG = re.compile(r"^\s*ARG\s+([A-Za-z_]\w*)(?:\s*=\s*(\S+))?", re.I | re.M)
+_ARG_REF = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
+
+
+def _build_args(dockerfile: str) -> dict[str, str]:
+    """The build arguments a dev container gives the Dockerfile beside it (``devcontainer.json``:
+    ``"build": {"args": {"VERSION": "2.11.0"}}``; JSON with comments, read line by line)."""
+    folder = os.path.dirname(dockerfile)
+    out: dict[str, str] = {}
+    for name in ("devcontainer.json", ".devcontainer.json"):
+        text = _read(os.path.join(folder, name))
+        if not text:
+            continue
+        text = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("//"))
+        block = re.search(r'"args"\s*:\s*\{([^}]*)\}', text)
+        if block:
+            for k, v in re.findall(r'"([A-Za-z_]\w*)"\s*:\s*"([^"]*)"', block.group(1)):
+                out.setdefault(k, v)
+    return out
+
+
 def _dockerfile(path: str) -> tuple[list[Spec], bool]:
     text = _read(path)
     if text is None:
         return [], False
     out: list[Spec] = []
     joined = re.sub(r"\\\r?\n", " ", text)
+    args: Optional[dict[str, str]] = None
     for m in _IMAGE.finditer(joined):
-        st = image_spec(m.group(1))
+        image = m.group(1)
+        if "$" in image:  # FROM tensorflow/tensorflow:${VERSION}: an ARG's default, or a dev container's argument
+            if args is None:
+                args = {k: v.strip("'\"") for k, v in _ARG.findall(joined) if v}
+                args.update(_build_args(path))
+            image = _ARG_REF.sub(lambda r: args.get(r.group(1) or r.group(3), r.group(2) or "\0"), image)
+            if "\0" in image:
+                continue  # an argument nobody gives a value: no evidence
+        st = image_spec(image)
         if st is not None:
             out.append(st)
     for m in re.finditer(r"pip3?\s+install\s+([^\n&;|]+)", joined):
@@ -570,6 +608,24 @@ def _dockerfile(path: str) -> tuple[list[Spec], bool]:
                     out.append(st)
     legacy = re.search(r"^\s*ENV\s+.*\bTF_USE_LEGACY_KERAS\s*[= ]\s*['\"]?(1|true|True)\b", joined, re.M)
     return out, legacy is not None
+
+
+# A job or deployment spec beside the code (a Kubeflow TFJob, a Kubernetes pod, docker-compose, an
+# Azure ML job, a Vertex AI config): the image or environment it runs the code in.
+_SPEC_IMAGE = re.compile(r"""^\s*-?\s*["']?(?:image|imageUri|image_uri|containerUri|container_uri|environment)["']?\s*:"""
+                         r"""\s*["']?([^\s"'#]+)""", re.M)
+
+
+def _spec_images(path: str) -> list[Spec]:
+    text = _read(path, 1 << 20)
+    if not text or ("tensorflow" not in text.lower() and "tf2-" not in text and "tf-" not in text):
+        return []
+    out = []
+    for m in _SPEC_IMAGE.finditer(text):
+        st = image_spec(m.group(1))
+        if st is not None:
+            out.append(st)
+    return out
 
 
 # (priority, matcher, reader): a lower priority number wins a conflict (a lock file says what installs)
@@ -595,6 +651,8 @@ def _folder_files(folder: str) -> list[tuple[int, str, str]]:
             out.append((2, p, low))
         elif re.fullmatch(r"(.*environment.*|conda.*|env)\.ya?ml", low):
             out.append((3, p, "conda"))
+        elif low.endswith((".yml", ".yaml")):
+            out.append((4, p, "spec"))
         elif low == "dockerfile" or low.startswith("dockerfile.") or low.endswith(".dockerfile"):
             out.append((4, p, "docker"))
         elif low in ("docker", ".devcontainer") and os.path.isdir(p):
@@ -635,6 +693,8 @@ def folder_statements(folder: str) -> Statements:
             specs = list(_setup_cfg(path))
         elif kind == "conda":
             specs = list(_conda(path))
+        elif kind == "spec":
+            specs = _spec_images(path)
         elif kind == "docker":
             specs, legacy = _dockerfile(path)
             if legacy and st.legacy is None:
