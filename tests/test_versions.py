@@ -170,6 +170,22 @@ def test_result_cache_relints_when_the_requirements_change(tmp_path):
     assert "TFP606" in run()
 
 
+def test_result_cache_relints_when_a_pin_appears(tmp_path):
+    """The note says "pin tensorflow": a cached result of a file that stated nothing is not served
+    once a statement file appears in a folder the search went through."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "src").mkdir()
+    shutil.copy(CORPUS / "nothing" / "train.py", tmp_path / "src" / "train.py")
+    run = lambda: subprocess.run([sys.executable, "-m", "tfpar_lint", "--exit-zero", "src/train.py"], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=300)
+    first = run()
+    assert "TFP606" not in first.stdout and "no TensorFlow version stated" in first.stderr
+    assert "no TensorFlow version stated" in run().stderr  # the cached result keeps its note
+    (tmp_path / "Pipfile").write_text('[packages]\ntensorflow = "==2.17.0"\n', encoding="utf-8")
+    again = run()
+    assert "TFP606" in again.stdout and "no TensorFlow version stated" not in again.stderr
+
+
 def test_flake8_reads_the_project_too(tmp_path):
     pytest.importorskip("flake8")
     (tmp_path / ".git").mkdir()

@@ -717,9 +717,11 @@ def project_target(path: str) -> Optional[Target]:
     (``tensorflow`` unpinned in a sub-project's requirements) does not stop the search, which
     goes on up to the repository's root (None when nothing names them)."""
     folder = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
+    walked = _WALKS[folder] = []
     legacy: Optional[str] = None
     unpinned: Optional[Target] = None  # the nearest folder that names TensorFlow without a version
     for _ in range(64):
+        walked.append(folder)
         st = folder_statements(folder)
         legacy = legacy or st.legacy
         if st.specs:
@@ -1247,12 +1249,25 @@ def withheld_summary(files: dict[str, dict[str, int]]) -> str:
             f"{'were' if count != 1 else 'was'} not reported; pin tensorflow or set tf-version to check them")
 
 
+# The files a project most often states its TensorFlow in, watched in every folder the search went
+# through: the result cache re-lints a file when one appears (a user pins tensorflow after the note).
+_WATCHED = ("requirements.txt", "pyproject.toml", "Pipfile", "Pipfile.lock", "poetry.lock", "setup.py", "setup.cfg",
+            "environment.yml", "Dockerfile")
+_WALKS: dict[str, list[str]] = {}  # the folder of a linted file -> the folders project_target read
+
+
 def dependency_paths(m: "Module") -> list[str]:
-    """The files the module's target was read from (the result cache re-lints when they change)."""
+    """The files the module's target was read from, and the usual statement files of every folder
+    the search went through (the result cache re-lints when they change or appear)."""
     t = getattr(m, "_target", None)
-    if t is None or t.path is None:
+    if t is None:
         return []
-    return [t.path]
+    out = [t.path] if t.path else []
+    if getattr(m, "tf_setting", None) or not m.path or m.path.startswith("<"):
+        return out
+    for folder in _WALKS.get(os.path.dirname(os.path.abspath(m.path)), ()):
+        out += [p for p in (os.path.join(folder, n) for n in _WATCHED) if p not in out]
+    return out
 
 
 def show(path: str, setting: Optional[str]) -> list[str]:
@@ -1278,3 +1293,4 @@ def show(path: str, setting: Optional[str]) -> list[str]:
 
 def clear_cache() -> None:
     _FOLDERS.clear()
+    _WALKS.clear()
