@@ -407,6 +407,9 @@ def test_run_as_root_leaves_nothing_behind(namespaces, tmp_path):
     (project / "data").mkdir()
     os.mkfifo(project / "data" / "fifo.py")  # --verify DIR: neither waited on nor read
     os.symlink("/dev/zero", project / "data" / "zero.py")
+    private = tmp_path / "private"  # a script outside the working folder, in a folder only root may enter
+    private.mkdir(mode=0o700)
+    (private / "far.py").write_text("print('FAR RAN')\n")
     runs = tmp_path / "runs"
     runs.mkdir()
     before = tree_digest(str(project))
@@ -430,7 +433,7 @@ def test_run_as_root_leaves_nothing_behind(namespaces, tmp_path):
                "finally:\n    sys.stderr.write('DRIVER_MAXRSS_KB %d\\n' % resource.getrusage(resource.RUSAGE_SELF)"
                ".ru_maxrss)\nsys.exit(rc)\n")
     p = subprocess.run([sys.executable, "-c", wrapper, "--no-cache", "--verify", "--devices", "cpu:2", "--timeout",
-                        "120", "fill.py", "leak.py", "data"], cwd=project, env=_env(TMPDIR=str(runs)),
+                        "120", "fill.py", "leak.py", str(private / "far.py"), "data"], cwd=project, env=_env(TMPDIR=str(runs)),
                        capture_output=True, text=True, timeout=600)
     done.set()
     t.join()
@@ -443,6 +446,7 @@ def test_run_as_root_leaves_nothing_behind(namespaces, tmp_path):
     assert peak[0] <= 50 << 20, peak[0]
     assert os.listdir(runs) == [], os.listdir(runs)  # the run folder is gone
     assert "fill.py: ran to the end" in p.stdout, out
+    assert "far.py: ran to the end" in p.stdout, out  # its folder is reachable to the script's uid
     assert "leak.py: COULD_NOT_RUN" in p.stdout and "RuntimeError" in p.stdout and "(refused: mount)" in p.stdout, out
     assert "E902" in p.stdout and "FIFO" in p.stdout, out
     assert "\x1b" not in out and "\x07" not in out, repr(out[-2000:])

@@ -119,7 +119,8 @@ def _contain(spec: dict, result: dict) -> None:
                               result=(_STATE["result_dirfd"], os.path.basename(spec["result"])),
                               sync=spec.get("sync_dir") if not spec.get("cluster_pid") else None,
                               keep=(_STATE["stacks"].fileno(),), stacks=_STATE.pop("stacks_r"),
-                              writable=tuple(p for p in (spec.get("tmpdir"), os.environ.get("HOME")) if p))
+                              writable=tuple(p for p in (spec.get("tmpdir"), os.environ.get("HOME")) if p),
+                              reach=(os.path.dirname(os.path.abspath(spec["script"])),))
             _STATE.pop("result_dirfd", None)  # closed in here: only the relay holds it
             if spec.get("sync_dir"):  # the cluster's shared folder, as the sandbox shows it
                 spec["sync_dir"] = sandbox.SYNC_DIR

@@ -706,7 +706,8 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
                 try:
                     os.makedirs(base, exist_ok=True)
                     holder = sandbox.ClusterHolder(_child_env(ctx["req"], None), os.path.join(base, "fs"),
-                                                   ctx["cwd"], writable=(base,))
+                                                   ctx["cwd"], writable=(base,),
+                                                   reach=(os.path.dirname(os.path.abspath(job.run_path or job.script)),))
                 except OSError as e:
                     notes.append(f"no private namespaces for the cluster ({e}): each worker has its own sandbox")
             if holder is None and os.environ.get(EXPOSED_CLUSTER_ENV) != "1":

@@ -320,7 +320,7 @@ class Contained:
 
 def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Optional[tuple[int, str]] = None,
           sync: Optional[str] = None, keep: tuple = (), stacks: Optional[int] = None,
-          writable: tuple = ()) -> Contained:
+          writable: tuple = (), reach: tuple = ()) -> Contained:
     """Called by the child before the script: split into a relay (this process,
     outside the namespaces; never returns) and the contained process (returns).
 
@@ -341,7 +341,7 @@ def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Opt
     (:func:`lock`).  ``sync`` is a real folder bound, writable, at :data:`SYNC_DIR` inside (only
     when a cluster's worker has no holder; a holder keeps that folder in its scratch tmpfs).
     ``writable``: folders the script must be able to write in (its temporary folder and
-    ``HOME``), besides ``cwd``.  Before returning, the contained process locks the sandbox
+    ``HOME``), besides ``cwd``; ``reach``: folders it must be able to read (the script's own).  Before returning, the contained process locks the sandbox
     (:func:`lock`), closing every inherited descriptor of a real file or folder but ``keep`` (the
     verifier's own files of the run)."""
     uid, gid = os.getuid(), os.getgid()
@@ -382,7 +382,7 @@ def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Opt
         detail = (f"the cluster's user/mount/network namespaces, own PID/IPC namespaces, {proc}; "
                   f"writes go to the cluster's private overlay")
     else:
-        detail = _build_root(scratch, cwd, sync=sync, writable=writable)
+        detail = _build_root(scratch, cwd, sync=sync, writable=writable, reach=reach)
     return Contained("namespaces", detail + "; " + lock(keep=(wfd, inner_sock.fileno()) + tuple(keep)))
 
 
@@ -744,7 +744,7 @@ GRANT_MAX = 4000  # folders of the working tree handed to that uid (see :func:`_
 
 
 def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] = None,
-                writable: tuple = (), cluster: bool = False) -> str:
+                writable: tuple = (), cluster: bool = False, reach: tuple = ()) -> str:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     original = _mounts()
     os.makedirs(scratch, exist_ok=True)
@@ -827,7 +827,7 @@ def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] =
     _check(_lib().umount2(b".", MNT_DETACH), "umount the old root")
     os.chdir("/")
     procfs = _fresh_proc() if proc else "host /proc"
-    who = _grant((cwd,) + tuple(writable), reach=_python_paths())
+    who = _grant((cwd,) + tuple(writable), reach=_python_paths() + list(reach))
     os.chdir(cwd)
     return (f"user/mount/PID/IPC namespaces, {procfs}, {dev}, /sys read-only without cgroups; "
             f"writes go to a private overlay on {len(overlaid)} folder{'s' if len(overlaid) != 1 else ''}"
@@ -1250,7 +1250,10 @@ def cluster_holder_main() -> int:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _unshare_user(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS, uid, gid)
         _loopback_up()
-        detail = _build_root(sys.argv[2], sys.argv[3], proc=False, writable=tuple(sys.argv[4:]), cluster=True)
+        rest = sys.argv[4:]
+        cut = rest.index("--reach") if "--reach" in rest else len(rest)
+        detail = _build_root(sys.argv[2], sys.argv[3], proc=False, writable=tuple(rest[:cut]), cluster=True,
+                             reach=tuple(rest[cut + 1:]))
     except OSError as e:
         print(json.dumps({"error": str(e)}), flush=True)
         return 1
@@ -1262,10 +1265,10 @@ def cluster_holder_main() -> int:
 class ClusterHolder:
     """Driver side: the namespaces of one local cluster."""
 
-    def __init__(self, env: dict, scratch: str, cwd: str, writable: tuple = ()):
+    def __init__(self, env: dict, scratch: str, cwd: str, writable: tuple = (), reach: tuple = ()):
         os.makedirs(scratch, exist_ok=True)
         self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--cluster", scratch, cwd]
-                                  + list(writable),
+                                  + list(writable) + ["--reach"] + list(reach),
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   env=env, start_new_session=True, cwd=scratch)
         line = self.p.stdout.readline() if self.p.stdout else b""
