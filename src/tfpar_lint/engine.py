@@ -720,14 +720,24 @@ def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
 _TF_MENTIONS = re.compile(r"\b(?:tensorflow|keras|tf_keras)\b")
 
 
-def _syntax_check(source: str, path: str) -> Optional[FileError]:
-    if not _TF_MENTIONS.search(source):
+def _syntax_check(source: str, path: str, always: bool = False) -> Optional[FileError]:
+    if not always and not _TF_MENTIONS.search(source):
         return None
     try:
-        deep.python_tree(source)
+        deep.check_syntax(source)
     except deep.PythonRejects as exc:  # the verdict the analysis would give (deep.parse_module)
         return FileError(path, f"syntax error: {exc.message}", line=exc.line, col=exc.col or (1 if exc.line else 0))
     return None
+
+
+def _relevant_rules(source: str, path: str, rules: list[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
+    """The relevance stage (:mod:`tfpar_lint.relevance`): the candidate rules whose needs the code meets."""
+    from tfpar_lint import relevance
+
+    if not relevance.enabled():
+        return rules
+    project = project_for(path, options) if path.endswith(".py") else None
+    return relevance.relevant_rules(source, rules, options, path, project)
 
 
 def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection[str]] = None,
@@ -742,8 +752,13 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     project_mod.ASKED.clear()  # which modules' importers this file's answers ask for
     rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options,
                             path, consulted)
+    passed = bool(rules)
+    if rules:
+        rules = _relevant_rules(source, path, rules, options)
     if not rules:
-        err = _syntax_check(source, path) if check_syntax else None
+        # a file the relevance stage leaves (the pre-filter passed it) is checked whatever it mentions,
+        # as libcst would have checked it
+        err = (_syntax_check(source, path, always=passed) if check_syntax else None)
         if err is not None:
             return FileResult(path, error=err)
         extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []

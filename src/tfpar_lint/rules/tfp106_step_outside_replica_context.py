@@ -15,6 +15,7 @@ class StepOutsideReplicaContext(Rule):
     SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("apply_gradients", "minimize"))
+    NEEDS = (("strategy",), ("optimizer",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

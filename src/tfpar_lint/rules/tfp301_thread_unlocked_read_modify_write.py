@@ -30,6 +30,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
     PROBE = "threads"
     MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"),
                ("assign", "set_weights", "apply_gradients", "minimize", "update_state"))
+    NEEDS = (("thread",),)  # the relevance stage (tfpar_lint.relevance)
 
     def check(self) -> Iterator[Report]:
         seen: set[int] = set()

@@ -34,6 +34,7 @@ class ThreadUnlockedSharedUpdate(Rule):
     PROBE = "threads"
     MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"),
                ("apply_gradients", "minimize", "get_updates", "train_on_batch", "fit", "run("))
+    NEEDS = (("thread",),)  # the relevance stage (tfpar_lint.relevance)
 
     def check(self) -> Iterator[Report]:
         m = self.module

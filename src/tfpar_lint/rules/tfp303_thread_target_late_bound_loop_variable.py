@@ -16,6 +16,7 @@ class ThreadTargetLateBoundLoopVariable(Rule):
                 "`Thread(target=worker.work)`, or pass it with `args=`.")
     PROBE = "threads"
     MARKERS = (("Thread", "submit", "apply_async", "Timer"), ("for ",))
+    NEEDS = (("thread",),)  # the relevance stage (tfpar_lint.relevance)
 
     def check(self) -> Iterator[Report]:
         m = self.module

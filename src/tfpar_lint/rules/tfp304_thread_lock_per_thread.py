@@ -18,6 +18,7 @@ class ThreadLockPerThread(Rule):
                 "to every worker) and hold it around the update.")
     PROBE = "threads"
     MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"), ("Lock", "Semaphore", "Condition", "acquire"))
+    NEEDS = (("thread",),)  # the relevance stage (tfpar_lint.relevance)
 
     def check(self) -> Iterator[Report]:
         m = self.module

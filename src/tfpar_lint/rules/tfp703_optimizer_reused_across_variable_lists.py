@@ -98,6 +98,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
     SEVERITY = "error"
     PROBE = "execution"
     MARKERS = (("optimizers",), ("apply_gradients", "apply(", "minimize", "compile"))
+    NEEDS = (("optimizer",), ("model", "layer"))  # variable lists are models' or layers'
 
     def check(self) -> Iterator[Report]:
         m = self.module
