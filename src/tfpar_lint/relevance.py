@@ -243,7 +243,9 @@ def _dataset(text: Text) -> bool:
 
 # ================================================================ shapes of the code (one ast walk)
 GRADIENT_METHODS = frozenset({"gradient", "jacobian", "batch_jacobian"})
-SHAPES = ("tape_reuse", "free_comprehension", "sequence_repeat")
+# strategy.run and friends (contexts.replica_runs, values' PER_REPLICA results, TFP701's partials)
+RUN_ATTRS = api.RUN_METHODS | {"call_for_each_replica"}
+SHAPES = ("tape_reuse", "free_comprehension", "sequence_repeat", "replica_run", "scope")
 
 
 def _structure(tree: Any) -> dict[str, bool]:
@@ -253,7 +255,12 @@ def _structure(tree: Any) -> dict[str, bool]:
       ``.batch_jacobian`` twice, or once inside a loop or comprehension of its own (TFP702);
     * ``free_comprehension``: a list, dict or generator comprehension whose element reads none of
       its targets (``[ds for _ in range(n)]``, TFP202);
-    * ``sequence_repeat``: a list or tuple display multiplied (``[ds] * n``, TFP202)."""
+    * ``sequence_repeat``: a list or tuple display multiplied (``[ds] * n``, TFP202);
+    * ``replica_run``: an attribute ``.run``/``.experimental_run_v2``/``.experimental_run``/
+      ``.call_for_each_replica``, called or not: every replica function, ``PerReplica`` result and
+      eager ``strategy.run`` starts at one (in this module or in an importer, which links the file);
+    * ``scope``: an attribute ``.scope``: every strategy scope the analysis knows is entered by a
+      ``with X.scope():`` (directly, through a helper returning ``X.scope()``, or around a caller)."""
     import ast
 
     out = dict.fromkeys(SHAPES, False)
@@ -263,12 +270,11 @@ def _structure(tree: Any) -> dict[str, bool]:
     stack: list[tuple[Any, int, bool]] = [(tree, 0, False)]
     while stack:
         node, group, loop = stack.pop()
-        if isinstance(node, ast.Call):
-            f = node.func
-            if isinstance(f, ast.Attribute) and f.attr in GRADIENT_METHODS:
-                grads[group] = grads.get(group, 0) + 1
-                if loop or grads[group] > 1:
-                    out["tape_reuse"] = True
+        if isinstance(node, ast.Attribute):
+            if node.attr in RUN_ATTRS:
+                out["replica_run"] = True
+            elif node.attr == "scope":
+                out["scope"] = True
         elif isinstance(node, ast.BinOp):
             if isinstance(node.op, ast.Mult) and (isinstance(node.left, (ast.List, ast.Tuple))
                                                    or isinstance(node.right, (ast.List, ast.Tuple))):
@@ -278,6 +284,12 @@ def _structure(tree: Any) -> dict[str, bool]:
             elt = node.value if isinstance(node, ast.DictComp) else node.elt
             if targets.isdisjoint(n.id for n in ast.walk(elt) if isinstance(n, ast.Name)):
                 out["free_comprehension"] = True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            f = node.func
+            if f.attr in GRADIENT_METHODS:
+                grads[group] = grads.get(group, 0) + 1
+                if loop or grads[group] > 1:
+                    out["tape_reuse"] = True
         if isinstance(node, func_types):
             group, loop = id(node), False
         elif isinstance(node, loop_types):
@@ -294,6 +306,17 @@ def _shape(name: str) -> Callable[[Text], bool]:
     return fact
 
 
+_VALUES_ITEM = re.compile(r"\.\s*values\s*\[")
+
+
+def _distributes(text: Text) -> bool:
+    w = text.words
+    methods = api.DISTRIBUTE_DATASET_METHODS | api.DISTRIBUTE_FN_METHODS | api.DISTRIBUTE_VALUES_METHODS
+    if not methods.isdisjoint(w) or makes(text, api.DIST_DATASET):
+        return True
+    return any(_last(q) in w for q in text.options.dataset_distributors)
+
+
 # ================================================================ the facts
 FACTS: dict[str, Callable[[Text], bool]] = {
     "strategy": _strategy,
@@ -307,10 +330,16 @@ FACTS: dict[str, Callable[[Text], bool]] = {
     "variable": _variable,
     "dataset": _dataset,
     "thread": _thread,
+    "strategy_made": lambda text: makes(text, api.STRATEGY),
     # Strategy methods by name (the receiver a strategy: checked by the analysis)
     "values_fn": lambda text: not api.DISTRIBUTE_VALUES_METHODS.isdisjoint(text.words),
+    # distributed data: a dataset or values distributed by a strategy (or a configured distributor)
+    "distributes": _distributes,
+    # x.values[i]: a PerReplica's components read by index (perreplica.hedged_roots)
+    "values_item": lambda text: "values" in text.words and _VALUES_ITEM.search(text.code) is not None,
     **{name: _shape(name) for name in SHAPES},
 }
+FACTS["scope"] = lambda text: _shape("scope")(text) or "experimental_set_strategy" in text.words
 
 
 # ================================================================ rules' needs

@@ -15,7 +15,7 @@ class StepOutsideReplicaContext(Rule):
     SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("apply_gradients", "minimize"))
-    NEEDS = (("strategy",), ("optimizer",))
+    NEEDS = (("strategy",), ("optimizer",), ("scope",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

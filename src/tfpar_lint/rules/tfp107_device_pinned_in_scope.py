@@ -26,6 +26,8 @@ class DevicePinnedInScope(Rule):
     SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("device(",))
+    # the relevance stage (tfpar_lint.relevance): tf.device in a replica function, under a scope, or beside a strategy made here
+    NEEDS = (("strategy",), ("word:device",), ("replica_run", "scope", "strategy_made"))
 
     def check(self) -> Iterator[Report]:
         yield from self._in_scope_or_replica()

@@ -56,6 +56,8 @@ class MeanReduceOfScaledLoss(Rule):
     SEVERITY = "warning"
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, ("MEAN", "mean", "Mean"), ("compute_average_loss", "keras", "batch"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -25,6 +25,7 @@ class ReplicaVariableWithoutAggregation(Rule):
     SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("Variable",), ("assign", "scatter_"))
+    NEEDS = (("strategy",), ("variable",), ("scope",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module
