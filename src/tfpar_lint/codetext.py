@@ -59,3 +59,28 @@ def code_text(source: str) -> str:
         return source
     parts.append(source[last:])
     return "".join(parts)
+
+
+def bare_code(source: str) -> str:
+    """``source`` without comments and without the text of its string literals (each becomes ``""``;
+    f-strings are kept whole: code inside ``{...}``): the words that remain are the code's own."""
+    if "#" not in source and '"' not in source and "'" not in source:
+        return source
+    parts: list[str] = []
+    last = 0
+    for m in _COMMENT_OR_STRING.finditer(source):
+        start = m.start()
+        if source[start] == "#":
+            parts.append(source[last:start])
+            last = m.end()
+            continue
+        p = start
+        while p > 0 and start - p < 2 and source[p - 1] in "rRbBuUfF":
+            p -= 1
+        if "f" in source[p:start] or "F" in source[p:start]:
+            continue
+        parts.append(source[last:start])
+        parts.append('""')
+        last = m.end()
+    parts.append(source[last:])
+    return "".join(parts)

@@ -40,7 +40,7 @@ import io
 import os
 import re
 import tokenize
-from typing import Optional
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -647,7 +647,7 @@ def _parse_module(source: str) -> tuple[cst.Module, int]:
 
 def _parse_whole(source: str) -> tuple[cst.Module, int]:
     if not enabled():
-        return cst.parse_module(source), 0
+        return cst_parse(source), 0
     tree: Optional[ast.Module] = None
     lines: Optional[_Lines] = None
     spans: list[tuple[int, int]] = []
@@ -659,7 +659,7 @@ def _parse_whole(source: str) -> tuple[cst.Module, int]:
         only = None if source.count("\r") != source.count("\r\n") else flagged
         spans = deep_spans(tree, lines, only)
     try:
-        return cst.parse_module(opaque_text(source, spans) if spans else source), len(spans)
+        return cst_parse(opaque_text(source, spans) if spans else source), len(spans)
     except cst.ParserSyntaxError as exc:
         if tree is None:
             tree = python_tree(source)  # PythonRejects: the user's syntax error, in Python's words
@@ -670,9 +670,42 @@ def _parse_whole(source: str) -> tuple[cst.Module, int]:
             raise
         spans = _outermost(spans + more)
         try:
-            return cst.parse_module(opaque_text(source, spans)), len(spans)
+            return cst_parse(opaque_text(source, spans)), len(spans)
         except cst.ParserSyntaxError:
             raise exc from None
+
+
+def _unvalidated() -> Optional[tuple[type, Any]]:
+    """libcst's node base class and its ``__post_init__`` (which only validates the node), or None
+    with a libcst whose internals are not these."""
+    try:
+        from libcst._nodes.base import CSTNode
+    except ImportError:  # pragma: no cover - another libcst
+        return None
+    post = CSTNode.__dict__.get("__post_init__")
+    return (CSTNode, post) if post is not None else None
+
+
+_VALIDATION = _unvalidated()
+
+
+def _no_check(self: Any) -> None:
+    pass
+
+
+def cst_parse(text: str) -> cst.Module:
+    """``libcst.parse_module`` without libcst validating each node its parser builds (about a quarter
+    of the parse).  ``CSTNode.__post_init__`` does nothing but validate (libcst's own comment there:
+    validating a parsed tree is wasted work); the parser builds only valid nodes, so the tree is the
+    same.  Validation is back on as soon as the parse returns (nodes built later are checked)."""
+    if _VALIDATION is None:  # pragma: no cover - another libcst
+        return cst.parse_module(text)
+    base, post = _VALIDATION
+    base.__post_init__ = _no_check
+    try:
+        return cst.parse_module(text)
+    finally:
+        base.__post_init__ = post
 
 
 def note(count: int) -> str:
@@ -868,7 +901,7 @@ def _reparse(state: _State, text: str) -> Optional[cst.Module]:
         return None
     region = text[lo:hi]
     try:
-        part = cst.parse_module(region)
+        part = cst_parse(region)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
         return None
     if not part.body or (first > 0 and (part.header or part.body[0].leading_lines)):

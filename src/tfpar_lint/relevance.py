@@ -3,29 +3,34 @@
 The pre-filter (:func:`tfpar_lint.engine.candidate_rules`) keeps a rule when its marker substrings
 occur in the text: ``strategy`` in ``strategy="greedy"`` is enough.  Most of the files it passes
 hold nothing a rule can report: a rule reports what the analysis infers about *values* (a strategy,
-a model, an optimizer, a thread...), and a value of a kind exists in a module only where the
-module's code makes one (an API the API table gives that kind, a call the analysis treats as
-making one), uses an object the way only that kind is used (the analysis' kinds from use), or
-gets one from another module of the project.
+a model, an optimizer, a thread...) and where they meet (a function run by ``strategy.run``, a
+strategy's scope...), and a value of a kind exists in a module only where the module's code makes
+one (an API the API table gives that kind), uses an object the way only that kind is used (the
+analysis' kinds from use), or gets one from another module of the project.
 
-This stage asks that question of the code's words (identifiers of the code without comments and
-docstrings: :func:`tfpar_lint.codetext.code_text`), with no parse at all:
+This stage asks those questions of the code, cheaply: first of its words (identifiers of the code
+without comments and docstrings, :func:`tfpar_lint.codetext.code_text`: no parse), then, for what
+the words allow, of Python's ``ast`` (about ten times cheaper than libcst's parse), where a word
+counts only in the place that matters (a method name as an attribute, not as a ``def``; an API name
+imported or reached as an attribute, not a class of the module's own):
 
-* a *fact* is a named, conservative test on those words (``strategy``: can a strategy value exist
-  in this module?).  Each fact is derived from the tables the analysis itself reads: the API
-  table's kinds (``tfapi``), the kinds-from-use tables of :mod:`tfpar_lint.semantic.uses` and
-  :mod:`tfpar_lint.semantic.contexts`, the thread and pool APIs of :mod:`tfpar_lint.semantic.callgraph`;
+* a *fact* is a named, conservative test (``strategy``: can a strategy value exist in this module?
+  ``replica_run``: is there a ``.run`` that could run a function on the replicas?).  Each is derived
+  from the tables the analysis itself reads: the API table's kinds (:mod:`tfpar_lint.tfapi`), the
+  kinds-from-use tables of :mod:`tfpar_lint.semantic.uses` and
+  :class:`tfpar_lint.semantic.contexts.Contexts`, the thread and pool APIs;
 * a rule's *needs* are a conjunction of disjunctions of facts (like its ``MARKERS``), declared as
-  ``NEEDS`` on the rule class; a rule without ``NEEDS`` whose ``MARKERS`` hold the strategy group
-  needs ``strategy`` (that group stands for "a strategy can be created or received here"), any
-  other rule without ``NEEDS`` is always relevant;
+  ``NEEDS`` on the rule class beside the ``check`` they summarise; a rule without ``NEEDS`` whose
+  ``MARKERS`` hold the strategy group needs ``strategy`` (that group stands for "a strategy can be
+  created or received here"); any other rule without ``NEEDS`` is always relevant (a new rule is
+  parsed for until it says what it needs);
 * a file whose project links the analysis may follow (a project module it imports, a project file
   that imports it: :meth:`~tfpar_lint.semantic.project.Project.imported_texts`,
-  :meth:`~tfpar_lint.semantic.project.Project.importer_texts`) may get any value from next door:
-  every fact holds for it;
+  :meth:`~tfpar_lint.semantic.project.Project.importer_texts`) may get any value from next door, and
+  have its functions run by another module: every fact holds for it;
 * a candidate rule whose needs fail cannot report anything in the file and is not run; a file left
-  with no rule is not parsed by libcst (it is syntax-checked by Python, as a file the pre-filter
-  rejects is).
+  with no rule is not parsed by libcst (Python checks its syntax, as for a file the pre-filter
+  rejects).
 
 Findings are the same with and without the stage (``TFPAR_LINT_RELEVANCE=0`` turns it off, for
 comparison: ``tests/test_relevance.py`` compares both over the fixtures and the test data, and
@@ -39,7 +44,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.codetext import code_text
+from tfpar_lint.codetext import bare_code, code_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.engine import AnalysisOptions
@@ -49,86 +54,180 @@ if TYPE_CHECKING:  # pragma: no cover
 ENV = "TFPAR_LINT_RELEVANCE"
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DEFINED = re.compile(r"^[ \t]*(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-# ================================================================ the code's words
+# ================================================================ the code: its words, then its ast
+_ATTR = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_DEFINED = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w. \t]+[ \t]+)?import[ \t]+(?:\([^)]*\)|[^\n]*)", re.M)
+_STAR = re.compile(r"\bimport[ \t]+\*")
+_BASES = re.compile(r"^[ \t]*class[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*\(([^)]*)\)", re.M)
+
+
 class Text:
-    """The words of one module's code (computed once, on the first question)."""
+    """One module's code, asked about lazily: its words (regular expressions over the code without
+    comments and string literals: every answer a superset of the truth), then, for the few shapes
+    words cannot tell (:data:`AST_SHAPES`), its ``ast``."""
 
     def __init__(self, source: str, options: "AnalysisOptions", code: Optional[str] = None) -> None:
         self.source = source
         self.options = options
         self._code = code
-        self._words: Optional[frozenset[str]] = None
+        self._memo: dict[str, Any] = {}
         self._facts: dict[str, bool] = {}
+
+    def _get(self, key: str, make: Callable[[], Any]) -> Any:
+        got = self._memo.get(key, self)
+        if got is self:
+            got = self._memo[key] = make()
+        return got
 
     @property
     def code(self) -> str:
+        """The text without comments and docstrings (what ``text:`` facts search)."""
         if self._code is None:
             self._code = code_text(self.source)
         return self._code
 
     @property
-    def words(self) -> frozenset[str]:
-        if self._words is None:
-            self._words = frozenset(_WORD.findall(self.code))
-        return self._words
-
-    def api_words(self, vocab: frozenset) -> frozenset:
-        """The words of ``vocab`` in the code that may name an API: a word the module defines itself
-        (``class Strategy``) counts only where it is imported or reached as an attribute."""
-        found = vocab & self.words
-        if not found:
-            return found
-        local = set(_DEFINED.findall(self.code)) & found
-        if not local:
-            return found
-        keep = set(found - local)
-        for w in local:
-            if re.search(rf"\.[ \t]*{w}\b|\bimport\b[^\n]*\b{w}\b", self.code) or _imported_in_parens(self.code, w):
-                keep.add(w)
-        return frozenset(keep)
+    def bare(self) -> str:
+        """The text without comments and string literals (f-strings kept)."""
+        return self._get("bare", lambda: bare_code(self.source))
 
     @property
-    def structure(self) -> Optional[dict[str, bool]]:
-        """The facts of the code's shapes (:func:`_structure`), or None when Python cannot parse it
-        (the libcst parse gives the verdict then)."""
-        if not hasattr(self, "_structure"):
+    def words(self) -> frozenset:
+        """Identifiers of the code (string literals left out: no analysis reads a kind from one)."""
+        return self._get("words", lambda: frozenset(_WORD.findall(self.bare)))
+
+    @property
+    def code_words(self) -> frozenset:
+        """Identifiers of the code and its short strings (``word:`` facts)."""
+        return self._get("code_words", lambda: frozenset(_WORD.findall(self.code)))
+
+    @property
+    def attrs(self) -> frozenset:
+        """Names written after a ``.`` (attributes, methods; a superset)."""
+        return self._get("attrs", lambda: frozenset(_ATTR.findall(self.bare)))
+
+    @property
+    def names(self) -> frozenset:
+        """Identifiers not written after a ``.`` (names, and words of import lines)."""
+        return self._get("names", lambda: frozenset(_WORD.findall(_ATTR.sub(".", self.bare))))
+
+    @property
+    def imported(self) -> frozenset:
+        """Words of the import statements."""
+        return self._get("imported", lambda: frozenset(
+            w for m in _IMPORT.finditer(self.bare) for w in _WORD.findall(m.group(0))))
+
+    @property
+    def defined(self) -> frozenset:
+        """Names of the module's own functions and classes (none where a star import may rebind)."""
+        return self._get("defined", lambda: frozenset() if _STAR.search(self.bare)
+                         else frozenset(_DEFINED.findall(self.bare)))
+
+    def _only_in_bases(self, w: str) -> bool:
+        """Every ``.w`` of the code stands in the bases of a class (``class S(lib.Strategy)``)."""
+        bases = self._get("bases", lambda: "\n".join(m.group(1) for m in _BASES.finditer(self.bare)))
+        pat = re.compile(rf"\.\s*{w}\b")
+        n = len(pat.findall(bases))
+        return n > 0 and n == len(pat.findall(self.bare))
+
+    # -- where words stand
+    def attribute(self, vocab: frozenset) -> bool:
+        """A word of ``vocab`` is an attribute (``x.apply_gradients``): a method called or read."""
+        return not vocab.isdisjoint(self.words) and not vocab.isdisjoint(self.attrs)
+
+    def api_name(self, vocab: frozenset, bases: bool = True) -> bool:
+        """A word of ``vocab`` may name an API: an attribute (not only in the bases of classes, unless
+        ``bases``), an imported name, or a name the module does not define itself (``class Strategy``
+        of the module's own is not the API's)."""
+        found = vocab & self.words
+        if not found:
+            return False
+        if not found.isdisjoint(self.imported) or not (found & self.names).issubset(self.defined):
+            return True
+        for w in found & self.attrs:
+            if bases or not self._only_in_bases(w):
+                return True
+        return False
+
+    @property
+    def shapes(self) -> Optional[dict[str, bool]]:
+        """The shapes of :func:`_walk` (one walk of the ``ast``); None when Python cannot parse the
+        module (every shape holds then: the libcst parse gives the verdict)."""
+        def walk() -> Optional[dict[str, bool]]:
             import ast
 
             try:
-                self._structure = _structure(ast.parse(self.source))
+                return _walk(ast.parse(self.source))
             except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-                self._structure = None
-        return self._structure
+                return None
+        return self._get("shapes", walk)
 
+    # While ``deferring``, a shape is taken to hold without walking the ast (and ``guessed`` is set):
+    # a file that some rule needs whatever the shapes say is parsed by libcst anyway.
+    deferring = False
+    guessed = False
+
+    def shape(self, name: str) -> bool:
+        if self.deferring:
+            self.guessed = True
+            return True
+        sh = self.shapes
+        return True if sh is None else sh[name]
+
+    def search(self, pattern: "re.Pattern") -> bool:
+        return pattern.search(self.bare) is not None
+
+    # -- facts
     def fact(self, name: str) -> bool:
         got = self._facts.get(name)
         if got is None:
-            if name.startswith("word:"):  # the identifier occurs in the code
-                got = name[5:] in self.words
+            before, self.guessed = self.guessed, False
+            if name.startswith("word:"):  # the identifier occurs in the code (or a short string)
+                got = name[5:] in self.code_words
+            elif name.startswith("attr:"):  # an attribute of that name (``x.apply_gradients``)
+                got = self.attribute(frozenset({name[5:]}))
             elif name.startswith("text:"):  # the text occurs in the code
                 got = name[5:] in self.code
             else:
                 got = bool(FACTS[name](self))
-            self._facts[name] = got
+            if not self.guessed:  # a guess is not kept: asked again without deferring, it is walked
+                self._facts[name] = got
+            self.guessed = self.guessed or before
         return got
 
     def holds(self, needs: Sequence[Sequence[str]]) -> bool:
         return all(any(self.fact(f) for f in group) for group in needs)
 
-
-def _imported_in_parens(code: str, w: str) -> bool:
-    """``w`` among the names of a parenthesised ``from x import (...)``."""
-    for m in re.finditer(r"\bimport[ \t]*\(([^)]*)\)", code):
-        if re.search(rf"\b{w}\b", m.group(1)):
-            return True
-    return False
+    def relevant(self, rules: Sequence[type]) -> list:
+        """The rules whose needs hold.  The ast is walked only when it decides whether the file is
+        parsed at all: when a rule needs the file whatever the shapes say, the rules whose needs
+        hold with every shape taken to hold are kept (a rule kept so reports nothing it would not:
+        its needs are conservative)."""
+        self.deferring = True
+        try:
+            kept, sure = [], False
+            for r in rules:
+                needs = needs_of(r)
+                if not needs:
+                    kept.append(r)
+                    sure = True
+                    continue
+                self.guessed = False
+                if self.holds(needs):
+                    kept.append(r)
+                    sure = sure or not self.guessed
+        finally:
+            self.deferring = False
+        if sure or not kept:
+            return kept
+        return [r for r in kept if self.holds(needs_of(r))]
 
 
 # ================================================================ vocabularies from the analysis' tables
@@ -161,63 +260,138 @@ def creators(kind: str) -> tuple[frozenset, frozenset]:
     return frozenset(distinct), frozenset(pairs)
 
 
+# kinds a local class takes from its bases (semantic.attributes.Inference.class_kind)
+CLASS_KINDS = frozenset({api.MODEL, api.LAYER, api.METRIC, api.OPTIMIZER})
+
+
 def makes(text: Text, kind: str) -> bool:
-    """The code names an API that makes a value of ``kind``."""
+    """The code may name an API that makes a value of ``kind`` (called, aliased, or as an
+    annotation: parameters have the kind; as a class's base only for the kinds a subclass
+    inherits)."""
     distinct, pairs = creators(kind)
-    if text.api_words(distinct):
+    if text.api_name(distinct, bases=kind in CLASS_KINDS):
         return True
     w = text.words
     return any(last in w and owner in w for owner, last in pairs)
 
 
 @functools.lru_cache(maxsize=1)
-def strategy_use_words() -> frozenset:
-    """Methods and attributes that only a strategy has: a receiver used so is one (kinds from use,
+def strategy_uses() -> frozenset:
+    """Methods and attributes only a strategy has: a receiver used so is one (kinds from use,
     :mod:`tfpar_lint.semantic.uses` and :class:`tfpar_lint.semantic.contexts.Contexts`)."""
     from tfpar_lint.semantic import uses
     from tfpar_lint.semantic.contexts import Contexts
 
     return frozenset(uses._STRATEGY_METHODS | Contexts._STRATEGY_ONLY_METHODS | Contexts._STRATEGY_ONLY_ATTRS
-                     | {"call_for_each_replica", "experimental_run_v2"})
+                     | {"experimental_run_v2"})
 
 
+@functools.lru_cache(maxsize=1)
+def model_uses() -> frozenset:
+    """Methods only a Keras model has (:mod:`tfpar_lint.semantic.uses`)."""
+    from tfpar_lint.semantic import uses
+
+    return frozenset(uses._MODEL_METHODS)
+
+
+# ================================================================ shapes
+GRADIENT_METHODS = frozenset({"gradient", "jacobian", "batch_jacobian"})
+# shapes told by the ast (words cannot: which function a call is in, what a comprehension reads)
+AST_SHAPES = ("tape_reuse", "free_comprehension", "sequence_repeat", "loop_closure")
+_GRADIENT_CALL = re.compile(r"\.\s*(?:gradient|jacobian|batch_jacobian)\s*\(")
+_REPEAT = re.compile(r"[\])]\s*\*(?!\*)|(?<!\*)\*\s*[\[(]")
+_COMPREHENSION = re.compile(r"\bfor\b")
+# strategy.run and friends (contexts.replica_runs, values' PER_REPLICA results, TFP701's partials):
+# an attribute .run/.experimental_run_v2/.experimental_run, or .extended.call_for_each_replica
+RUN_ATTRS = api.RUN_METHODS | {"call_for_each_replica"}
+_REPLICA_RUN = re.compile(r"\.\s*(?:run|experimental_run_v2|experimental_run)\b"
+                          r"|\.\s*extended\s*\.\s*call_for_each_replica\b")
+_SCOPE = re.compile(r"\.\s*scope\b")
 _SCOPE_CALL = re.compile(r"\.\s*scope\s*\(\s*\)")
 _RUN_CALL = re.compile(r"\.\s*run\s*\(")
 _ARGS_KEYWORD = re.compile(r"\b(?:args|kwargs)\s*=")
+_REDUCE_CALL = re.compile(r"\.\s*reduce\s*\(")
+_VALUES_ITEM = re.compile(r"\.\s*values\s*\[")
+_TRY = re.compile(r"\btry\s*:")
 
 
+def _walk(tree: Any) -> dict[str, bool]:
+    """The shapes words cannot tell, each a superset of what the analysis' own walk finds:
+
+    * ``tape_reuse``: a function (or the module) asks ``.gradient``/``.jacobian``/
+      ``.batch_jacobian`` twice, or once inside a loop or comprehension of its own (TFP702);
+    * ``free_comprehension``: a list, dict or generator comprehension whose element reads none of
+      its targets (``[ds for _ in range(n)]``, TFP202);
+    * ``sequence_repeat``: a list or tuple display multiplied (``[ds] * n``, TFP202);
+    * ``loop_closure``: a lambda or a nested function made inside a loop or comprehension of the
+      function (or module) around it (TFP303's late-bound loop variables)."""
+    import ast
+
+    out = dict.fromkeys(AST_SHAPES, False)
+    grads: dict[int, int] = {}
+    func_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    loop_types = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    stack: list[tuple[Any, int, bool]] = [(tree, 0, False)]
+    while stack:
+        node, group, loop = stack.pop()
+        t = type(node)
+        if t is ast.Name or t is ast.Constant:
+            continue
+        if t is ast.Call:
+            f = node.func
+            if type(f) is ast.Attribute and f.attr in GRADIENT_METHODS:
+                grads[group] = grads.get(group, 0) + 1
+                if loop or grads[group] > 1:
+                    out["tape_reuse"] = True
+        elif t is ast.BinOp:
+            if type(node.op) is ast.Mult and (type(node.left) in (ast.List, ast.Tuple)
+                                              or type(node.right) in (ast.List, ast.Tuple)):
+                out["sequence_repeat"] = True
+        elif t in (ast.ListComp, ast.GeneratorExp, ast.DictComp):
+            if not out["free_comprehension"]:
+                targets = {n.id for g in node.generators for n in ast.walk(g.target) if type(n) is ast.Name}
+                elt = node.value if t is ast.DictComp else node.elt
+                if targets.isdisjoint(n.id for n in ast.walk(elt) if type(n) is ast.Name):
+                    out["free_comprehension"] = True
+        if t in func_types:
+            if loop:
+                out["loop_closure"] = True
+            group, loop = id(node), False
+        elif t in loop_types:
+            loop = True
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, group, loop))
+    return out
+
+
+# ================================================================ the facts
 def _strategy(text: Text) -> bool:
-    w = text.words
-    if makes(text, api.STRATEGY) or text.api_words(frozenset(_last(q) for q in api.STRATEGY_GETTERS)):
+    """A strategy value can exist here: an API makes one (or a getter returns one), a configured
+    factory or distributor is called, or an object is used as only a strategy is."""
+    if makes(text, api.STRATEGY) or text.api_name(frozenset(_last(q) for q in api.STRATEGY_GETTERS)):
         return True
     opts = text.options
+    w = text.words
     if any(_last(q) in w for q in opts.strategy_factories + opts.dataset_distributors):
         return True
-    if not strategy_use_words().isdisjoint(w):
+    if text.attribute(strategy_uses()):
         return True
-    code = text.code
-    if "scope" in w and _SCOPE_CALL.search(code):  # X.scope(): X is a strategy (uses.py)
+    if "scope" in w and text.search(_SCOPE_CALL):  # X.scope(): X is a strategy (uses.py)
         return True
-    if "run" in w and _RUN_CALL.search(code) and _ARGS_KEYWORD.search(code):  # X.run(fn, args=...)
+    if "run" in w and text.search(_RUN_CALL) and text.search(_ARGS_KEYWORD):  # X.run(fn, args=...)
         return True
-    return "reduce" in w and "ReduceOp" in w  # X.reduce(tf.distribute.ReduceOp.SUM, ...)
+    if "extended" in w and "call_for_each_replica" in w and text.search(_REPLICA_RUN):
+        return True  # X.extended.call_for_each_replica(fn)
+    return "ReduceOp" in w and "reduce" in w and text.search(_REDUCE_CALL)  # X.reduce(ReduceOp.SUM, ...)
 
 
-def _kind(kind: str, *uses: str) -> Callable[[Text], bool]:
+def _kind(kind: str, uses: Callable[[], frozenset] = frozenset) -> Callable[[Text], bool]:
     """A value of ``kind`` can exist: an API makes one, or an object is used as only one is
-    (``uses``: the analysis' kinds from use)."""
-    words = frozenset(uses)
-
+    (``uses()``: the method names of the analysis' kinds from use)."""
     def fact(text: Text) -> bool:
-        return makes(text, kind) or not words.isdisjoint(text.words)
+        return makes(text, kind) or text.attribute(uses())
     fact.__doc__ = f"a {kind} can exist here"
     return fact
-
-
-def _model_uses() -> frozenset:
-    from tfpar_lint.semantic import uses
-
-    return uses._MODEL_METHODS
 
 
 def _thread(text: Text) -> bool:
@@ -231,115 +405,83 @@ def _variable(text: Text) -> bool:
     """A ``tf.Variable`` can exist: an API makes one, or a model's or layer's variables are read."""
     if makes(text, api.VARIABLE):
         return True
-    attrs = api.VARIABLE_LIST_ATTRS | api.VARIABLE_ATTRS
-    return not attrs.isdisjoint(text.words) and (FACTS["model"](text) or makes(text, api.LAYER))
+    return text.attribute(frozenset(api.VARIABLE_LIST_ATTRS | api.VARIABLE_ATTRS)) \
+        and (text.fact("model") or text.fact("layer"))
 
 
 def _dataset(text: Text) -> bool:
     """A tf.data dataset (or an iterator over one) can exist."""
-    w = text.words
-    return makes(text, api.DATASET) or any(_last(q) in w for q in api.V1_ITERATOR_FACTORIES)
-
-
-# ================================================================ shapes of the code (one ast walk)
-GRADIENT_METHODS = frozenset({"gradient", "jacobian", "batch_jacobian"})
-# strategy.run and friends (contexts.replica_runs, values' PER_REPLICA results, TFP701's partials)
-RUN_ATTRS = api.RUN_METHODS | {"call_for_each_replica"}
-SHAPES = ("tape_reuse", "free_comprehension", "sequence_repeat", "replica_run", "scope")
-
-
-def _structure(tree: Any) -> dict[str, bool]:
-    """Facts of the code's shapes, each a superset of what the analysis' own walk finds:
-
-    * ``tape_reuse``: a function (or the module) asks ``.gradient``/``.jacobian``/
-      ``.batch_jacobian`` twice, or once inside a loop or comprehension of its own (TFP702);
-    * ``free_comprehension``: a list, dict or generator comprehension whose element reads none of
-      its targets (``[ds for _ in range(n)]``, TFP202);
-    * ``sequence_repeat``: a list or tuple display multiplied (``[ds] * n``, TFP202);
-    * ``replica_run``: an attribute ``.run``/``.experimental_run_v2``/``.experimental_run``/
-      ``.call_for_each_replica``, called or not: every replica function, ``PerReplica`` result and
-      eager ``strategy.run`` starts at one (in this module or in an importer, which links the file);
-    * ``scope``: an attribute ``.scope``: every strategy scope the analysis knows is entered by a
-      ``with X.scope():`` (directly, through a helper returning ``X.scope()``, or around a caller)."""
-    import ast
-
-    out = dict.fromkeys(SHAPES, False)
-    grads: dict[int, int] = {}
-    func_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-    loop_types = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-    stack: list[tuple[Any, int, bool]] = [(tree, 0, False)]
-    while stack:
-        node, group, loop = stack.pop()
-        if isinstance(node, ast.Attribute):
-            if node.attr in RUN_ATTRS:
-                out["replica_run"] = True
-            elif node.attr == "scope":
-                out["scope"] = True
-        elif isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Mult) and (isinstance(node.left, (ast.List, ast.Tuple))
-                                                   or isinstance(node.right, (ast.List, ast.Tuple))):
-                out["sequence_repeat"] = True
-        elif isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.DictComp)) and not out["free_comprehension"]:
-            targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
-            elt = node.value if isinstance(node, ast.DictComp) else node.elt
-            if targets.isdisjoint(n.id for n in ast.walk(elt) if isinstance(n, ast.Name)):
-                out["free_comprehension"] = True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            f = node.func
-            if f.attr in GRADIENT_METHODS:
-                grads[group] = grads.get(group, 0) + 1
-                if loop or grads[group] > 1:
-                    out["tape_reuse"] = True
-        if isinstance(node, func_types):
-            group, loop = id(node), False
-        elif isinstance(node, loop_types):
-            loop = True
-        for child in ast.iter_child_nodes(node):
-            stack.append((child, group, loop))
-    return out
-
-
-def _shape(name: str) -> Callable[[Text], bool]:
-    def fact(text: Text) -> bool:
-        st = text.structure
-        return True if st is None else st[name]
-    return fact
-
-
-_VALUES_ITEM = re.compile(r"\.\s*values\s*\[")
+    return makes(text, api.DATASET) or text.api_name(frozenset(_last(q) for q in api.V1_ITERATOR_FACTORIES))
 
 
 def _distributes(text: Text) -> bool:
-    w = text.words
-    methods = api.DISTRIBUTE_DATASET_METHODS | api.DISTRIBUTE_FN_METHODS | api.DISTRIBUTE_VALUES_METHODS
-    if not methods.isdisjoint(w) or makes(text, api.DIST_DATASET):
+    """Data distributed by a strategy (or by a configured distributor) can exist here."""
+    methods = frozenset(api.DISTRIBUTE_DATASET_METHODS | api.DISTRIBUTE_FN_METHODS | api.DISTRIBUTE_VALUES_METHODS)
+    if text.attribute(methods) or makes(text, api.DIST_DATASET):
         return True
-    return any(_last(q) in w for q in text.options.dataset_distributors)
+    return any(_last(q) in text.words for q in text.options.dataset_distributors)
 
 
-# ================================================================ the facts
+@functools.lru_cache(maxsize=1)
+def _session_names() -> frozenset:
+    from tfpar_lint.semantic import threads
+
+    return frozenset(_last(q) for q in threads.SESSION_CLASSES | threads.SESSION_GETTERS)
+
+
+def _task_source(text: Text) -> bool:
+    """Where the task type and index can come from (:func:`tfpar_lint.semantic.lifecycle.task_source`,
+    :func:`tfpar_lint.semantic.chieftests.task_field`): the ``TF_CONFIG`` variable, a strategy's
+    ``cluster_resolver`` or its ``extended`` chief flags, a cluster resolver of
+    ``tf.distribute.cluster_resolver``, a config dict with ``"cluster"`` and ``"task"``."""
+    from tfpar_lint.semantic import lifecycle
+
+    if "TF_CONFIG" in text.code or "cluster_resolver" in text.attrs:
+        return True
+    if "extended" in text.attrs and not lifecycle._CHIEF_FLAGS.isdisjoint(text.attrs):
+        return True
+    if {"cluster", "task"} <= text.code_words:
+        return True
+    return text.api_name(frozenset(w for w in text.words if w.endswith("ClusterResolver")))
+
+
 FACTS: dict[str, Callable[[Text], bool]] = {
     "strategy": _strategy,
-    "model": lambda text: makes(text, api.MODEL) or not _model_uses().isdisjoint(text.words),
-    "layer": lambda text: makes(text, api.LAYER),
+    "strategy_made": lambda text: makes(text, api.STRATEGY),
+    "model": _kind(api.MODEL, model_uses),
+    "layer": _kind(api.LAYER),
     # apply_gradients, or given to compile(optimizer=...) (uses.py)
-    "optimizer": _kind(api.OPTIMIZER, "apply_gradients", "compile"),
+    "optimizer": _kind(api.OPTIMIZER, lambda: frozenset({"apply_gradients", "compile"})),
     "metric": _kind(api.METRIC),
     "loss": _kind(api.LOSS),
     "tape": _kind(api.TAPE),
     "variable": _variable,
     "dataset": _dataset,
     "thread": _thread,
-    "strategy_made": lambda text: makes(text, api.STRATEGY),
-    # Strategy methods by name (the receiver a strategy: checked by the analysis)
-    "values_fn": lambda text: not api.DISTRIBUTE_VALUES_METHODS.isdisjoint(text.words),
-    # distributed data: a dataset or values distributed by a strategy (or a configured distributor)
+    # a strategy's values function by its method's name (the receiver: checked by the analysis)
+    "values_fn": lambda text: text.attribute(frozenset(api.DISTRIBUTE_VALUES_METHODS)),
     "distributes": _distributes,
     # x.values[i]: a PerReplica's components read by index (perreplica.hedged_roots)
-    "values_item": lambda text: "values" in text.words and _VALUES_ITEM.search(text.code) is not None,
-    **{name: _shape(name) for name in SHAPES},
+    # (in a try whose handler falls back to x: perreplica.hedged_roots)
+    "values_item": lambda text: "values" in text.attrs and "except" in text.words and text.search(_VALUES_ITEM)
+    and text.search(_TRY),
+    # TF1 sessions, Keras 2 training functions (K.function(..., updates=...)): semantic.threads' writes
+    "session": lambda text: text.api_name(_session_names()),
+    "keras_function": lambda text: {"backend", "function"} <= text.words,
+    "task_source": _task_source,
+    # a strategy's scope: X.scope, or tf.distribute.experimental_set_strategy
+    "scope": lambda text: ("scope" in text.attrs and text.search(_SCOPE))
+    or text.api_name(frozenset({"experimental_set_strategy"})),
+    # every replica function, PerReplica result and eager strategy.run starts at one (in this module
+    # or in an importer, which links the file)
+    "replica_run": lambda text: not RUN_ATTRS.isdisjoint(text.attrs) and text.search(_REPLICA_RUN),
+    # the ast's shapes, after their words
+    "tape_reuse": lambda text: len(_GRADIENT_CALL.findall(text.bare)) > 0 and text.shape("tape_reuse"),
+    "free_comprehension": lambda text: text.search(_COMPREHENSION) and text.shape("free_comprehension"),
+    "sequence_repeat": lambda text: text.search(_REPEAT) and text.shape("sequence_repeat"),
+    "loop_closure": lambda text: not {"lambda", "def"}.isdisjoint(text.words)
+    and not {"for", "while"}.isdisjoint(text.words) and text.shape("loop_closure"),
 }
-FACTS["scope"] = lambda text: _shape("scope")(text) or "experimental_set_strategy" in text.words
 
 
 # ================================================================ rules' needs
@@ -353,7 +495,7 @@ def needs_of(rule: type) -> tuple[tuple[str, ...], ...]:
     if declared is not None:
         for group in declared:
             for f in group:
-                if f not in FACTS and not f.startswith(("word:", "text:")):
+                if f not in FACTS and not f.startswith(("word:", "text:", "attr:")):
                     raise ValueError(f"{rule.CODE}: unknown relevance fact {f!r}")
         return tuple(tuple(g) for g in declared)
     strat = frozenset(STRATEGY_MARKERS)
@@ -370,15 +512,14 @@ def relevant_rules(source: str, rules: Sequence[type["Rule"]], options: "Analysi
         return list(rules)
     if options.extra_markers and any(m in source for m in options.extra_markers):
         return list(rules)  # the user says what makes a file relevant
-    pending = [r for r in rules if needs_of(r)]
-    if not pending:
+    if not any(needs_of(r) for r in rules):
         return list(rules)
     if project is not None and path and linked(project, path, source):
         return list(rules)
-    text = Text(source, options, code)
-    return [r for r in rules if not needs_of(r) or text.holds(needs_of(r))]
+    return Text(source, options, code).relevant(rules)
 
 
 def linked(project: Any, path: str, source: str) -> bool:
-    """``path`` imports a module of its project or is imported by one (values may cross)."""
+    """``path`` imports a module of its project or is imported by one (values may cross, and another
+    module may run its functions)."""
     return bool(project.imported_texts(path, source)) or bool(project.importer_texts(path))

@@ -83,8 +83,11 @@ class CreatedOutsideScopeRule(Rule):
 
     def __init_subclass__(cls, **kw) -> None:
         super().__init_subclass__(**kw)
-        if cls.KIND and "NEEDS" not in cls.__dict__:  # a strategy, and an object of the kind
-            cls.NEEDS = (("strategy",), (cls.KIND,))
+        if cls.KIND and "NEEDS" not in cls.__dict__:
+            # a strategy, an object of the kind, and a use with the strategy (outside_scope_uses): under
+            # its scope or in a function strategy.run runs; a model also beside a strategy whose scope
+            # is never entered (scope_use._trained_beside_unused_strategy)
+            cls.NEEDS = (("strategy",), (cls.KIND,)) + ((("scope", "replica_run"),) if cls.KIND != "model" else ())
     SEVERITY = "error"
     PROBE = "scope"
 

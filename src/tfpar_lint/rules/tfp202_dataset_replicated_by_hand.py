@@ -37,8 +37,8 @@ class DatasetReplicatedByHand(Rule):
                ("Dataset", "dataset", "distribute_values_from_function"))
     # data values (or a strategy's values function), in one of the shapes checked below
     NEEDS = (("dataset", "values_fn"),
-             ("sequence_repeat", "free_comprehension", "word:device", "values_fn",
-              *(f"text:{a}" for a in PER_REPLICA_APIS)))
+             ("values_fn", "word:device", *(f"text:{a}" for a in PER_REPLICA_APIS),
+              "sequence_repeat", "free_comprehension"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

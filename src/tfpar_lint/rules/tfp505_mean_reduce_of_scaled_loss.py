@@ -56,8 +56,8 @@ class MeanReduceOfScaledLoss(Rule):
     SEVERITY = "warning"
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, ("MEAN", "mean", "Mean"), ("compute_average_loss", "keras", "batch"))
-    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
-    NEEDS = (("strategy",), ("replica_run",))
+    # the relevance stage (tfpar_lint.relevance): strategy.reduce of a run result, or a metric updated in a replica function
+    NEEDS = (("strategy",), ("replica_run",), ("attr:reduce", "attr:update_state"))
 
     def check(self) -> Iterator[Report]:
         m = self.module
