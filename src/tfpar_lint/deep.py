@@ -185,19 +185,18 @@ def python_tree(source: str) -> ast.Module:
 
 
 def check_syntax(source: str) -> None:
-    """:func:`python_tree`'s verdict without building the tree where it can be had cheaper: a file
-    that is not :func:`suspicious` (no logical line deep enough to reach a recursion limit) is
-    handed to Python's ``symtable`` first, which runs the same parser and keeps no ``ast`` objects
-    (about half the time).  Anything it refuses (a ``nonlocal`` at module level is its own error)
-    gets :func:`python_tree`'s verdict: raises :class:`PythonRejects` exactly when that does."""
-    if not suspicious(source):
-        import symtable
+    """:func:`python_tree`'s verdict without building the tree where it can be had cheaper: Python's
+    ``symtable`` runs the same parser and keeps no ``ast`` objects (about half the time).  Anything
+    it refuses (a ``nonlocal`` at module level is its own error; a nesting past the recursion limit,
+    which both reach at the same depth) gets :func:`python_tree`'s verdict: raises
+    :class:`PythonRejects` exactly when that does."""
+    import symtable
 
-        try:
-            symtable.symtable(source, "<unknown>", "exec")
-            return
-        except Exception:  # SyntaxError, RecursionError, MemoryError, ValueError: Python decides
-            pass
+    try:
+        symtable.symtable(source, "<unknown>", "exec")
+        return
+    except Exception:  # SyntaxError, RecursionError, MemoryError, ValueError: Python decides
+        pass
     python_tree(source)
 
 

@@ -703,6 +703,7 @@ def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source:
 
 
 _NOQA_ANY_CASE = re.compile("noqa", re.IGNORECASE)
+_TFP_ANY_CASE = re.compile("tfp", re.IGNORECASE)
 
 
 def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
@@ -798,11 +799,13 @@ def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], 
     wanted = {r.CODE: r for r in enabled_rules if getattr(r, "TEXT_ONLY", False)}
     if not wanted or not _NOQA_ANY_CASE.search(source):
         return []
+    from tfpar_lint.registry import rule_names, rules_by_code, rules_by_name
+
+    if not _TFP_ANY_CASE.search(source) and not any(name in source for name in rule_names()):
+        return []  # both judge only our codes and rule names (other tools' codes never)
+    by_code, by_name = rules_by_code(), rules_by_name()
     from tfpar_lint import noqa
     from tfpar_lint.fix import SAFE
-    from tfpar_lint.registry import rules_by_code, rules_by_name
-
-    by_code, by_name = rules_by_code(), rules_by_name()
     enabled = frozenset(r.CODE for r in enabled_rules)
     lines = source.splitlines()
     out: list[Finding] = []

@@ -315,14 +315,26 @@ _VALUES_ITEM = re.compile(r"\.\s*values\s*\[")
 _TRY = re.compile(r"\btry\s*:")
 
 
+def _may_hold(e: Any) -> bool:
+    """The expression may hold an object of the analysis' kinds: not a literal (a constant, a signed
+    constant, a display: value inference gives none of them a kind such as a dataset)."""
+    import ast
+
+    t = type(e)
+    if t is ast.Constant or t in (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.JoinedStr):
+        return False
+    return not (t is ast.UnaryOp and type(e.operand) is ast.Constant)
+
+
 def _walk(tree: Any) -> dict[str, bool]:
     """The shapes words cannot tell, each a superset of what the analysis' own walk finds:
 
     * ``tape_reuse``: a function (or the module) asks ``.gradient``/``.jacobian``/
       ``.batch_jacobian`` twice, or once inside a loop or comprehension of its own (TFP702);
     * ``free_comprehension``: a list, dict or generator comprehension whose element reads none of
-      its targets (``[ds for _ in range(n)]``, TFP202);
-    * ``sequence_repeat``: a list or tuple display multiplied (``[ds] * n``, TFP202);
+      its targets (``[ds for _ in range(n)]``, TFP202), and may hold an object (:func:`_may_hold`);
+    * ``sequence_repeat``: a list or tuple display, with an item that may hold an object, multiplied
+      (``[ds] * n``; not ``[0] * n``, TFP202);
     * ``loop_closure``: a lambda or a nested function made inside a loop or comprehension of the
       function (or module) around it (TFP303's late-bound loop variables)."""
     import ast
@@ -344,15 +356,17 @@ def _walk(tree: Any) -> dict[str, bool]:
                 if loop or grads[group] > 1:
                     out["tape_reuse"] = True
         elif t is ast.BinOp:
-            if type(node.op) is ast.Mult and (type(node.left) in (ast.List, ast.Tuple)
-                                              or type(node.right) in (ast.List, ast.Tuple)):
-                out["sequence_repeat"] = True
+            if type(node.op) is ast.Mult:
+                for side in (node.left, node.right):
+                    if type(side) in (ast.List, ast.Tuple) and any(_may_hold(e) for e in side.elts):
+                        out["sequence_repeat"] = True
         elif t in (ast.ListComp, ast.GeneratorExp, ast.DictComp):
             if not out["free_comprehension"]:
-                targets = {n.id for g in node.generators for n in ast.walk(g.target) if type(n) is ast.Name}
                 elt = node.value if t is ast.DictComp else node.elt
-                if targets.isdisjoint(n.id for n in ast.walk(elt) if type(n) is ast.Name):
-                    out["free_comprehension"] = True
+                if _may_hold(elt):
+                    targets = {n.id for g in node.generators for n in ast.walk(g.target) if type(n) is ast.Name}
+                    if targets.isdisjoint(n.id for n in ast.walk(elt) if type(n) is ast.Name):
+                        out["free_comprehension"] = True
         if t in func_types:
             if loop:
                 out["loop_closure"] = True
@@ -422,6 +436,17 @@ def _distributes(text: Text) -> bool:
     return any(_last(q) in text.words for q in text.options.dataset_distributors)
 
 
+_CLUSTER_KEY = re.compile(r"[\"']cluster[\"']")
+_TASK_KEY = re.compile(r"[\"']task[\"']")
+
+
+@functools.lru_cache(maxsize=1)
+def _mirroring_names() -> frozenset:
+    from tfpar_lint.semantic.placement import MIRRORING
+
+    return frozenset(_last(q) for q in MIRRORING)
+
+
 @functools.lru_cache(maxsize=1)
 def _session_names() -> frozenset:
     from tfpar_lint.semantic import threads
@@ -440,7 +465,7 @@ def _task_source(text: Text) -> bool:
         return True
     if "extended" in text.attrs and not lifecycle._CHIEF_FLAGS.isdisjoint(text.attrs):
         return True
-    if {"cluster", "task"} <= text.code_words:
+    if _CLUSTER_KEY.search(text.code) and _TASK_KEY.search(text.code):  # {"cluster": ..., "task": ...}
         return True
     return text.api_name(frozenset(w for w in text.words if w.endswith("ClusterResolver")))
 
@@ -448,6 +473,8 @@ def _task_source(text: Text) -> bool:
 FACTS: dict[str, Callable[[Text], bool]] = {
     "strategy": _strategy,
     "strategy_made": lambda text: makes(text, api.STRATEGY),
+    # a MirroredStrategy or MultiWorkerMirroredStrategy of the API (semantic.placement.MIRRORING)
+    "mirroring": lambda text: text.api_name(_mirroring_names(), bases=False),
     "model": _kind(api.MODEL, model_uses),
     "layer": _kind(api.LAYER),
     # apply_gradients, or given to compile(optimizer=...) (uses.py)

@@ -26,8 +26,8 @@ class DevicePinnedInScope(Rule):
     SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("device(",))
-    # the relevance stage (tfpar_lint.relevance): tf.device in a replica function, under a scope, or beside a strategy made here
-    NEEDS = (("strategy",), ("word:device",), ("replica_run", "scope", "strategy_made"))
+    # the relevance stage (tfpar_lint.relevance): tf.device, and a mirroring strategy made here (in scope, or beside it) or a replica function
+    NEEDS = (("strategy",), ("word:device",), ("mirroring", "replica_run"))
 
     def check(self) -> Iterator[Report]:
         yield from self._in_scope_or_replica()
