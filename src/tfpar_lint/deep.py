@@ -775,6 +775,17 @@ class Incremental:
 INCREMENTAL: Optional[Incremental] = None
 
 
+def statement_offsets(key: Optional[str], source: str, tree: cst.Module) -> Optional[list[int]]:
+    """Where each top-level statement of ``tree`` starts in ``source`` (``[0, ...]``: the first one
+    from the top of the file), when the incremental parser keeps them for this very text and tree;
+    else None."""
+    state = INCREMENTAL._states.get(key) if INCREMENTAL is not None and key is not None else None
+    if state is None or state.text is not source and state.text != source or state.tree is not tree \
+            or len(state.starts) != len(tree.body):
+        return None
+    return list(state.starts)
+
+
 class _State:
     """A text, its tree, and where each top-level statement's chunk starts (``starts[0]`` is 0:
     the first chunk holds the module's header)."""

@@ -335,7 +335,9 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     try:
         # mixed tabs and spaces that libcst refused: the tree is of the normalised text; columns are
         # mapped back to the file's, and no fix is offered (its edits would be the other text's)
-        findings = _analyse(module, tree, rules, with_fixes and fixed is None, path)
+        findings = _analyse(module, tree, rules, with_fixes and fixed is None, path,
+                            deep.statement_offsets(os.path.abspath(path) if path != "<stdin>" else None, source, tree)
+                            if fixed is None else None)
         if fixed is not None:
             for f in findings:
                 f.col = fixed.column(f.line, f.col)
@@ -354,7 +356,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
 
 
 def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with_fixes: bool,
-             path: str) -> list[Finding]:
+             path: str, starts: Optional[list[int]] = None) -> list[Finding]:
     source = module.source
     reports = []
     instances = []
@@ -369,7 +371,7 @@ def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with
     wanted = [rep.node for _, rep in reports] + [rep.related for _, rep in reports if rep.related is not None]
     for fx in fixes.values():
         wanted.extend(fx.nodes())
-    positions = node_positions(tree, wanted, source, getattr(module, "pieces", None))
+    positions = node_positions(tree, wanted, source, getattr(module, "pieces", None), starts)
     table = None
     findings = []
     seen = set()
@@ -482,7 +484,7 @@ def _counting_state() -> type:
 
 
 def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optional[str] = None,
-                   pieces: Optional[Sequence[tuple[int, int]]] = None) -> Any:
+                   pieces: Optional[Sequence[tuple[int, int]]] = None, starts: Optional[list[int]] = None) -> Any:
     """libcst ``PositionProvider`` ranges of ``nodes`` (a mapping with ``.get``).
 
     Same numbers as ``MetadataWrapper(tree).resolve(PositionProvider)``, about
@@ -491,7 +493,9 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
     With ``source`` (the text ``tree`` was parsed from), only the top-level
     statements that hold a wanted node are generated, each starting at the line
     CPython's parser gives it (:func:`_statement_positions`): a finding at the end
-    of a long module no longer costs the code generation of the whole module.
+    of a long module no longer costs the code generation of the whole module.  With ``starts``
+    (where each top-level statement starts in ``source``, as the language server's incremental
+    parser keeps them), CPython parses only the statements that hold wanted nodes.
     Falls back to the public API if libcst's internals are not what we expect.
     """
     if pieces:
@@ -502,7 +506,7 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
         if got is not None:
             return got
     elif source is not None and len(tree.body) > 1:
-        got = _statement_positions(tree, nodes, source)
+        got = _statement_positions(tree, nodes, source, starts)
         if got is not None:
             return got
     try:
@@ -585,7 +589,8 @@ def _piece_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode],
     return computed if all(n in computed for n in nodes) else None
 
 
-def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: str) -> Optional[dict]:
+def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: str,
+                         starts: Optional[list[int]] = None) -> Optional[dict]:
     """:func:`node_positions` by statement, or None (then the caller generates the whole module).
 
     The line each statement starts on comes from CPython's parser (``ast``: a ``;``-line is one
@@ -631,14 +636,28 @@ def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source:
             j += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
         return first if j == len(body) else None
 
-    try:
-        tree_ast = compile(source, "<positions>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    # (statements, their ast statements, indentation, how deep) still to place
+    work: list[tuple[Sequence[cst.BaseStatement], list, list, int]] = []
+    if starts is not None and len(starts) == len(tree.body):
+        # only the top-level statements holding wanted nodes, each parsed alone from its text
+        ends = starts[1:] + [len(source)]
+        for k, _n in holding(tree.body):
+            chunk = source[starts[k]:ends[k]]
+            try:
+                part = compile(chunk, "<positions>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                work = []
+                break
+            ast.increment_lineno(part, source.count("\n", 0, starts[k]))
+            work.append(([tree.body[k]], part.body, [], 0))
+    if not work:
+        try:
+            tree_ast = compile(source, "<positions>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        work = [(tree.body, tree_ast, [], 0)]
 
     provider = PositionProvider()
-    # (statements, their ast statements, indentation, how deep) still to place
-    work = [(tree.body, tree_ast, [], 0)]
     try:
         while work:
             stmts, body, indents, depth = work.pop()
