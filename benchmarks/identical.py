@@ -67,14 +67,17 @@ class Version:
     def lint(self, paths: list[str], cwd: Optional[str] = None) -> list[dict]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TFPAR_LINT_")}
         env.update(PYTHONPATH=str(self.src), **self.env)
-        with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            r = subprocess.run([sys.executable, "-m", "tfpar_lint", "--no-cache", "--exit-zero", "-j2",
-                                "--output-format", "json", "-o", out.name, *paths],
-                               cwd=cwd, env=env, capture_output=True, text=True)
-            if r.returncode not in (0, 1):
-                raise RuntimeError(f"{self.name}: exit {r.returncode} on {paths[:3]}...: {r.stderr[-2000:]}")
-            text = Path(out.name).read_text(encoding="utf-8")
-        return json.loads(text) if text.strip() else []
+        for attempt in range(3):  # a loaded machine: a run that did not complete is run again
+            with tempfile.NamedTemporaryFile(suffix=".json") as out:
+                r = subprocess.run([sys.executable, "-m", "tfpar_lint", "--no-cache", "--exit-zero", "-j2",
+                                    "--output-format", "json", "-o", out.name, *paths],
+                                   cwd=cwd, env=env, capture_output=True, text=True)
+                text = Path(out.name).read_text(encoding="utf-8")
+            if r.returncode in (0, 1) and text.strip():
+                return json.loads(text)
+            print(f"  ({self.name}: exit {r.returncode} on {paths[:2]}, attempt {attempt + 1}: "
+                  f"{(r.stderr or r.stdout)[-300:]!r})", flush=True)
+        raise RuntimeError(f"{self.name}: no report for {paths[:3]}")
 
 
 def key(f: dict) -> str:

@@ -30,6 +30,19 @@ def code_text(source: str) -> str:
     """
     if "#" not in source and '"""' not in source and "'''" not in source:
         return source
+    global _LAST
+    last = _LAST
+    if last[0] is source:  # the pre-filter, the relevance stage and the version inference ask in turn
+        return last[1]
+    got = _code_text(source)
+    _LAST = (source, got)
+    return got
+
+
+_LAST: tuple = (None, "")
+
+
+def _code_text(source: str) -> str:
     parts: list[str] = []
     last = 0
     for m in _COMMENT_OR_STRING.finditer(source):

@@ -181,6 +181,11 @@ class Text:
         sh = self.shapes
         return True if sh is None else sh[name]
 
+    @property
+    def lines(self) -> dict[str, bool]:
+        """The shapes :func:`_line_shapes` tells from the lines (before the ast is asked)."""
+        return self._get("lines", lambda: _line_shapes(self.bare))
+
     def search(self, pattern: "re.Pattern") -> bool:
         return pattern.search(self.bare) is not None
 
@@ -313,6 +318,58 @@ _ARGS_KEYWORD = re.compile(r"\b(?:args|kwargs)\s*=")
 _REDUCE_CALL = re.compile(r"\.\s*reduce\s*\(")
 _VALUES_ITEM = re.compile(r"\.\s*values\s*\[")
 _TRY = re.compile(r"\btry\s*:")
+
+
+_BLOCK = re.compile(r"(?:async[ \t]+)?(def|for|while|class)\b")
+_OPEN = re.compile(r"[\[({]")
+_CLOSE = re.compile(r"[\])}]")
+
+
+def _line_shapes(bare: str) -> dict[str, bool]:
+    """``tape_reuse`` and ``loop_closure`` told from the lines of the code (strings blanked), each a
+    superset of :func:`_walk`'s: blocks by indentation, a lambda's calls counted in the function
+    around it, a ``for`` anywhere in a logical line taken for a comprehension around everything in
+    it, any loop of an enclosing block for a loop around the call."""
+    out = {"tape_reuse": False, "loop_closure": False}
+    stack: list[tuple[int, str, int]] = []  # open def/for/while/class blocks: (indentation, keyword, number)
+    grads: dict[int, int] = {}  # id of the innermost def block (0: the module) -> gradient calls
+    blocks = 0
+    depth = 0  # brackets open (a logical line continues)
+    joined = False  # the line before ended with a backslash
+    logical: list[str] = []
+    for line in bare.split("\n") + [""]:
+        if depth > 0 or joined:
+            logical.append(line)
+        else:
+            if logical:
+                _logical_shapes("\n".join(logical), stack, grads, out)
+            logical = [line]
+            stripped = line.lstrip()
+            if stripped:
+                indent = len(line.expandtabs(8)) - len(stripped.expandtabs(8))
+                while stack and stack[-1][0] >= indent:
+                    stack.pop()
+                m = _BLOCK.match(stripped)
+                if stripped.startswith("@") and _GRADIENT_CALL.search(stripped):
+                    out["tape_reuse"] = True  # a decorator's call: its function's, in the ast
+                if m:
+                    blocks += 1
+                    stack.append((indent, m.group(1), blocks))
+        depth = max(depth + len(_OPEN.findall(line)) - len(_CLOSE.findall(line)), 0)
+        joined = line.rstrip().endswith("\\")
+    return out
+
+
+def _logical_shapes(text: str, stack: list, grads: dict, out: dict) -> None:
+    looped = any(k in ("for", "while") for _i, k, _n in stack) or re.search(r"\bfor\b", text) is not None
+    if looped and (re.search(r"\blambda\b", text) or (stack and stack[-1][1] == "def" and len(stack) > 1)):
+        out["loop_closure"] = True
+    n = len(_GRADIENT_CALL.findall(text))
+    if n:
+        group = next((e[2] for e in reversed(stack) if e[1] == "def"), 0)
+        grads[group] = grads.get(group, 0) + n
+        if looped or grads[group] > 1:
+            out["tape_reuse"] = True
 
 
 def _may_hold(e: Any) -> bool:
@@ -503,11 +560,12 @@ FACTS: dict[str, Callable[[Text], bool]] = {
     # or in an importer, which links the file)
     "replica_run": lambda text: not RUN_ATTRS.isdisjoint(text.attrs) and text.search(_REPLICA_RUN),
     # the ast's shapes, after their words
-    "tape_reuse": lambda text: len(_GRADIENT_CALL.findall(text.bare)) > 0 and text.shape("tape_reuse"),
+    "tape_reuse": lambda text: _GRADIENT_CALL.search(text.bare) is not None and text.lines["tape_reuse"]
+    and text.shape("tape_reuse"),
     "free_comprehension": lambda text: text.search(_COMPREHENSION) and text.shape("free_comprehension"),
     "sequence_repeat": lambda text: text.search(_REPEAT) and text.shape("sequence_repeat"),
     "loop_closure": lambda text: not {"lambda", "def"}.isdisjoint(text.words)
-    and not {"for", "while"}.isdisjoint(text.words) and text.shape("loop_closure"),
+    and not {"for", "while"}.isdisjoint(text.words) and text.lines["loop_closure"] and text.shape("loop_closure"),
 }
 
 

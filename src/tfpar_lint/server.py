@@ -13,7 +13,10 @@ jupyterlab-lsp):
   modules whose answers read it, and the open files are linted again, so a cross-file finding
   follows the other module's change.  What is open in the editor wins over the disk;
 * settings from ``[tool.tfpar-lint]`` of the nearest ``pyproject.toml`` (read again when it is
-  saved), the rule selection included.
+  saved), the rule selection included;
+* an edit that changes only comments, away from every finding and without a ``noqa``, keeps the
+  file's findings without linting it again (:func:`same_findings`: the code, and every code
+  character's place, is the same); any other edit is linted (the edited statements parsed again).
 
 The linting itself is the CLI's engine (:func:`tfpar_lint.engine.lint_source`); this module only
 speaks the protocol.  Install with the ``lsp`` extra (pygls).

@@ -128,6 +128,7 @@ class Project:
         self.spared: dict[str, int] = {"importers": 0, "names": 0}  # parses the summaries answered instead
         self._budget: Optional[int] = None  # bytes the current lint may still parse (None: no lint begun)
         self._importable: dict[str, bool] = {}
+        self._targets_memo: Optional[tuple] = None  # (path, text, its import targets): the last asked
 
     # -------------------------------------------------------------- modules
     def add(self, path: str, module: "Module") -> None:
@@ -170,6 +171,7 @@ class Project:
         self._index = None
         self._importers.clear()
         self._resolved.clear()  # a new or removed file changes what a name resolves to
+        self._targets_memo = None
         self._unknown_memo.clear()
         self._unknown_paths.clear()
 
@@ -525,6 +527,14 @@ class Project:
 
     def _import_targets(self, path: str, source: str) -> list[str]:
         """The project files the import lines of ``source`` name (absolute paths)."""
+        last = self._targets_memo
+        if last is not None and last[0] == path and last[1] is source:  # asked again for the same text
+            return list(last[2])
+        out = self._find_import_targets(path, source)
+        self._targets_memo = (path, source, tuple(out))
+        return out
+
+    def _find_import_targets(self, path: str, source: str) -> list[str]:
         out: list[str] = []
         here = os.path.dirname(os.path.abspath(path))
         for m in _IMPORT_LINE.finditer(source):
