@@ -493,6 +493,8 @@ def _distributes(text: Text) -> bool:
     return any(_last(q) in text.words for q in text.options.dataset_distributors)
 
 
+_TF_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+tensorflow\b|import[ \t]+(?:[\w.]+[ \t]*(?:as[ \t]+\w+)?[ \t]*,[ \t]*)*"
+                        r"tensorflow\b)", re.M)
 _CLUSTER_KEY = re.compile(r"[\"']cluster[\"']")
 _TASK_KEY = re.compile(r"[\"']task[\"']")
 
@@ -530,6 +532,8 @@ def _task_source(text: Text) -> bool:
 FACTS: dict[str, Callable[[Text], bool]] = {
     "strategy": _strategy,
     "strategy_made": lambda text: makes(text, api.STRATEGY),
+    # tf.device (api.DEVICE_SCOPE): the word, and TensorFlow imported (its qualified name)
+    "tf_device": lambda text: "device" in text.words and text.search(_TF_IMPORT),
     # a MirroredStrategy or MultiWorkerMirroredStrategy of the API (semantic.placement.MIRRORING)
     "mirroring": lambda text: text.api_name(_mirroring_names(), bases=False),
     "model": _kind(api.MODEL, model_uses),
