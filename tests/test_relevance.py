@@ -241,3 +241,17 @@ def test_importable():
     assert not p.importable("/proj/.venv/lib/python3.11/site-packages/keras/layers.py")
     assert not p.importable("/elsewhere/mod.py")
     assert p.importer_texts("/proj/.venv/lib/x.py") == []
+
+
+def test_tf_bound_nowhere_is_tensorflow():
+    """A snippet without its import: ``tf`` bound nowhere is TensorFlow (semantic.bindings.FREE_ALIASES),
+    so its ``tf.device`` counts; ``tf`` imported from elsewhere does not."""
+    snippet = """
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            with tf.device('cpu'):
+                var = tf.Variable(1.)
+    """
+    assert _kept(snippet, "TFP107") == {"TFP107"}
+    other = "from mylib import tensorflow as tf\n" + textwrap.dedent(snippet)
+    assert _kept(other, "TFP107") == set()

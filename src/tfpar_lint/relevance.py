@@ -495,6 +495,7 @@ def _distributes(text: Text) -> bool:
 
 _TF_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+tensorflow\b|import[ \t]+(?:[\w.]+[ \t]*(?:as[ \t]+\w+)?[ \t]*,[ \t]*)*"
                         r"tensorflow\b)", re.M)
+_TF_BOUND = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+)?import[ \t][^\n]*\bas[ \t]+tf\b", re.M)
 _CLUSTER_KEY = re.compile(r"[\"']cluster[\"']")
 _TASK_KEY = re.compile(r"[\"']task[\"']")
 
@@ -532,8 +533,10 @@ def _task_source(text: Text) -> bool:
 FACTS: dict[str, Callable[[Text], bool]] = {
     "strategy": _strategy,
     "strategy_made": lambda text: makes(text, api.STRATEGY),
-    # tf.device (api.DEVICE_SCOPE): the word, and TensorFlow imported (its qualified name)
-    "tf_device": lambda text: "device" in text.words and text.search(_TF_IMPORT),
+    # tf.device (api.DEVICE_SCOPE): the word, and TensorFlow imported, or `tf` used and not bound at
+    # module level by an import (a name bound nowhere is TensorFlow: bindings.FREE_ALIASES)
+    "tf_device": lambda text: "device" in text.words and (
+        text.search(_TF_IMPORT) or ("tf" in text.names and not text.search(_TF_BOUND))),
     # a MirroredStrategy or MultiWorkerMirroredStrategy of the API (semantic.placement.MIRRORING)
     "mirroring": lambda text: text.api_name(_mirroring_names(), bases=False),
     "model": _kind(api.MODEL, model_uses),
