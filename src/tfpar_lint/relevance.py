@@ -280,23 +280,37 @@ def makes(text: Text, kind: str) -> bool:
     return any(last in w and owner in w for owner, last in pairs)
 
 
-@functools.lru_cache(maxsize=1)
-def strategy_uses() -> frozenset:
-    """Methods and attributes only a strategy has: a receiver used so is one (kinds from use,
-    :mod:`tfpar_lint.semantic.uses` and :class:`tfpar_lint.semantic.contexts.Contexts`)."""
-    from tfpar_lint.semantic import uses
-    from tfpar_lint.semantic.contexts import Contexts
+@functools.lru_cache(maxsize=None)
+def uses_of(kind: str) -> frozenset:
+    """Method and attribute names whose use on an object the analysis cannot follow gives it
+    ``kind`` (the analysis' kinds from use): from :mod:`tfpar_lint.semantic.kinds` where the
+    analysis has it, else from :mod:`tfpar_lint.semantic.uses` and
+    :class:`tfpar_lint.semantic.contexts.Contexts`.  A table renamed there fails here, loudly."""
+    try:
+        from tfpar_lint.semantic import kinds as k  # type: ignore[attr-defined]
+    except ImportError:
+        k = None
+    if k is not None:
+        trainable = frozenset(k.TRAINABLE)  # gradients of X.trainable_variables: X a model, pairs: an optimizer
+        table = {
+            api.STRATEGY: k.STRATEGY_ONLY_METHODS | k.STRATEGY_ONLY_ATTRS | k._STRATEGY_METHODS,
+            api.MODEL: k._MODEL_METHODS | trainable,
+            api.OPTIMIZER: frozenset({"apply_gradients", "get_updates", "compile"}) | trainable,
+            api.DATASET: k._DATASET_METHODS | api.DISTRIBUTE_DATASET_METHODS,
+            api.METRIC: k._METRIC_METHODS,
+            api.VARIABLE: k._VARIABLE_METHODS,
+        }
+    else:
+        from tfpar_lint.semantic import uses
+        from tfpar_lint.semantic.contexts import Contexts
 
-    return frozenset(uses._STRATEGY_METHODS | Contexts._STRATEGY_ONLY_METHODS | Contexts._STRATEGY_ONLY_ATTRS
-                     | {"experimental_run_v2"})
-
-
-@functools.lru_cache(maxsize=1)
-def model_uses() -> frozenset:
-    """Methods only a Keras model has (:mod:`tfpar_lint.semantic.uses`)."""
-    from tfpar_lint.semantic import uses
-
-    return frozenset(uses._MODEL_METHODS)
+        table = {
+            api.STRATEGY: uses._STRATEGY_METHODS | Contexts._STRATEGY_ONLY_METHODS | Contexts._STRATEGY_ONLY_ATTRS,
+            api.MODEL: uses._MODEL_METHODS,
+            api.OPTIMIZER: frozenset({"apply_gradients", "compile"}),  # compile(optimizer=...)
+        }
+    out = frozenset(table.get(kind, ()))
+    return out | {"experimental_run_v2"} if kind == api.STRATEGY else out
 
 
 # ================================================================ shapes
@@ -445,7 +459,7 @@ def _strategy(text: Text) -> bool:
     w = text.words
     if any(_last(q) in w for q in opts.strategy_factories + opts.dataset_distributors):
         return True
-    if text.attribute(strategy_uses()):
+    if text.attribute(uses_of(api.STRATEGY)):
         return True
     if "scope" in w and text.search(_SCOPE_CALL):  # X.scope(): X is a strategy (uses.py)
         return True
@@ -456,11 +470,11 @@ def _strategy(text: Text) -> bool:
     return "ReduceOp" in w and "reduce" in w and text.search(_REDUCE_CALL)  # X.reduce(ReduceOp.SUM, ...)
 
 
-def _kind(kind: str, uses: Callable[[], frozenset] = frozenset) -> Callable[[Text], bool]:
+def _kind(kind: str) -> Callable[[Text], bool]:
     """A value of ``kind`` can exist: an API makes one, or an object is used as only one is
-    (``uses()``: the method names of the analysis' kinds from use)."""
+    (:func:`uses_of`)."""
     def fact(text: Text) -> bool:
-        return makes(text, kind) or text.attribute(uses())
+        return makes(text, kind) or text.attribute(uses_of(kind))
     fact.__doc__ = f"a {kind} can exist here"
     return fact
 
@@ -474,7 +488,7 @@ def _thread(text: Text) -> bool:
 
 def _variable(text: Text) -> bool:
     """A ``tf.Variable`` can exist: an API makes one, or a model's or layer's variables are read."""
-    if makes(text, api.VARIABLE):
+    if makes(text, api.VARIABLE) or text.attribute(uses_of(api.VARIABLE)):
         return True
     return text.attribute(frozenset(api.VARIABLE_LIST_ATTRS | api.VARIABLE_ATTRS)) \
         and (text.fact("model") or text.fact("layer"))
@@ -482,7 +496,8 @@ def _variable(text: Text) -> bool:
 
 def _dataset(text: Text) -> bool:
     """A tf.data dataset (or an iterator over one) can exist."""
-    return makes(text, api.DATASET) or text.api_name(frozenset(_last(q) for q in api.V1_ITERATOR_FACTORIES))
+    return makes(text, api.DATASET) or text.attribute(uses_of(api.DATASET)) \
+        or text.api_name(frozenset(_last(q) for q in api.V1_ITERATOR_FACTORIES))
 
 
 def _distributes(text: Text) -> bool:
@@ -539,10 +554,9 @@ FACTS: dict[str, Callable[[Text], bool]] = {
         text.search(_TF_IMPORT) or ("tf" in text.names and not text.search(_TF_BOUND))),
     # a MirroredStrategy or MultiWorkerMirroredStrategy of the API (semantic.placement.MIRRORING)
     "mirroring": lambda text: text.api_name(_mirroring_names(), bases=False),
-    "model": _kind(api.MODEL, model_uses),
+    "model": _kind(api.MODEL),
     "layer": _kind(api.LAYER),
-    # apply_gradients, or given to compile(optimizer=...) (uses.py)
-    "optimizer": _kind(api.OPTIMIZER, lambda: frozenset({"apply_gradients", "compile"})),
+    "optimizer": _kind(api.OPTIMIZER),
     "metric": _kind(api.METRIC),
     "loss": _kind(api.LOSS),
     "tape": _kind(api.TAPE),
