@@ -170,7 +170,8 @@ def test_ast_shapes():
 def test_linked_files_keep_every_rule(tmp_path):
     """A file that imports a project module may get any value from it: every candidate stays."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
-    (tmp_path / "dist.py").write_text("import tensorflow as tf\ndef make():\n    return tf.distribute.MirroredStrategy()\n")
+    (tmp_path / "dist.py").write_text("import tensorflow as tf\n"
+                                      "def make():\n    return tf.distribute.MirroredStrategy()\n")
     main = tmp_path / "train.py"
     src = "import keras\nimport dist\ndef f(x, strategy='greedy'):\n    return keras.losses.mean(x)\n"
     main.write_text(src)
