@@ -201,3 +201,52 @@ def _apply(text: str, edits: list) -> str:
         text = text[:offset(e.range.start)] + e.new_text + text[offset(e.range.end):]
         lines = text.splitlines(keepends=True)
     return text
+
+
+# ---------------------------------------------------------------- edits of comments only
+TRAIN_COMMENTED = TRAIN.replace("import tensorflow as tf\n", "import tensorflow as tf  # one\n", 1)
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_comment_edits(client: LanguageClient, workspace: Path):
+    """An edit of comments away from every finding keeps the findings (not linted again); a comment
+    that adds a noqa on the finding's line is linted: the finding goes, and comes back."""
+    train = _open(client, workspace / "train.py", TRAIN_COMMENTED, version=10)
+    await _diagnostics(client, train, lambda codes: "TFP101" in codes)
+    versions = iter(range(11, 20))
+
+    def edit(text: str) -> None:
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=train, version=next(versions)),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    edit(TRAIN_COMMENTED.replace("# one", "# two"))
+    edit(TRAIN_COMMENTED.replace("# one", "# two").replace(
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])",
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])  # noqa: TFP101"))
+    await _diagnostics(client, train, lambda codes: "TFP101" not in codes)
+    edit(TRAIN_COMMENTED.replace("# one", "# three"))
+    d = await _diagnostics(client, train, lambda codes: "TFP101" in codes)
+    assert next(x for x in d if x.code == "TFP101").range.start == types.Position(line=5, character=8)
+
+
+def test_same_findings():
+    """Which texts keep their findings without a lint (tfpar_lint.server.same_findings)."""
+    from tfpar_lint import engine
+    from tfpar_lint.server import same_findings
+
+    src = TRAIN_COMMENTED
+    found = engine.lint_source(src, "train.py", options=engine.AnalysisOptions(project=False)).findings
+    assert [f.code for f in found] == ["TFP101"]
+    assert same_findings(src, src.replace("# one", "# two, longer"), found)
+    assert same_findings(src, src.replace("# one", "# a '#' and a \"quote\""), found)
+    assert not same_findings(src, src.replace("# one", "# noqa: E501"), found)  # a noqa: judged again
+    assert not same_findings(src, "# one more line\n" + src, found)  # the lines move
+    assert not same_findings(src, src.replace("import tensorflow as tf", "import tensorflow as tf2"), found)
+    # a comment inside the finding (here: on its line) may be in its message or its fix: linted again
+    inside = src.replace("model = tf.keras.Sequential([tf.keras.layers.Dense(1)])",
+                         "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])  # x")
+    assert not same_findings(src, inside, found)
+    # a string that looks like a comment is code
+    s2 = src.replace("# one", "\nX = '# not a comment'")
+    assert not same_findings(s2, s2.replace("# not a comment", "# still not"), found)

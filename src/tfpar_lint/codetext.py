@@ -30,6 +30,19 @@ def code_text(source: str) -> str:
     """
     if "#" not in source and '"""' not in source and "'''" not in source:
         return source
+    global _LAST
+    last = _LAST
+    if last[0] is source:  # the pre-filter, the relevance stage and the version inference ask in turn
+        return last[1]
+    got = _code_text(source)
+    _LAST = (source, got)
+    return got
+
+
+_LAST: tuple = (None, "")
+
+
+def _code_text(source: str) -> str:
     parts: list[str] = []
     last = 0
     for m in _COMMENT_OR_STRING.finditer(source):
@@ -57,5 +70,30 @@ def code_text(source: str) -> str:
         last = end
     if not parts:
         return source
+    parts.append(source[last:])
+    return "".join(parts)
+
+
+def bare_code(source: str) -> str:
+    """``source`` without comments and without the text of its string literals (each becomes ``""``;
+    f-strings are kept whole: code inside ``{...}``): the words that remain are the code's own."""
+    if "#" not in source and '"' not in source and "'" not in source:
+        return source
+    parts: list[str] = []
+    last = 0
+    for m in _COMMENT_OR_STRING.finditer(source):
+        start = m.start()
+        if source[start] == "#":
+            parts.append(source[last:start])
+            last = m.end()
+            continue
+        p = start
+        while p > 0 and start - p < 2 and source[p - 1] in "rRbBuUfF":
+            p -= 1
+        if "f" in source[p:start] or "F" in source[p:start]:
+            continue
+        parts.append(source[last:start])
+        parts.append('""')
+        last = m.end()
     parts.append(source[last:])
     return "".join(parts)

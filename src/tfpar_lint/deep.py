@@ -40,7 +40,7 @@ import io
 import os
 import re
 import tokenize
-from typing import Optional
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -182,6 +182,22 @@ def python_tree(source: str) -> ast.Module:
                             f"nested too deeply for its parser, or out of memory)") from None
     except ValueError as exc:  # e.g. a null byte
         raise PythonRejects(str(exc)) from None
+
+
+def check_syntax(source: str) -> None:
+    """:func:`python_tree`'s verdict without building the tree where it can be had cheaper: Python's
+    ``symtable`` runs the same parser and keeps no ``ast`` objects (about half the time).  Anything
+    it refuses (a ``nonlocal`` at module level is its own error; a nesting past the recursion limit,
+    which both reach at the same depth) gets :func:`python_tree`'s verdict: raises
+    :class:`PythonRejects` exactly when that does."""
+    import symtable
+
+    try:
+        symtable.symtable(source, "<unknown>", "exec")
+        return
+    except Exception:  # SyntaxError, RecursionError, MemoryError, ValueError: Python decides
+        pass
+    python_tree(source)
 
 
 # -- heights -----------------------------------------------------------------------
@@ -630,7 +646,7 @@ def _parse_module(source: str) -> tuple[cst.Module, int]:
 
 def _parse_whole(source: str) -> tuple[cst.Module, int]:
     if not enabled():
-        return cst.parse_module(source), 0
+        return cst_parse(source), 0
     tree: Optional[ast.Module] = None
     lines: Optional[_Lines] = None
     spans: list[tuple[int, int]] = []
@@ -642,7 +658,7 @@ def _parse_whole(source: str) -> tuple[cst.Module, int]:
         only = None if source.count("\r") != source.count("\r\n") else flagged
         spans = deep_spans(tree, lines, only)
     try:
-        return cst.parse_module(opaque_text(source, spans) if spans else source), len(spans)
+        return cst_parse(opaque_text(source, spans) if spans else source), len(spans)
     except cst.ParserSyntaxError as exc:
         if tree is None:
             tree = python_tree(source)  # PythonRejects: the user's syntax error, in Python's words
@@ -653,9 +669,42 @@ def _parse_whole(source: str) -> tuple[cst.Module, int]:
             raise
         spans = _outermost(spans + more)
         try:
-            return cst.parse_module(opaque_text(source, spans)), len(spans)
+            return cst_parse(opaque_text(source, spans)), len(spans)
         except cst.ParserSyntaxError:
             raise exc from None
+
+
+def _unvalidated() -> Optional[tuple[type, Any]]:
+    """libcst's node base class and its ``__post_init__`` (which only validates the node), or None
+    with a libcst whose internals are not these."""
+    try:
+        from libcst._nodes.base import CSTNode
+    except ImportError:  # pragma: no cover - another libcst
+        return None
+    post = CSTNode.__dict__.get("__post_init__")
+    return (CSTNode, post) if post is not None else None
+
+
+_VALIDATION = _unvalidated()
+
+
+def _no_check(self: Any) -> None:
+    pass
+
+
+def cst_parse(text: str) -> cst.Module:
+    """``libcst.parse_module`` without libcst validating each node its parser builds (about a quarter
+    of the parse).  ``CSTNode.__post_init__`` does nothing but validate (libcst's own comment there:
+    validating a parsed tree is wasted work); the parser builds only valid nodes, so the tree is the
+    same.  Validation is back on as soon as the parse returns (nodes built later are checked)."""
+    if _VALIDATION is None:  # pragma: no cover - another libcst
+        return cst.parse_module(text)
+    base, post = _VALIDATION
+    base.__post_init__ = _no_check
+    try:
+        return cst.parse_module(text)
+    finally:
+        base.__post_init__ = post
 
 
 def note(count: int) -> str:
@@ -724,6 +773,17 @@ class Incremental:
 
 # Set by the language server: parse_module(source, key) reuses the key's last tree.
 INCREMENTAL: Optional[Incremental] = None
+
+
+def statement_offsets(key: Optional[str], source: str, tree: cst.Module) -> Optional[list[int]]:
+    """Where each top-level statement of ``tree`` starts in ``source`` (``[0, ...]``: the first one
+    from the top of the file), when the incremental parser keeps them for this very text and tree;
+    else None."""
+    state = INCREMENTAL._states.get(key) if INCREMENTAL is not None and key is not None else None
+    if state is None or state.text is not source and state.text != source or state.tree is not tree \
+            or len(state.starts) != len(tree.body):
+        return None
+    return list(state.starts)
 
 
 class _State:
@@ -851,7 +911,7 @@ def _reparse(state: _State, text: str) -> Optional[cst.Module]:
         return None
     region = text[lo:hi]
     try:
-        part = cst.parse_module(region)
+        part = cst_parse(region)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
         return None
     if not part.body or (first > 0 and (part.header or part.body[0].leading_lines)):

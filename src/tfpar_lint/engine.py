@@ -336,7 +336,9 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         # mixed tabs and spaces that libcst refused: the tree is of the normalised text; columns are
         # mapped back to the file's, and no fix is offered (its edits would be the other text's)
         module.version_withheld = {}
-        findings = _analyse(module, tree, rules, with_fixes and fixed is None, path)
+        findings = _analyse(module, tree, rules, with_fixes and fixed is None, path,
+                            deep.statement_offsets(os.path.abspath(path) if path != "<stdin>" else None, source, tree)
+                            if fixed is None else None)
         if module.version_withheld and notes is not None:
             notes.append(versions.withheld_note(module.version_withheld))
         if notes is not None and versions.target_of(module).assumes:
@@ -364,7 +366,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
 
 
 def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with_fixes: bool,
-             path: str) -> list[Finding]:
+             path: str, starts: Optional[list[int]] = None) -> list[Finding]:
     source = module.source
     reports = []
     instances = []
@@ -379,7 +381,7 @@ def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with
     wanted = [rep.node for _, rep in reports] + [rep.related for _, rep in reports if rep.related is not None]
     for fx in fixes.values():
         wanted.extend(fx.nodes())
-    positions = node_positions(tree, wanted, source, getattr(module, "pieces", None))
+    positions = node_positions(tree, wanted, source, getattr(module, "pieces", None), starts)
     table = None
     findings = []
     seen = set()
@@ -492,7 +494,7 @@ def _counting_state() -> type:
 
 
 def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optional[str] = None,
-                   pieces: Optional[Sequence[tuple[int, int]]] = None) -> Any:
+                   pieces: Optional[Sequence[tuple[int, int]]] = None, starts: Optional[list[int]] = None) -> Any:
     """libcst ``PositionProvider`` ranges of ``nodes`` (a mapping with ``.get``).
 
     Same numbers as ``MetadataWrapper(tree).resolve(PositionProvider)``, about
@@ -501,7 +503,9 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
     With ``source`` (the text ``tree`` was parsed from), only the top-level
     statements that hold a wanted node are generated, each starting at the line
     CPython's parser gives it (:func:`_statement_positions`): a finding at the end
-    of a long module no longer costs the code generation of the whole module.
+    of a long module no longer costs the code generation of the whole module.  With ``starts``
+    (where each top-level statement starts in ``source``, as the language server's incremental
+    parser keeps them), CPython parses only the statements that hold wanted nodes.
     Falls back to the public API if libcst's internals are not what we expect.
     """
     if pieces:
@@ -512,7 +516,7 @@ def node_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: Optio
         if got is not None:
             return got
     elif source is not None and len(tree.body) > 1:
-        got = _statement_positions(tree, nodes, source)
+        got = _statement_positions(tree, nodes, source, starts)
         if got is not None:
             return got
     try:
@@ -595,7 +599,8 @@ def _piece_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode],
     return computed if all(n in computed for n in nodes) else None
 
 
-def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: str) -> Optional[dict]:
+def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source: str,
+                         starts: Optional[list[int]] = None) -> Optional[dict]:
     """:func:`node_positions` by statement, or None (then the caller generates the whole module).
 
     The line each statement starts on comes from CPython's parser (``ast``: a ``;``-line is one
@@ -641,14 +646,28 @@ def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source:
             j += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
         return first if j == len(body) else None
 
-    try:
-        tree_ast = compile(source, "<positions>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    # (statements, their ast statements, indentation, how deep) still to place
+    work: list[tuple[Sequence[cst.BaseStatement], list, list, int]] = []
+    if starts is not None and len(starts) == len(tree.body):
+        # only the top-level statements holding wanted nodes, each parsed alone from its text
+        ends = starts[1:] + [len(source)]
+        for k, _n in holding(tree.body):
+            chunk = source[starts[k]:ends[k]]
+            try:
+                part = compile(chunk, "<positions>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                work = []
+                break
+            ast.increment_lineno(part, source.count("\n", 0, starts[k]))
+            work.append(([tree.body[k]], part.body, [], 0))
+    if not work:
+        try:
+            tree_ast = compile(source, "<positions>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        work = [(tree.body, tree_ast, [], 0)]
 
     provider = PositionProvider()
-    # (statements, their ast statements, indentation, how deep) still to place
-    work = [(tree.body, tree_ast, [], 0)]
     try:
         while work:
             stmts, body, indents, depth = work.pop()
@@ -713,6 +732,7 @@ def _statement_positions(tree: cst.Module, nodes: Sequence[cst.CSTNode], source:
 
 
 _NOQA_ANY_CASE = re.compile("noqa", re.IGNORECASE)
+_TFP_ANY_CASE = re.compile("tfp", re.IGNORECASE)
 
 
 def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
@@ -730,14 +750,24 @@ def _apply_noqa(findings: list[Finding], source: str) -> list[Finding]:
 _TF_MENTIONS = re.compile(r"\b(?:tensorflow|keras|tf_keras)\b")
 
 
-def _syntax_check(source: str, path: str) -> Optional[FileError]:
-    if not _TF_MENTIONS.search(source):
+def _syntax_check(source: str, path: str, always: bool = False) -> Optional[FileError]:
+    if not always and not _TF_MENTIONS.search(source):
         return None
     try:
-        deep.python_tree(source)
+        deep.check_syntax(source)
     except deep.PythonRejects as exc:  # the verdict the analysis would give (deep.parse_module)
         return FileError(path, f"syntax error: {exc.message}", line=exc.line, col=exc.col or (1 if exc.line else 0))
     return None
+
+
+def _relevant_rules(source: str, path: str, rules: list[type[Rule]], options: AnalysisOptions) -> list[type[Rule]]:
+    """The relevance stage (:mod:`tfpar_lint.relevance`): the candidate rules whose needs the code meets."""
+    from tfpar_lint import relevance
+
+    if not relevance.enabled():
+        return rules
+    project = project_for(path, options) if path.endswith(".py") else None
+    return relevance.relevant_rules(source, rules, options, path, project)
 
 
 def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection[str]] = None,
@@ -752,8 +782,13 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     project_mod.ASKED.clear()  # which modules' importers this file's answers ask for
     rules = candidate_rules(source, [r for r in enabled_rules if not getattr(r, "TEXT_ONLY", False)], options,
                             path, consulted)
+    passed = bool(rules)
+    if rules:
+        rules = _relevant_rules(source, path, rules, options)
     if not rules:
-        err = _syntax_check(source, path) if check_syntax else None
+        # a file the relevance stage leaves (the pre-filter passed it) is checked whatever it mentions,
+        # as libcst would have checked it
+        err = (_syntax_check(source, path, always=passed) if check_syntax else None)
         if err is not None:
             return FileResult(path, error=err)
         extra = _noqa_findings(source, path, enabled_rules, []) if apply_noqa else []
@@ -793,11 +828,13 @@ def _noqa_findings(source: str, path: str, enabled_rules: Sequence[type[Rule]], 
     wanted = {r.CODE: r for r in enabled_rules if getattr(r, "TEXT_ONLY", False)}
     if not wanted or not _NOQA_ANY_CASE.search(source):
         return []
+    from tfpar_lint.registry import rule_names, rules_by_code, rules_by_name
+
+    if not _TFP_ANY_CASE.search(source) and not any(name in source for name in rule_names()):
+        return []  # both judge only our codes and rule names (other tools' codes never)
+    by_code, by_name = rules_by_code(), rules_by_name()
     from tfpar_lint import noqa
     from tfpar_lint.fix import SAFE
-    from tfpar_lint.registry import rules_by_code, rules_by_name
-
-    by_code, by_name = rules_by_code(), rules_by_name()
     enabled = frozenset(r.CODE for r in enabled_rules)
     lines = source.splitlines()
     out: list[Finding] = []

@@ -37,8 +37,14 @@ def rules_by_name() -> dict[str, type[Rule]]:
     return {r.NAME: r for r in all_rules()}
 
 
+@lru_cache(maxsize=1)
 def default_codes() -> frozenset[str]:
     return frozenset(r.CODE for r in all_rules() if r.DEFAULT_ENABLED)
+
+
+@lru_cache(maxsize=1)
+def rule_names() -> tuple[str, ...]:
+    return tuple(r.NAME for r in all_rules())
 
 
 def expand_selector(selector: str) -> set[str]:

@@ -53,6 +53,10 @@ class Rule:
     # substrings.  The group STRATEGY_MARKERS stands for "a strategy can be
     # created or received here" (extended by configured strategy factories).
     MARKERS: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # The relevance stage (tfpar_lint.relevance), after the pre-filter: the facts of the code (names
+    # of tfpar_lint.relevance.FACTS) that must hold for the rule to report anything, in the same
+    # conjunctive normal form.  None: derived from MARKERS (the strategy group needs a strategy).
+    NEEDS: ClassVar[Optional[tuple[tuple[str, ...], ...]]] = None
     # Verifier probe family (module name under tfpar_lint/verify/probes).
     PROBE: ClassVar[str] = ""
     # The automatic fix this rule can offer: "safe", "unsafe" (applied only with
@@ -77,6 +81,14 @@ class CreatedOutsideScopeRule(Rule):
     KIND: ClassVar[str] = ""
     WHAT: ClassVar[str] = ""  # "Keras model"
     MARKERS = (STRATEGY_MARKERS, ("scope(", ".run(", "experimental_run"))
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        if cls.KIND and "NEEDS" not in cls.__dict__:
+            # a strategy, an object of the kind, and a use with the strategy (outside_scope_uses): under
+            # its scope or in a function strategy.run runs; a model also beside a strategy whose scope
+            # is never entered (scope_use._trained_beside_unused_strategy)
+            cls.NEEDS = (("strategy",), (cls.KIND,)) + ((("scope", "replica_run"),) if cls.KIND != "model" else ())
     SEVERITY = "error"
     PROBE = "scope"
 

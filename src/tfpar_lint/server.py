@@ -13,7 +13,10 @@ jupyterlab-lsp):
   modules whose answers read it, and the open files are linted again, so a cross-file finding
   follows the other module's change.  What is open in the editor wins over the disk;
 * settings from ``[tool.tfpar-lint]`` of the nearest ``pyproject.toml`` (read again when it is
-  saved), the rule selection included.
+  saved), the rule selection included;
+* an edit that changes only comments, away from every finding and without a ``noqa``, keeps the
+  file's findings without linting it again (:func:`same_findings`: the code, and every code
+  character's place, is the same); any other edit is linted (the edited statements parsed again).
 
 The linting itself is the CLI's engine (:func:`tfpar_lint.engine.lint_source`); this module only
 speaks the protocol.  Install with the ``lsp`` extra (pygls).
@@ -55,6 +58,9 @@ class TfparServer(LanguageServer):
                          notebook_document_sync=NOTEBOOK_SYNC)
         self._settings: dict[str, config.Settings] = {}  # folder -> settings found from it
         self.published: dict[str, list[lsp.Diagnostic]] = {}  # uri -> what was last published
+        self.generation = 0  # changes seen (an edit, a save, a file changed on disk)
+        self.last_changed: Optional[str] = None  # the uri of the last change
+        self._linted: dict[str, "_Linted"] = {}  # uri -> its last lint
 
     # -------------------------------------------------------------- settings
     def settings_for(self, path: str) -> config.Settings:
@@ -71,6 +77,7 @@ class TfparServer(LanguageServer):
 
     def forget_settings(self) -> None:
         self._settings.clear()
+        self._linted.clear()
 
     # -------------------------------------------------------------- linting
     def lint_text(self, path: str, text: str) -> tuple[list[Finding], Optional[Any]]:
@@ -84,7 +91,15 @@ class TfparServer(LanguageServer):
         path = uri_to_path(uri)
         if path is None or not path.endswith((".py", ".pyi")):
             return
-        findings, error = self.lint_text(path, doc.source)
+        last = self._linted.get(uri)
+        settings = self.settings_for(path)
+        if last is not None and last.settings is settings and last.error is None \
+                and last.generation == self.generation - 1 and self.last_changed == uri \
+                and same_findings(last.text, doc.source, last.findings):
+            findings, error = last.findings, None  # only comments changed, away from every finding
+        else:
+            findings, error = self.lint_text(path, doc.source)
+        self._linted[uri] = _Linted(doc.source, findings, error, settings, self.generation)
         diags = [to_diagnostic(f, doc.lines) for f in findings]
         if error is not None:
             diags.append(error_diagnostic(error))
@@ -140,6 +155,8 @@ class TfparServer(LanguageServer):
         path = uri_to_path(uri)
         if path is None:
             return
+        self.generation += 1
+        self.last_changed = uri
         if text is None:
             project_mod.OVERLAY.pop(path, None)
         else:
@@ -148,6 +165,57 @@ class TfparServer(LanguageServer):
             proj.invalidate(path)
         if os.path.basename(path) == "pyproject.toml":
             self.forget_settings()
+
+
+class _Linted:
+    """A document's last lint: its text, findings and error, under which settings, at which change."""
+
+    __slots__ = ("text", "findings", "error", "settings", "generation")
+
+    def __init__(self, text: str, findings: list[Finding], error: Any, settings: Any, generation: int) -> None:
+        self.text, self.findings, self.error = text, findings, error
+        self.settings, self.generation = settings, generation
+
+
+def _without_comments(text: str) -> str:
+    """``text`` with every comment cut (strings kept: a ``#`` in a string is no comment)."""
+    from tfpar_lint.codetext import _COMMENT_OR_STRING
+
+    if "#" not in text:
+        return text
+    parts, last = [], 0
+    for m in _COMMENT_OR_STRING.finditer(text):
+        if text[m.start()] == "#":
+            parts.append(text[last:m.start()])
+            last = m.end()
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def same_findings(old: str, new: str, findings: list[Finding]) -> bool:
+    """Whether ``new`` has ``old``'s findings without linting it again: the two differ only in
+    comments (the code, and every code character's line and column, is the same), no changed line
+    holds a ``noqa`` (which hides findings and is judged by TFP900/TFP901), and no changed line lies
+    within a finding, its related place or its fix (whose text may carry the comment)."""
+    if old == new:
+        return True
+    if _without_comments(old) != _without_comments(new):
+        return False
+    a, b = old.splitlines(), new.splitlines()
+    if len(a) != len(b):  # pragma: no cover - same code, same line breaks
+        return False
+    changed = {i + 1 for i, (x, y) in enumerate(zip(a, b)) if x != y}
+    if any("noqa" in (a[i - 1] + b[i - 1]).lower() for i in changed):
+        return False
+    for f in findings:
+        spans = [(f.line, f.end_line or f.line)]
+        if "related_line" in f.data:
+            spans.append((f.data["related_line"], f.data["related_line"]))
+        for e in (f.fix or {}).get("edits", ()):
+            spans.append((e["location"]["row"], e["end_location"]["row"]))
+        if any(lo <= i <= hi for lo, hi in spans for i in changed):
+            return False
+    return True
 
 
 def to_diagnostic(f: Finding, lines: Any) -> lsp.Diagnostic:
@@ -236,6 +304,9 @@ def make_server() -> TfparServer:
 
     if deep.INCREMENTAL is None:  # an edited file is parsed again only where it changed
         deep.INCREMENTAL = deep.Incremental()
+    from tfpar_lint.workers import _tune_gc
+
+    _tune_gc()  # the workers' thresholds: a full collection of the warm trees every few edits cost ~80 ms
     server = TfparServer()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)

@@ -15,6 +15,7 @@ class StepOutsideReplicaContext(Rule):
     SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("apply_gradients", "minimize"))
+    NEEDS = (("strategy",), ("optimizer",), ("scope",), ("attr:apply_gradients", "attr:minimize"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -26,6 +26,8 @@ class DevicePinnedInScope(Rule):
     SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("device(",))
+    # the relevance stage (tfpar_lint.relevance): tf.device, and a mirroring strategy made here (in scope, or beside it) or a replica function
+    NEEDS = (("strategy",), ("tf_device",), ("mirroring", "replica_run"))
 
     def check(self) -> Iterator[Report]:
         yield from self._in_scope_or_replica()

@@ -86,6 +86,8 @@ class MixedStrategies(Rule):
     SEVERITY = "error"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("scope(",))
+    # the relevance stage (tfpar_lint.relevance): scopes of strategies
+    NEEDS = (("strategy",), ("scope",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -22,6 +22,7 @@ class Keras3CompileOutsideScope(Rule):
     SEVERITY = "error"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("compile(",), (".scope()",))
+    NEEDS = (("strategy",), ("model",), ("scope",), ("attr:compile",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -23,6 +23,7 @@ class StepInCrossReplicaContext(Rule):
     SEVERITY = "error"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("apply_gradients", "minimize", "update_state"))
+    NEEDS = (("strategy",), ("optimizer", "metric"), ("scope",), ("attr:apply_gradients", "attr:minimize", "attr:update_state"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

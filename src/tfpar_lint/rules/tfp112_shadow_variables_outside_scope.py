@@ -22,6 +22,8 @@ class ShadowVariablesOutsideScope(Rule):
     SEVERITY = "error"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("ExponentialMovingAverage",))
+    # the relevance stage (tfpar_lint.relevance): EMA.apply of variables made under a scope
+    NEEDS = (("strategy",), ("scope",), ("attr:apply",))
 
     def check(self) -> Iterator[Report]:
         yield from self._shadows()

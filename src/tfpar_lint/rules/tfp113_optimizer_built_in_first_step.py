@@ -24,6 +24,7 @@ class OptimizerBuiltInFirstStep(Rule):
     DEFAULT_ENABLED = False
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("apply_gradients",))
+    NEEDS = (("strategy",), ("optimizer",), ("scope",), ("replica_run",), ("attr:apply_gradients",))
 
     def check(self) -> Iterator[Report]:
         yield from self._lazy_slots()

@@ -50,6 +50,8 @@ class RunOnUndistributedInput(Rule):
                 "`distribute_datasets_from_function`) and pass its elements to `strategy.run`.")
     PROBE = "input"
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", "call_for_each_replica"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

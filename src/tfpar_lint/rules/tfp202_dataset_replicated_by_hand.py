@@ -35,6 +35,11 @@ class DatasetReplicatedByHand(Rule):
     # a strategy, device placement, or a sequence repeated by hand ([ds] * n, [ds for _ in ...])
     MARKERS = (STRATEGY_MARKERS + ("tf.device", "device(", "] *", "]*", "* [", "*[", "for _ in"),
                ("Dataset", "dataset", "distribute_values_from_function"))
+    # data values (or a strategy's values function), in one of the shapes checked below
+    # the relevance stage (tfpar_lint.relevance): data values (or a strategy's values function), in one of the shapes checked below
+    NEEDS = (("dataset", "values_fn"),
+             ("values_fn", "tf_device", *(f"text:{a}" for a in PER_REPLICA_APIS), "sequence_repeat",
+              "free_comprehension"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

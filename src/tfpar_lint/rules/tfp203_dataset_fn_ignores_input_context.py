@@ -36,6 +36,8 @@ class DatasetFnIgnoresInputContext(Rule):
                 "`ctx.get_per_replica_batch_size(global_batch_size)`.")
     PROBE = "input"
     MARKERS = (STRATEGY_MARKERS, ("datasets_from_function",))
+    # the relevance stage (tfpar_lint.relevance): a dataset function given to a strategy
+    NEEDS = (("strategy",), tuple(f"attr:{x}" for x in api.DISTRIBUTE_FN_METHODS))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -42,6 +42,8 @@ class GlobalBatchAsReplicaShape(Rule):
     PROBE = "input"
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"),
                ("num_replicas_in_sync", "global_batch_size", "batch("))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -31,6 +31,8 @@ class ThreadUnlockedReadModifyWrite(Rule):
     PROBE = "threads"
     MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"),
                ("assign", "set_weights", "apply_gradients", "minimize", "update_state"))
+    # the relevance stage (tfpar_lint.relevance): a thread, and TensorFlow state it writes
+    NEEDS = (("thread",), ("variable", "optimizer", "model", "layer", "metric", "session"))
 
     def check(self) -> Iterator[Report]:
         seen: set[int] = set()

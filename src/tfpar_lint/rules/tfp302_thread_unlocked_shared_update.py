@@ -34,6 +34,8 @@ class ThreadUnlockedSharedUpdate(Rule):
     PROBE = "threads"
     MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"),
                ("apply_gradients", "minimize", "get_updates", "train_on_batch", "fit", "run("))
+    # the relevance stage (tfpar_lint.relevance): a thread, and TensorFlow state it writes (semantic.threads.writes)
+    NEEDS = (("thread",), ("optimizer", "model", "session", "keras_function", "attr:assign"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

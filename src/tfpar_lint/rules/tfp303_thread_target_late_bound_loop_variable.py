@@ -16,6 +16,8 @@ class ThreadTargetLateBoundLoopVariable(Rule):
                 "`Thread(target=worker.work)`, or pass it with `args=`.")
     PROBE = "threads"
     MARKERS = (("Thread", "submit", "apply_async", "Timer"), ("for ",))
+    # the relevance stage (tfpar_lint.relevance): a thread whose target is made in a loop
+    NEEDS = (("thread",), ("loop_closure",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -18,6 +18,8 @@ class ThreadLockPerThread(Rule):
                 "to every worker) and hold it around the update.")
     PROBE = "threads"
     MARKERS = (("Thread", "submit", "Pool", "Executor", "Timer"), ("Lock", "Semaphore", "Condition", "acquire"))
+    # the relevance stage (tfpar_lint.relevance): a thread, and TensorFlow state it writes (semantic.threads.writes)
+    NEEDS = (("thread",), ("variable", "optimizer", "model", "session", "keras_function", "attr:assign"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

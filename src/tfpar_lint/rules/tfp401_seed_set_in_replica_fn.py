@@ -34,6 +34,8 @@ class SeedSetInReplicaFn(Rule):
                 "stateless ops with `replica_id_in_sync_group` folded into the seed.")
     PROBE = "randomness"
     MARKERS = (STRATEGY_MARKERS, ("set_seed", "set_random_seed"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         """Only where the seed is reset at run time: in a replica function (or a training step

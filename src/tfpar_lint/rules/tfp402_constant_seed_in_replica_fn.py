@@ -16,6 +16,8 @@ class ConstantSeedInReplicaFn(Rule):
                 "`tf.distribute.get_replica_context().replica_id_in_sync_group` into a stateless seed.")
     PROBE = "randomness"
     MARKERS = (STRATEGY_MARKERS, ("random", "dropout", "seed", "initializers"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -15,6 +15,8 @@ class GlobalRngInReplicaFn(Rule):
     DEFAULT_ENABLED = False
     PROBE = "randomness"
     MARKERS = (STRATEGY_MARKERS, ("random", "dropout"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

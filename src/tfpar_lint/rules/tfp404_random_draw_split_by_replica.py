@@ -24,6 +24,8 @@ class RandomDrawSplitByReplica(Rule):
                 "stateless op and the same seed on every replica.")
     PROBE = "randomness"
     MARKERS = (STRATEGY_MARKERS, ("replica_id_in_sync_group",), ("random",))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -21,6 +21,8 @@ class LossMeanInReplicaFn(Rule):
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", "call_for_each_replica"),
                ("reduce_mean", "mean(", "/", "losses."))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -16,6 +16,7 @@ class TfKerasLossDefaultReduction(Rule):
     SEVERITY = "error"
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, ("keras",))  # tf.keras is Keras 2 too when tf-version < 2.16
+    NEEDS = (("strategy",), ("loss",), ("replica_run", "scope"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -19,6 +19,8 @@ class Keras3LossDividedByReplicas(Rule):
     SEVERITY = "warning"
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, ("num_replicas_in_sync",))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

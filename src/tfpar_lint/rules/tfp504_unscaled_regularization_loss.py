@@ -20,6 +20,8 @@ class UnscaledRegularizationLoss(Rule):
     SEVERITY = "warning"
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, (".losses", "l2_loss", "apply_gradients"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -57,6 +57,8 @@ class MeanReduceOfScaledLoss(Rule):
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, ("MEAN", "mean", "Mean"), ("compute_average_loss", "keras", "batch"))
     _version_unknown = False  # a term was a default-reduction Keras loss of a version nothing states
+    # the relevance stage (tfpar_lint.relevance): strategy.reduce of a run result, or a metric updated in a replica function
+    NEEDS = (("strategy",), ("replica_run",), ("attr:reduce", "attr:update_state"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -28,6 +28,8 @@ class PerReplicaResultAsTensor(Rule):
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", "call_for_each_replica"),
                ("numpy", "float(", "int(", "bool(", "complex(", ":", "+", "-", "*", "/"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def _per_replica(self, expr: cst.BaseExpression, scope: Scope, order: int) -> bool:
         vals = self.module.infer(expr, scope, order)

@@ -25,6 +25,8 @@ class ReplicaVariableWithoutAggregation(Rule):
     SEVERITY = "warning"
     PROBE = "scope"
     MARKERS = (STRATEGY_MARKERS, ("Variable",), ("assign", "scatter_"))
+    # the relevance stage (tfpar_lint.relevance): a tf.Variable made under a mirroring strategy's scope, assigned in a replica function
+    NEEDS = (("strategy",), ("mirroring",), ("scope",), ("replica_run",), ("variable",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -47,6 +47,8 @@ class PerReplicaValueToHost(Rule):
     MARKERS = (STRATEGY_MARKERS + (".values[",),
                (".run", "experimental_run_v2", "distribute_dataset", "distribute_datasets_from_function",
                 ".values", "distribute_values_from_function"))
+    # the relevance stage (tfpar_lint.relevance): a strategy.run result, distributed data, or x.values[i] hedged
+    NEEDS = (("strategy", "values_item"), ("replica_run", "distributes", "values_item"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

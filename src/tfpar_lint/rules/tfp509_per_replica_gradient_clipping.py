@@ -27,6 +27,8 @@ class PerReplicaGradientClipping(Rule):
     SEVERITY = "warning"
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, ("clip_by_global_norm", "clip_by_norm", "clip_by_average_norm"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

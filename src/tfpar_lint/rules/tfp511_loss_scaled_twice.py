@@ -26,6 +26,8 @@ class LossScaledTwice(Rule):
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"),
                ("reduce_mean", "compute_average_loss", "mean("))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         from tfpar_lint.semantic.loss import loss_terms

@@ -23,6 +23,8 @@ class SumOfReplicaMeans(Rule):
     SEVERITY = "warning"
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, ("SUM", "sum"), ("reduce_mean", "ops.mean"))
+    # the relevance stage (tfpar_lint.relevance): strategy.reduce of a run result
+    NEEDS = (("strategy",), ("replica_run",), ("attr:reduce",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

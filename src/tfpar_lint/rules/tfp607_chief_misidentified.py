@@ -23,6 +23,8 @@ class ChiefMisidentified(Rule):
     PROBE = "lifecycle"
     MARKERS = (("MultiWorkerMirroredStrategy", "TF_CONFIG", "cluster_resolver", "task_type"),
                ("chief", "master"))
+    # the relevance stage (tfpar_lint.relevance): somewhere the task type or index comes from
+    NEEDS = (("task_source",),)
 
     def check(self) -> Iterator[Report]:
         m = self.module

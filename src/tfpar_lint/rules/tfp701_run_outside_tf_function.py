@@ -104,6 +104,8 @@ class RunOutsideTfFunction(Rule):
     SEVERITY = "warning"
     PROBE = "execution"
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run", ".run,"))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         yield from self._run_calls()

@@ -50,6 +50,7 @@ class NonPersistentTapeReused(Rule):
     SEVERITY = "error"
     PROBE = "execution"
     MARKERS = (("GradientTape",), ("gradient", "jacobian"))
+    NEEDS = (("tape",), ("tape_reuse",))  # the relevance stage (tfpar_lint.relevance)
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -98,6 +98,8 @@ class OptimizerReusedAcrossVariableLists(Rule):
     SEVERITY = "error"
     PROBE = "execution"
     MARKERS = (("optimizers",), ("apply_gradients", "apply(", "minimize", "compile"))
+    # the relevance stage (tfpar_lint.relevance): an optimizer used with models' or layers' variables
+    NEEDS = (("optimizer",), ("model", "layer"), tuple(f"attr:{x}" for x in ("apply_gradients", "apply", "minimize", "build", "compile")))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -151,6 +151,8 @@ class BroadExceptSwallowsDistributedErrors(Rule):
     SEVERITY = "warning"
     PROBE = "execution"
     MARKERS = (STRATEGY_MARKERS, ("except",), (".run(", "fit(", "experimental_run"))
+    # the relevance stage (tfpar_lint.relevance): strategy.run, or fit under a scope
+    NEEDS = (("strategy",), ("replica_run", "scope"))
 
     def check(self) -> Iterator[Report]:
         m = self.module

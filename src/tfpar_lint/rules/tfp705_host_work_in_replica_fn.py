@@ -21,6 +21,8 @@ class HostWorkInReplicaFn(Rule):
     SEVERITY = "error"
     PROBE = "execution"
     MARKERS = (STRATEGY_MARKERS, (".run(", "experimental_run_v2", "call_for_each_replica"), ("numpy()",))
+    # the relevance stage (tfpar_lint.relevance): a function run by strategy.run, or its result
+    NEEDS = (("strategy",), ("replica_run",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

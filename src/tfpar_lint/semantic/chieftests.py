@@ -63,8 +63,10 @@ class Facts:
 
 
 def _is_bool(node: cst.CSTNode) -> bool:
-    return isinstance(node, (cst.BooleanOperation, cst.Comparison)) or (
-        isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not))
+    # type() tests: libcst's node classes have no subclasses, and isinstance on them goes through ABCMeta
+    t = type(node)
+    return t is cst.BooleanOperation or t is cst.Comparison or (
+        t is cst.UnaryOperation and type(node.operator) is cst.Not)
 
 
 def _strategy_family(m: "Module", expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
@@ -95,32 +97,35 @@ def facts(m: "Module") -> Facts:
     last_order = 0
     while stack:
         node, parent, scope, ifs, guards, loops = stack.pop()
-        if isinstance(node, cst.Name) and id(node) in order_of:
-            last_order = order_of[id(node)]
-        if isinstance(node, (cst.FunctionDef, cst.Lambda)) and id(node) in fn_of:
+        t = type(node)  # (type() tests: see _is_bool)
+        if t is cst.Name:
+            if id(node) in order_of:
+                last_order = order_of[id(node)]
+            continue  # a name has no syntax children
+        if (t is cst.FunctionDef or t is cst.Lambda) and id(node) in fn_of:
             scope, loops = fn_of[id(node)].scope, ()
-        if isinstance(node, (cst.Break, cst.Return)) and loops:
+        if (t is cst.Break or t is cst.Return) and loops:
             f.exits.append((node, ifs, loops[-1], scope, last_order + 1))
-        if _is_bool(node) and not _is_bool(parent) and not isinstance(parent, cst.IfExp):
+        if _is_bool(node) and not _is_bool(parent) and type(parent) is not cst.IfExp:
             first = _first_name(node)
             f.exprs.append(BoolExpr(node, scope, order_of.get(id(first), 10**9) if first is not None else 10**9, ifs))
-        if isinstance(node, cst.IfExp) and _is_bool(node.test):
+        if t is cst.IfExp and _is_bool(node.test):
             first = _first_name(node.test)
             f.exprs.append(BoolExpr(node.test, scope, order_of.get(id(first), 10**9) if first is not None else 10**9,
                                     ifs))
-        if isinstance(node, cst.Attribute) and node.attr.value == "cluster_resolver":
+        if t is cst.Attribute and node.attr.value == "cluster_resolver":
             text = _EMPTY.code_for_node(node.value)
             for recv, fam in reversed(guards):
                 if recv == text:
                     f.narrowed[id(node)] = fam
                     break
-        if isinstance(node, cst.Dict):
+        if t is cst.Dict:
             for el in node.elements:
                 if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) \
                         and el.key.evaluated_value == "cluster" and isinstance(el.value, cst.Dict):
                     f.cluster_jobs.append({e.key.evaluated_value for e in el.value.elements
                                            if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)})
-        if isinstance(node, cst.If):
+        if t is cst.If:
             g = _isinstance_guard(m, node.test, scope)
             tasks = [(node.test, node, scope, ifs, guards, loops),
                      (node.body, node, scope, ifs + ((node, True),), guards + ((g,) if g else ()), loops)]
@@ -128,7 +133,7 @@ def facts(m: "Module") -> Facts:
                 tasks.append((node.orelse, node, scope, ifs + ((node, False),), guards, loops))
             stack.extend(reversed(tasks))
             continue
-        inner_loops = loops + (node,) if isinstance(node, (cst.For, cst.While)) else loops
+        inner_loops = loops + (node,) if t is cst.For or t is cst.While else loops
         stack.extend((c, node, scope, ifs, guards, inner_loops) for c in reversed(syntax_children(node)))
     memo["facts"] = f
     return f

@@ -127,6 +127,8 @@ class Project:
         self._unknown_paths: dict[tuple[str, str], tuple[str, ...]] = {}
         self.spared: dict[str, int] = {"importers": 0, "names": 0}  # parses the summaries answered instead
         self._budget: Optional[int] = None  # bytes the current lint may still parse (None: no lint begun)
+        self._importable: dict[str, bool] = {}
+        self._targets_memo: Optional[tuple] = None  # (path, text, its import targets): the last asked
 
     # -------------------------------------------------------------- modules
     def add(self, path: str, module: "Module") -> None:
@@ -169,6 +171,7 @@ class Project:
         self._index = None
         self._importers.clear()
         self._resolved.clear()  # a new or removed file changes what a name resolves to
+        self._targets_memo = None
         self._unknown_memo.clear()
         self._unknown_paths.clear()
 
@@ -373,9 +376,35 @@ class Project:
         """(path, text) of the project files whose import lines resolve to the module at
         ``path`` (found without parsing)."""
         path = os.path.abspath(path)
+        if not self.importable(path):
+            return []  # no scan: nothing the scan reads can name it
         ASKED.add(path)
         texts = self._project_texts()
         return [(p, texts[p]) for p in self._import_index().get(path, ()) if p != path]
+
+    def importable(self, path: str) -> bool:
+        """Whether an import line of a file the scan for importers reads (:meth:`_project_files`)
+        could resolve to ``path``: the names an import resolves are identifiers joined under the
+        importer's folder or a root, and the scan's files all lie under the roots, outside the
+        folders it leaves out.  So a file outside every root cannot be named, nor one whose path
+        below each root holding it passes a folder the scan leaves out whose name is not an
+        identifier (``.venv``, ``site-packages``): no scanned file lies in that folder, and no
+        dotted name enters it.  (A file an installed package holds, linted as part of the project
+        above it, is not scanned for importers.)"""
+        got = self._importable.get(path)
+        if got is None:
+            got = self._importable[path] = self._importable_path(path)
+        return got
+
+    def _importable_path(self, path: str) -> bool:
+        folder = os.path.dirname(path)
+        for root in self.roots:
+            if folder != root and not folder.startswith(root.rstrip(os.sep) + os.sep):
+                continue
+            parts = os.path.relpath(folder, root).split(os.sep) if folder != root else []
+            if not any(not p.isidentifier() and _left_out(p) for p in parts):
+                return True
+        return False
 
     def _import_index(self) -> dict[str, list[str]]:
         """Project file -> the project files whose import lines resolve to it (import lines
@@ -498,6 +527,14 @@ class Project:
 
     def _import_targets(self, path: str, source: str) -> list[str]:
         """The project files the import lines of ``source`` name (absolute paths)."""
+        last = self._targets_memo
+        if last is not None and last[0] == path and last[1] is source:  # asked again for the same text
+            return list(last[2])
+        out = self._find_import_targets(path, source)
+        self._targets_memo = (path, source, tuple(out))
+        return out
+
+    def _find_import_targets(self, path: str, source: str) -> list[str]:
         out: list[str] = []
         here = os.path.dirname(os.path.abspath(path))
         for m in _IMPORT_LINE.finditer(source):
@@ -548,8 +585,7 @@ class Project:
             for root in self.roots:
                 for dirpath, dirnames, filenames in os.walk(root):
                     dirs[dirpath] = _dir_key(dirpath)
-                    dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in (
-                        "__pycache__", "node_modules", "site-packages", "venv", "build", "dist")]
+                    dirnames[:] = [d for d in dirnames if not _left_out(d)]
                     if root != self.root:  # a script's folder: its own files and its packages
                         for d in dirnames:  # (one that gains an __init__.py is walked next time)
                             dirs.setdefault(os.path.join(dirpath, d), _dir_key(os.path.join(dirpath, d)))
@@ -577,6 +613,11 @@ class Project:
                 if text is not None:
                     self._texts[p] = text
         return self._texts
+
+
+def _left_out(d: str) -> bool:
+    """A folder the scan for importers does not enter."""
+    return d.startswith(".") or d in ("__pycache__", "node_modules", "site-packages", "venv", "build", "dist")
 
 
 def _file_key(path: str) -> Optional[list]:
