@@ -163,17 +163,30 @@ def _seen(data: RunData) -> list:
     return out
 
 
+def _all_seen(name: str, data: RunData) -> list:
+    """Everything probe ``name`` saw (mistakes not located as findings of their own too)."""
+    try:
+        return list(probes_pkg._seen_of(name, data))  # noqa: SLF001 - the probes' cache of what they saw
+    except Exception:  # pragma: no cover - a probe bug must not lose the run
+        return []
+
+
 def runtime_findings(job, data: RunData, display: str) -> list[Finding]:
     """Mistakes the run showed that no static finding covers, as findings of their own
     (verdict RUNTIME).  A static finding of the same family on the line where the mistake
     was seen (or one of its other lines) is the same mistake: it gets the verdict CONFIRMED
     and the evidence instead; a CONFIRMED static finding of the same code covers it too."""
     from tfpar_lint import registry
+    from tfpar_lint.verify import symptoms
 
     rules = registry.rules_by_code()
     back = {v: k for k, v in job.cell_map.items()} if job.cell_map else {}
     out: list[Finding] = []
-    for s in _seen(data):
+    seen = _seen(data)
+    # a crash with a mistake's own error (verify/symptoms.py) that no probe tied to a finding yet
+    crash = [s for s in symptoms.crash_seen(data, [x for name in FAMILIES.values() for x in _all_seen(name, data)],
+                                            job.findings) if (s.code, s.line) not in {(x.code, x.line) for x in seen}]
+    for s in seen + crash:
         fam = s.code[:4]
         near = set(range(s.line - 1, s.line + 2)) | set(s.lines)
         covered = False

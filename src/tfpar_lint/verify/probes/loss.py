@@ -35,16 +35,15 @@ import threading
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify import symptoms
 from tfpar_lint.verify.probes import Seen, errors_seen
 
 CODES = "TFP5xx"
 TOLERANCE = 0.05  # |ratio - 1| below this is "the same"
 
-_TFK_REDUCTION = (r"Please use `tf\.keras\.losses\.Reduction\.SUM` or `tf\.keras\.losses\.Reduction\.NONE`"
-                  r"|reduction.*(is not supported|should be).*(distribut|strategy)")
-ERRORS = {"TFP502": [_TFK_REDUCTION],
-          # tf.reduce_mean (or another op) of a PerReplica value outside strategy.run
-          "TFP506": [r"using a PerReplica object while not inside a replica context"]}
+ERRORS = symptoms.errors("keras2-loss-reduction",
+                         # tf.reduce_mean (or another op) of a PerReplica value outside strategy.run
+                         "per-replica-outside-replica-context")
 
 
 # =================================================================== child
