@@ -49,8 +49,11 @@ SYMPTOMS: tuple[Symptom, ...] = (
                              r"update_step)", ("TFP101", "TFP105"), "AssertionError", when=("replicas",)),
     Symptom("mixing", r"Mixing different tf\.distribute\.Strategy objects", ("TFP109", "TFP101", "TFP102", "TFP110"),
             "Mixing different tf.distribute.Strategy objects"),
+    # a legacy tf_keras optimizer makes its slots under the strategy it was created with: made outside
+    # the scope, restoring or stepping it outside the scope creates them under the default strategy
     Symptom("slot", r"Trying to create optimizer slot variable under the scope for tf\.distribute\.Strategy",
-            ("TFP106", "TFP104"), "Trying to create optimizer slot variable under the scope for tf.distribute.Strategy"),
+            ("TFP102", "TFP106", "TFP104"),
+            "Trying to create optimizer slot variable under the scope for tf.distribute.Strategy"),
     Symptom("metric", r"passed to `?model\.compile`? was created inside (of )?a different distribution strategy scope",
             ("TFP103",), "was created inside a different distribution strategy scope than the model"),
     Symptom("need-scope", r"Need to be inside \"with strategy\.scope\(\)\"", ("TFP106", "TFP111"),
@@ -61,8 +64,9 @@ SYMPTOMS: tuple[Symptom, ...] = (
             ("TFP111",), "SyncOnReadVariable does not support `assign_add` in cross-replica context"),
     Symptom("cross-replica-call", r"cannot be called in cross-replica context", ("TFP111",),
             "cannot be called in cross-replica context"),
-    # Keras 3 slots first created by apply_gradients in a traced step of several replicas
-    Symptom("lazy-slots-placeholder", r"You must feed a value for placeholder tensor", ("TFP113",),
+    # Keras 3 variables first created in a traced step of several replicas: an optimizer's slots
+    # (built by its first apply_gradients), or the weights of a model made outside the scope
+    Symptom("lazy-slots-placeholder", r"You must feed a value for placeholder tensor", ("TFP113", "TFP101"),
             "You must feed a value for placeholder tensor", when=("replicas", "not_session")),
     Symptom("shadow-variables", r"tuple indices must be integers or slices, not \w*Variable", ("TFP112",),
             "tuple indices must be integers or slices, not", when=("moving_averages",)),
@@ -237,11 +241,12 @@ def crash_seen(run, seen: list, findings: list) -> list:
         if any(f.code in codes and f.verification is not None and f.verification.status == CONFIRMED
                for f in findings):
             continue
-        if any(x.code in codes and x.status == CONFIRMED and x.runtime and x.line for x in seen + out):
-            continue
+        at = error_line(err) or 0
+        if any(x.status == CONFIRMED and x.runtime and x.line and (x.code in codes or at in (x.line, *x.lines))
+               for x in seen + out):
+            continue  # a probe located this mistake already (a finding of its own, or its static finding)
         tied = [x for c in codes for x in seen if x.code == c and x.status == CONFIRMED and x.line]
         code = tied[0].code if tied else codes[0] if codes else ""
-        at = error_line(err) or 0
         if not code or not (at or tied):
             continue
         rule = rules[code]

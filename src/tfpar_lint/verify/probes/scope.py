@@ -717,7 +717,8 @@ def _describe_plain(run, vs: list[dict]) -> str:
 
 # The rule an error text points to when it is seen without a finding (a pattern several
 # rules share falls back to the kind of the object created outside the scope, else TFP101).
-_ERROR_CODE = {_MIXING: "TFP109", _NEED_SCOPE: "TFP106", _SLOT: "TFP106", _METRIC: "TFP103"}
+# the rule an error names by itself (the first of its symptom); the others depend on the object it concerns
+_ERROR_CODE = {symptoms.pattern(k): symptoms.BY_KEY[k].codes[0] for k in ("mixing", "need-scope", "slot", "metric")}
 _KIND_CODE = {"model": "TFP101", "optimizer": "TFP102", "metric": "TFP103", "variable": "TFP105"}
 # the codes about objects created outside the scope, and the kinds each is about
 _OBJECT_CODES = ("TFP101", "TFP102", "TFP103", "TFP105")
