@@ -128,6 +128,34 @@ def _install_strategies(R: Recorder, tf_config: str | None, split_gpu: bool) -> 
             return __init__
 
         patch(car.CollectiveAllReduceStrategy, "__init__", make_mwms)
+        if R.load_scale > 1:
+            _scale_coordination(R.load_scale)
+
+
+COORDINATION_DEFAULT_MS = 10_000  # TensorFlow's heartbeat and shutdown-barrier time-outs (TSL defaults)
+
+
+def _scale_coordination(scale: float) -> None:
+    """On a busy machine a starved worker misses heartbeats, or reaches the end later than its peer
+    waits at the shutdown barrier, and the cluster falls apart though the script is right: the local
+    cluster's coordination service gets those time-outs scaled with the load (where the strategy
+    leaves them at TensorFlow's default)."""
+    from tensorflow.python.eager import context as context_mod
+
+    ms = int(COORDINATION_DEFAULT_MS * scale)
+    order = ("service_type", "service_leader", "enable_health_check", "cluster_register_timeout_in_ms",
+             "heartbeat_timeout_in_ms", "shutdown_barrier_timeout_in_ms")
+
+    def make(orig):
+        def configure_coordination_service(self, *args, **kwargs):
+            for name in ("heartbeat_timeout_in_ms", "shutdown_barrier_timeout_in_ms"):
+                if len(args) <= order.index(name) and not kwargs.get(name):
+                    kwargs[name] = ms
+            return orig(self, *args, **kwargs)
+
+        return configure_coordination_service
+
+    patch(context_mod.Context, "configure_coordination_service", make)
 
 
 def _short(devs) -> str:
