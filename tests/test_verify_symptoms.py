@@ -51,6 +51,7 @@ SCRIPTS = {
     "per-replica-as-tensor": f"{OWN}/per_replica_numpy.py",
     "collectives-configured-late": "fixtures/TFP601/bad.py",
     "keras3-fit-per-replica": "fixtures/TFP606/bad.py",
+    "shared-save-path": f"{OWN}/shared_save_path.py",
     "collective-mismatch": f"{OWN}/collective_shape.py",
     "collective-peer-ended": "fixtures/TFP608/bad.py",
     "tape-reused": "fixtures/TFP702/bad.py",

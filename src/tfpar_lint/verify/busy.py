@@ -5,7 +5,7 @@
   machine, about 2.5 with five busy processes on two CPUs).  Its ``scale`` (at least 1, at most
   :data:`MAX_SCALE`) multiplies ``--timeout`` (the time a script may take on an idle machine), the
   grace a cluster worker gets after its peer failed, how long workers wait for each other's decision
-  at the step bound, and TensorFlow's coordination-service heartbeat and shutdown-barrier time-outs.
+  at the step bound, and TensorFlow's coordination-service shutdown-barrier time-out.
 * :class:`Sampler` during a run: the load average, and how long the run's threads waited for a CPU
   (``/proc/PID/task/TID/schedstat``: time on a CPU, time waiting on a run queue) against the time
   they ran.  :func:`too_busy` says whether the machine starved the run: a time-out or a cluster that

@@ -92,6 +92,9 @@ SYMPTOMS: tuple[Symptom, ...] = (
             "Collective ops must be configured at program startup"),
     Symptom("keras3-fit-per-replica", r"Attempt to convert a value \(PerReplica|unsupported type \(<class "
                                       r"'[\w.]*PerReplica'>\)", ("TFP606",), "Attempt to convert a value (PerReplica"),
+    # several workers wrote one checkpoint path: their temporary shards collided and a merge failed
+    Symptom("shared-save-path", r"allow_missing_files was set to false", ("TFP604",),
+            "allow_missing_files was set to false", when=("cluster",)),
     # the workers made different collectives at the same point (one ran an extra reduce, save or evaluate)
     Symptom("collective-mismatch", r"Collective ops is aborted by:\s*(Shape mismatch in the collective instance|"
                                    r"Collective instance .{0,300}?expected type)", ("TFP608", "TFP603"),

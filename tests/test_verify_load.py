@@ -1,0 +1,73 @@
+"""The verdicts of ``--verify`` do not depend on how busy the machine is (issue 31).
+
+The runnable truth set (``../shared/realcode/runnable/RUNNABLE.tsv``: its scripts, read where they
+are, and its ``seeds/NNN_exK.py`` rows, code block K of the seed document NNN of ``../shared/seeds``,
+written to a temporary folder) and the multi-worker fixtures (local clusters: the runs a busy machine
+broke) are verified twice with the CLI (``--verify --devices cpu:2 --format json``, one call per
+pass): as the machine is, then while 2 x CPUs processes spin on the CPUs.  Every script must get the
+same findings with the same verdicts (a script that could not run is an E904 record, so its verdict
+is compared too), and the truth set's rows must be what RUNNABLE.tsv says (bad: a CONFIRMED or
+RUNTIME finding; good: none) in both passes.  ``benchmarks/verify_load.py`` holds the functions and
+runs the same comparison on every fixture (the numbers are in runtime_verify/RESULTS.md).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+HAVE_TF = importlib.util.find_spec("tensorflow") is not None
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+REALCODE = os.path.join(SHARED, "realcode")
+SEEDS = os.path.join(SHARED, "seeds")
+
+pytestmark = [
+    pytest.mark.verify,
+    pytest.mark.skipif(not HAVE_TF, reason="tensorflow is not importable (bash scripts/dev.sh setup installs it)"),
+]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("tfpar_bench_verify_load",
+                                                  os.path.join(ROOT, "benchmarks", "verify_load.py"))
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if not os.path.isfile(os.path.join(REALCODE, "runnable", "RUNNABLE.tsv")) or not os.path.isdir(SEEDS):
+        pytest.skip(f"the runnable truth set ({REALCODE}/runnable) or the seeds ({SEEDS}) are not on this machine")
+    bench = _bench()
+    folder = str(tmp_path_factory.mktemp("runnable"))
+    truth = bench.truth_rows(REALCODE, SEEDS, folder)
+    res = bench.idle_and_loaded([p for p, _ in truth] + bench.fixtures("multiworker"), folder, load=2.0)
+    res["truth"] = truth
+    res["bench"] = bench
+    return res
+
+
+def test_both_passes_ran_every_script(runs):
+    assert runs["spinners"] == 2 * runs["bench"].cpu_count()
+    for which in ("idle", "loaded"):
+        assert runs[which + "_run"]["exit"] in (0, 1, 2), runs[which + "_run"]["stderr"]
+        assert set(runs[which]) == {os.path.realpath(p) for p in runs["paths"]}
+    assert len(runs["truth"]) >= 10 and any(k == "good" for _, k in runs["truth"])
+
+
+@pytest.mark.parametrize("which", ["idle", "loaded"])
+def test_truth_rows_as_labelled(runs, which):
+    missed = {os.path.basename(p): (kind, runs[which][os.path.realpath(p)]) for p, kind in runs["truth"]
+              if runs["bench"].misses_truth(runs[which][os.path.realpath(p)], kind)}
+    assert not missed, f"{which}: {missed}\n{runs[which + '_run']['stderr']}"
+
+
+def test_same_verdicts_idle_and_under_load(runs):
+    diff = runs["bench"].differences(runs)
+    evidence = {k: v for k, v in runs["loaded_run"]["evidence"].items() if any(k.startswith(p) for p in diff)}
+    assert not diff, (f"verdicts that differ (idle, loaded): {diff}\nloaded run's evidence: {evidence}\n"
+                      f"loaded run: {runs['loaded_run']['seconds']} s, load {runs['loaded_run']['load_start']}")
