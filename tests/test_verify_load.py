@@ -71,3 +71,23 @@ def test_same_verdicts_idle_and_under_load(runs):
     evidence = {k: v for k, v in runs["loaded_run"]["evidence"].items() if any(k.startswith(p) for p in diff)}
     assert not diff, (f"verdicts that differ (idle, loaded): {diff}\nloaded run's evidence: {evidence}\n"
                       f"loaded run: {runs['loaded_run']['seconds']} s, load {runs['loaded_run']['load_start']}")
+
+
+def test_a_starved_run_says_the_machine_was_too_busy_and_a_hang_does_not(monkeypatch):
+    """Under 4 x CPUs spinning processes, with the time-outs not scaled (TFPAR_VERIFY_LOAD_SCALE=1):
+    a script that computes until its time-out waited for a CPU longer than it ran, and the reason
+    says so with the figures; a script that hangs (sleeps) did not, and is reported as hung."""
+    from tfpar_lint.finding import COULD_NOT_RUN
+    from tfpar_lint.verify import verify_findings
+
+    bench = _bench()
+    spin = os.path.join(ROOT, "tests", "data_verify", "load", "spin.py")
+    hang = os.path.join(ROOT, "tests", "data_verify", "hang.py")
+    monkeypatch.setenv("TFPAR_VERIFY_LOAD_SCALE", "1")
+    with bench.cpu_load(4 * bench.cpu_count()):
+        runs = {os.path.basename(r.path): r for r in verify_findings([spin, hang], [], devices="cpu:2", timeout=12.0)}
+    starved, hung = runs["spin.py"], runs["hang.py"]
+    assert starved.status == COULD_NOT_RUN and hung.status == COULD_NOT_RUN
+    assert starved.reason.startswith("timeout: the machine was too busy (load average "), starved.reason
+    assert "waited" in starved.reason and "spin.py:4" in starved.reason, starved.reason
+    assert hung.reason.startswith("timeout: hung at hang.py:8"), hung.reason

@@ -109,6 +109,7 @@ class Sampler:
     cpus: int = field(default_factory=cpus)
     loads: list[float] = field(default_factory=list)
     per_pid: dict[int, tuple[int, int]] = field(default_factory=dict)
+    series: list[tuple[float, int, int]] = field(default_factory=list)  # (time, ns run, ns waited) so far
 
     def sample(self, pids: Iterable[int]) -> None:
         la = loadavg()
@@ -122,24 +123,34 @@ class Sampler:
             old = self.per_pid.get(pid, (0, 0))
             if run + wait >= sum(old):
                 self.per_pid[pid] = (run, wait)
+        if self.per_pid:
+            self.series.append((time.time(), sum(r for r, _ in self.per_pid.values()),
+                                sum(w for _, w in self.per_pid.values())))
 
     def figures(self) -> dict:
-        run = sum(r for r, _ in self.per_pid.values()) / 1e9
-        wait = sum(w for _, w in self.per_pid.values()) / 1e9
-        return {"cpus": self.cpus, "load_mean": round(sum(self.loads) / len(self.loads), 2) if self.loads else None,
-                "load_max": round(max(self.loads), 2) if self.loads else None,
-                "cpu_s": round(run, 2), "wait_s": round(wait, 2), "schedstat": bool(self.per_pid)}
+        """The whole run's figures, and the last third of it (``recent_*``: what it was doing when it
+        ended, or was killed; a script that hangs after a slow start is not starved at its end)."""
+        out = {"cpus": self.cpus, "load_mean": round(sum(self.loads) / len(self.loads), 2) if self.loads else None,
+               "load_max": round(max(self.loads), 2) if self.loads else None, "schedstat": bool(self.series),
+               "cpu_s": 0.0, "wait_s": 0.0, "recent_s": 0.0, "recent_cpu_s": 0.0, "recent_wait_s": 0.0}
+        if self.series:
+            t_end, run, wait = self.series[-1]
+            t_from = t_end - max(2.0, (t_end - self.series[0][0]) / 3)
+            t0, run0, wait0 = next(x for x in self.series if x[0] >= t_from)
+            out.update(cpu_s=round(run / 1e9, 2), wait_s=round(wait / 1e9, 2), recent_s=round(t_end - t0, 2),
+                       recent_cpu_s=round((run - run0) / 1e9, 2), recent_wait_s=round((wait - wait0) / 1e9, 2))
+        return out
 
 
 def too_busy(fig: Optional[dict]) -> bool:
-    """The run's threads wanted a CPU for a while (a second at least: a run that sleeps or waits for
-    a peer does not) and waited for one at least as long as they ran; without run-queue figures (no
-    /proc), the load average stayed above twice the CPUs."""
+    """In the last third of the run its threads wanted a CPU (a quarter of a CPU on average at
+    least: a script that sleeps, or waits for a peer, does not) and waited for one at least as long
+    as they ran; without run-queue figures (no /proc), the load average stayed above twice the CPUs."""
     if not fig:
         return False
     if fig.get("schedstat"):
-        run, wait = fig.get("cpu_s") or 0.0, fig.get("wait_s") or 0.0
-        return run + wait >= 1.0 and wait / (run + wait) >= STARVED_WAIT_SHARE
+        run, wait, span = fig.get("recent_cpu_s") or 0.0, fig.get("recent_wait_s") or 0.0, fig.get("recent_s") or 0.0
+        return span > 0 and run + wait >= 0.25 * span and wait / (run + wait) >= STARVED_WAIT_SHARE
     load = fig.get("load_mean")
     return load is not None and load > 2 * (fig.get("cpus") or 1)
 
@@ -152,7 +163,8 @@ def describe_run(fig: dict, scale: float) -> str:
         parts.append(f"load average {fig['load_mean']:.1f} (peak {fig['load_max']:.1f}) on {fig['cpus']} CPU"
                      f"{'s' if fig['cpus'] != 1 else ''} during the run")
     if (fig.get("cpu_s") or 0) + (fig.get("wait_s") or 0) > 0:
-        parts.append(f"its threads ran {fig['cpu_s']:.1f} s and waited {fig['wait_s']:.1f} s for a CPU")
+        parts.append(f"its threads ran {fig['cpu_s']:.1f} s and waited {fig['wait_s']:.1f} s for a CPU (in its last "
+                     f"{fig['recent_s']:.0f} s: ran {fig['recent_cpu_s']:.1f} s, waited {fig['recent_wait_s']:.1f} s)")
     parts.append(f"time-outs were scaled x{scale:.1f} for the load at the start" if scale > 1 else
                  "the machine was idle at the start (time-outs not scaled)")
     return "; ".join(parts)
