@@ -226,6 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--max-steps", type=_positive_int("--max-steps"), default=None,
                      help="stop each script after N training steps")
     ver.add_argument("--timeout", type=_positive_float, default=None, help="seconds allowed per script")
+    ver.add_argument("--sandbox", choices=("auto", "none"), default=None,
+                     help="auto (default): each script runs in the namespace sandbox, and --verify refuses to "
+                          "run where it cannot be set up; none: run the scripts with your permissions and NOTHING "
+                          "ISOLATED (only Python's own file writes are redirected). Also TFPAR_VERIFY_SANDBOX")
     return p
 
 
@@ -444,14 +448,25 @@ def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
     if why:  # never run on other devices than asked for
         raise UsageError(why)
     kwargs: dict[str, Any] = {"devices": args.devices, "script_args": script_args, "jobs": jobs}
+    if getattr(args, "sandbox", None):
+        kwargs["sandbox"] = args.sandbox
     if args.max_steps is not None:
         kwargs["max_steps"] = args.max_steps
     if args.timeout is not None:
         kwargs["timeout"] = args.timeout
+    from tfpar_lint.verify.sandbox import Unavailable
+
     try:
         return list(verify_findings(files, findings, **kwargs) or [])
     except ImportError as e:
         raise UsageError(f"{hint} ({e})") from None
+    except Unavailable as e:
+        raise UsageError(f"--verify did not run: {e.strerror or e}. The scripts would run with your permissions "
+                         f"and nothing isolated; '--sandbox none' runs them so anyway, if you trust them") from None
+    except ValueError as e:  # an unknown TFPAR_VERIFY_SANDBOX
+        if "sandbox" not in str(e):
+            raise
+        raise UsageError(f"--verify: {e}") from None
 
 
 # -- main ----------------------------------------------------------------------
@@ -591,8 +606,8 @@ def _main(argv: list[str]) -> int:
         paths = ["-"] if args.stdin_filename else ["."]
     if args.verify and "-" in paths:
         raise UsageError("--verify runs scripts from files; it cannot read standard input")
-    if not args.verify and (script_args or args.max_steps or args.timeout or args.show_output):
-        raise UsageError("--max-steps/--timeout/--show-output and script arguments need --verify")
+    if not args.verify and (script_args or args.max_steps or args.timeout or args.show_output or args.sandbox):
+        raise UsageError("--max-steps/--timeout/--show-output/--sandbox and script arguments need --verify")
     if args.verify and (fix_mode or args.add_noqa):
         raise UsageError("--verify runs the scripts as they are: use it without --fix/--diff/--fix-only/--add-noqa")
     if args.add_noqa and fix_mode:
@@ -677,10 +692,21 @@ def _main(argv: list[str]) -> int:
         if r.error is not None:
             errors.append(r.error)
         findings.extend(r.findings)
-    if not quiet:
-        for r in results:
-            for note in getattr(r, "notes", None) or ():
+    from tfpar_lint import versions
+
+    version_notes: dict[str, dict[str, dict[str, int]]] = {"withheld": {}, "assumed": {}}  # path -> counts
+    for r in results:
+        for note in getattr(r, "notes", None) or ():
+            got = versions.parse_counts(note)
+            if got is not None:
+                version_notes[got[0]][r.path] = got[1]
+            elif not quiet:
                 _warn(f"{r.path}: {note}")
+    run_notes = ([versions.assumed_summary(version_notes["assumed"])] if version_notes["assumed"] else []) + \
+        ([versions.withheld_summary(version_notes["withheld"])] if version_notes["withheld"] else [])
+    if not quiet:
+        for note in run_notes:  # once for the run, not once per file
+            _warn(note)
     if any(getattr(r, "capped", False) for r in results) and not quiet:
         from tfpar_lint.semantic.project import BUDGET_BASE, BUDGET_FACTOR, MAX_MODULES
 
@@ -730,7 +756,7 @@ def _main(argv: list[str]) -> int:
 
     from tfpar_lint.output import Report, write
 
-    report = Report(findings=findings, errors=errors, runs=runs,
+    report = Report(findings=findings, errors=errors, runs=runs, notes=run_notes,
                     verified=args.verify, root=settings.root if settings.config_path else os.getcwd(),
                     unsafe_fixes=args.unsafe_fixes, show_source=args.show_source, verbose=args.verbose)
     if stdin_result is not None and stdin_source is not None:
@@ -1013,7 +1039,9 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
                 lines = lines[-OUTPUT_TAIL_LINES:]
             else:
                 head = f"---- {run.path}: {name} ----"
-            sys.stderr.write(head + "\n" + "\n".join(lines) + "\n")
+            from tfpar_lint.output.base import printable
+
+            sys.stderr.write(printable(head) + "\n" + "\n".join(printable(ln, keep="\t") for ln in lines) + "\n")
 
 
 def _unverified(runs: Sequence[Any], findings: Sequence[Finding]) -> list[Any]:

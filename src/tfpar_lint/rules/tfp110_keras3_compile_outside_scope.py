@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import replicated
 from tfpar_lint.semantic.optimizers import compile_optimizer, has_slots_by_name
@@ -31,7 +32,8 @@ class Keras3CompileOutsideScope(Rule):
             vals = m.infer_at(recv, cs)
             if not vals or not all(v.kind == api.MODEL and v.site is not None for v in vals):
                 continue
-            if not all(m.keras_flavor(v) == "keras" for v in vals):
+            flavors = {m.keras_flavor(v) for v in vals}
+            if not flavors <= {"keras", "unknown"}:
                 continue  # tf_keras (Keras 2) accepts it: measured
             strategies = []
             for v in vals:
@@ -44,6 +46,9 @@ class Keras3CompileOutsideScope(Rule):
                     continue
                 how, name, expr = compile_optimizer(m, cs)
                 if how not in ("name", "default") or not has_slots_by_name(name):
+                    continue
+                if "unknown" in flavors:  # Keras 2 accepts it: no finding without the version
+                    versions.withhold(m, self.CODE)
                     continue
                 given = f"`optimizer={m.code(expr)}`" if how == "name" else \
                     f"no `optimizer=` (the Keras 3 default is `\"{name}\"`)"

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import replicated
 from tfpar_lint.semantic.crossreplica import created_under, replica_fn_traced
@@ -35,7 +36,8 @@ class OptimizerBuiltInFirstStep(Rule):
             if not vals or not all(v.kind == api.OPTIMIZER for v in vals):
                 continue
             for v in vals:
-                if id(v.origin) in done or m.keras_flavor(v) != "keras" or has_slots(v) is not True:
+                flavor = m.keras_flavor(v)
+                if id(v.origin) in done or flavor not in ("keras", "unknown") or has_slots(v) is not True:
                     continue
                 strategies = created_under(m, v)
                 # measured with MirroredStrategy; MultiWorkerMirroredStrategy (one replica per worker) works; TPU not measured
@@ -48,6 +50,9 @@ class OptimizerBuiltInFirstStep(Rule):
                 if not fns or not m.in_replica_fn(cs.scope) or replica_fn_traced(m, fns[0]) is not True:
                     continue
                 done.add(id(v.origin))
+                if flavor == "unknown":  # Keras 2's optimizers build their slots otherwise
+                    versions.withhold(m, self.CODE)
+                    continue
                 yield Report(
                     v.origin,
                     f"`{m.code(v.origin)}` is a Keras 3 optimizer with slot variables, built under the strategy's "

@@ -5,6 +5,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, dotted_name
 from tfpar_lint.semantic.threads import reads
@@ -106,8 +107,12 @@ class ThreadUnlockedReadModifyWrite(Rule):
         if self._locked(m, cs):
             return None
         if f.attr.value in KERAS3_NON_ATOMIC:
-            if not all(m.keras_flavor(v) == "keras" for v in vals):
+            flavors = {m.keras_flavor(v) for v in vals}
+            if not flavors <= {"keras", "unknown"}:
                 return None  # tf.Variable / tf_keras: one atomic update op
+            if "unknown" in flavors:  # Keras 3 only, and no version stated
+                versions.withhold(m, self.CODE)
+                return None
             return Report(
                 cs.node,
                 f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) updates the shared Keras 3 "
@@ -153,8 +158,12 @@ class ThreadUnlockedReadModifyWrite(Rule):
                 f"hold a lock around the read and the write",
                 {"variable": name, "function": fn.name},
             )
-        if not all(m.keras_flavor(v) == "keras" for v in vals):
+        flavors = {m.keras_flavor(v) for v in vals}
+        if not flavors <= {"keras", "unknown"}:
             return None  # tf_keras optimizers and metrics update with an atomic tf.Variable.assign_add
+        if "unknown" in flavors:  # Keras 3 only, and no version stated
+            versions.withhold(m, self.CODE)
+            return None
         if meth == "update_state":
             return Report(
                 cs.node,

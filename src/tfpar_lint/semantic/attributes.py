@@ -247,8 +247,9 @@ class AttributeValues:
         """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
         "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
         ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
-        targeted TensorFlow is 2.16 or later: :mod:`tfpar_lint.versions`), or "" when it is not a
-        Keras object or cannot be told."""
+        targeted TensorFlow is 2.16 or later: :mod:`tfpar_lint.versions`), "unknown" for a Keras
+        object whose Keras depends on a version nothing states, or "" when it is not a Keras object
+        or cannot be told."""
         raw = v.raw_qname
         if not raw and isinstance(v.info, ClassInfo):
             raw = self._keras_base_raw(v.info)
