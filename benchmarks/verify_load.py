@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,9 +53,21 @@ def cpu_load(n: int):
             p.wait()
 
 
+def readable_folder(prefix: str) -> str:
+    """A new temporary folder that every user can read: run as root, the verifier runs a script as
+    the owner of its folder or as an unprivileged user, who must be able to read it."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(folder, 0o755)
+    return folder
+
+
 def truth_rows(realcode: str, seeds: str, folder: str) -> list[tuple[str, str]]:
     """(script path, bad|good) per row of the truth set; seed rows are written into ``folder``."""
-    return [(path, kind) for _rel, kind, path in rows(realcode, seeds, folder)]
+    out = [(path, kind) for _rel, kind, path in rows(realcode, seeds, folder)]
+    for path, _kind in out:
+        if os.path.dirname(path) == folder:
+            os.chmod(path, 0o644)
+    return out
 
 
 def fixtures(which: str) -> list[str]:
@@ -126,11 +139,14 @@ def main() -> int:
     ap.add_argument("--fixtures", choices=("multiworker", "all", "none"), default="multiworker")
     ap.add_argument("--load", type=float, default=2.0, help="spinning processes per CPU during the loaded run")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="tfpar-load-") as tmp:
+    tmp = readable_folder("tfpar-load-")
+    try:
         truth = truth_rows(args.realcode, args.seeds, tmp) if os.path.isdir(os.path.join(args.realcode, "runnable")) \
             else []
         paths = [p for p, _ in truth] + fixtures(args.fixtures)
         res = idle_and_loaded(paths, tmp, args.load)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     for which in ("idle_run", "loaded_run"):
         r = res[which]
         print(f"{which[:-4]:6}: exit {r['exit']}, {r['seconds']:.0f} s, load average {r['load_start']} at the start, "

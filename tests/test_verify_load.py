@@ -39,13 +39,18 @@ def _bench():
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs():
+    import shutil
+
     if not os.path.isfile(os.path.join(REALCODE, "runnable", "RUNNABLE.tsv")) or not os.path.isdir(SEEDS):
         pytest.skip(f"the runnable truth set ({REALCODE}/runnable) or the seeds ({SEEDS}) are not on this machine")
     bench = _bench()
-    folder = str(tmp_path_factory.mktemp("runnable"))
-    truth = bench.truth_rows(REALCODE, SEEDS, folder)
-    res = bench.idle_and_loaded([p for p, _ in truth] + bench.fixtures("multiworker"), folder, load=2.0)
+    folder = bench.readable_folder("tfpar-load-test-")  # pytest's tmp_path is private to its user
+    try:
+        truth = bench.truth_rows(REALCODE, SEEDS, folder)
+        res = bench.idle_and_loaded([p for p, _ in truth] + bench.fixtures("multiworker"), folder, load=2.0)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     res["truth"] = truth
     res["bench"] = bench
     return res
