@@ -41,9 +41,12 @@ def cpu_count() -> int:
 
 @contextlib.contextmanager
 def cpu_load(n: int):
-    """``n`` processes that spin on the CPUs until the block ends (killed by their own ids)."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True:\n    pass"], stdin=subprocess.DEVNULL)
-                for _ in range(n)]
+    """``n`` processes that spin on the CPUs until the block ends (killed by their own ids).  Each in a
+    session of its own, as separate programs are: with the kernel's autogroup scheduling
+    (/proc/sys/kernel/sched_autogroup_enabled) the CPU is shared between sessions, so spinners in one
+    session would weigh as one program however many they are."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True:\n    pass"], stdin=subprocess.DEVNULL,
+                                 start_new_session=True) for _ in range(n)]
     try:
         yield spinners
     finally:

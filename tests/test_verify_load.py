@@ -94,5 +94,27 @@ def test_a_starved_run_says_the_machine_was_too_busy_and_a_hang_does_not(monkeyp
     starved, hung = runs["spin.py"], runs["hang.py"]
     assert starved.status == COULD_NOT_RUN and hung.status == COULD_NOT_RUN
     assert starved.reason.startswith("timeout: the machine was too busy (load average "), starved.reason
-    assert "waited" in starved.reason and "spin.py:4" in starved.reason, starved.reason
+    assert "waited" in starved.reason and "the script was at spin.py:" in starved.reason, starved.reason
     assert hung.reason.startswith("timeout: hung at hang.py:8"), hung.reason
+
+
+def test_the_time_outs_scale_with_the_load_measured_at_the_start(monkeypatch):
+    """busy.measure() sees 2 x CPUs spinning processes (0.1 s of CPU work takes about 2.5 times as long),
+    and a scale of 2.5 turns --timeout 4 into a 10 s deadline, said in the notes and the reason."""
+    from tfpar_lint.verify import busy, verify_findings
+
+    bench = _bench()
+    monkeypatch.delenv("TFPAR_VERIFY_LOAD_SCALE", raising=False)
+    with bench.cpu_load(2 * bench.cpu_count()):
+        import time
+
+        time.sleep(1.0)
+        load = busy.measure()
+    assert load.scale >= 1.5 and not load.forced, load
+    monkeypatch.setenv("TFPAR_VERIFY_LOAD_SCALE", "2.5")
+    assert busy.measure().scale == 2.5
+    hang = os.path.join(ROOT, "tests", "data_verify", "hang.py")
+    (run,) = verify_findings([hang], [], devices="cpu:2", timeout=4.0)
+    assert any("time-outs scaled x2.5" in n and "(--timeout 4 s -> 10 s)" in n for n in run.notes), run.notes
+    assert run.outcome == "hung" and run.seconds >= 9.5, run.summary()
+    assert run.reason.startswith("timeout: hung at hang.py:8") and "killed after 10 s" in run.reason, run.reason
