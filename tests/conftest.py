@@ -18,6 +18,9 @@ SARIF_SCHEMA = REPO_ROOT.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
 # (its gRPC servers would listen on every interface) unless this is set; the cluster tests opt in
 # (a CI runner), and tests/test_verify_contain.py checks the refusal with it unset.
 os.environ.setdefault("TFPAR_VERIFY_EXPOSED_CLUSTER", "1")
+# The verifier's time-outs are the tests' own (sized for the suite's parallel modules, tests/README.md),
+# not scaled with the load the suite itself makes; tests/test_verify_load.py measures the scaling.
+os.environ.setdefault("TFPAR_VERIFY_LOAD_SCALE", "1")
 
 # TFP101: the model is built outside the scope (line 3, col 9) and compiled under it.
 TFP101_SRC = """\

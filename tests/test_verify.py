@@ -246,14 +246,19 @@ def test_crash_reported_with_error(verified):
 
 
 def test_hang_killed_within_timeout(verified):
+    import re
+
     run = _run(verified, HANG)
     (f,) = verified["findings"][HANG]
+    # on a busy machine the time-out is scaled with the load measured at the start, and the notes say so
+    scaled = [re.search(r"time-outs scaled x([\d.]+) \(--timeout [\d.]+ s -> (\d+) s\)", n) for n in run.notes]
+    timeout = next((float(m.group(2)) for m in scaled if m), HANG_TIMEOUT)
     assert run.outcome == "hung" and run.exit_status is None, run.summary()
-    assert run.seconds < HANG_TIMEOUT + 10, run.summary()
-    assert verified["hang_wall"] < HANG_TIMEOUT + 15
+    assert timeout - 1 <= run.seconds < timeout + 10, run.summary()
+    assert verified["hang_wall"] < timeout + 15
     assert run.hang_location.startswith("hang.py:8 in <module>"), run.hang_location
     assert f.verification.status == INCONCLUSIVE
-    assert f.verification.evidence.startswith(f"hung after {HANG_TIMEOUT:.0f} s at hang.py:8"), f.verification.evidence
+    assert f.verification.evidence.startswith(f"hung after {timeout:.0f} s at hang.py:8"), f.verification.evidence
 
 
 def test_two_worker_local_cluster(verified):

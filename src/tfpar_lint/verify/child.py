@@ -207,6 +207,8 @@ def _setup(spec: dict, result: dict) -> Recorder:
     R.worker_index = worker
     R.num_workers = int(spec.get("num_workers", 1) or 1)
     R.sync_dir = spec.get("sync_dir") or None  # local cluster: where the workers agree on when to stop
+    R.load_scale = max(1.0, float(spec.get("load_scale") or 1.0))  # the machine's load (verify/busy.py)
+    R.sync_wait *= R.load_scale
     R.own_tf_config = bool(spec.get("own_tf_config"))  # started without the verifier's TF_CONFIG
     for n in notes:
         R.note(n)

@@ -38,7 +38,7 @@ from typing import Optional
 from tfpar_lint.files import FileTooLarge, NotRegularFile, read_regular
 from tfpar_lint.finding import INCONCLUSIVE, Finding, Verification
 from tfpar_lint import files
-from tfpar_lint.verify import procs, report, sandbox, zygote
+from tfpar_lint.verify import busy, procs, report, sandbox, zygote
 from tfpar_lint.verify import sandbox as sandbox_mod
 from tfpar_lint.verify import procs as procs_mod
 from tfpar_lint.verify.devices import DeviceRequest, host_has_gpu, parse_devices
@@ -257,6 +257,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     req = parse_devices(devices)
     max_steps = max(1, int(max_steps))
     timeout = float(timeout)
+    load = busy.measure()  # the deadlines scale with what the machine is doing
     by_path: dict[str, list[Finding]] = {}
     for f in findings:
         by_path.setdefault(os.path.realpath(f.path), []).append(f)
@@ -312,7 +313,8 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
                root=root, slots=slots, zygote=None, cwd=os.getcwd(), display=display, sandbox=mode,
                sandbox_detail=mode_detail, cancel=threading.Event(), live=set(), live_lock=threading.Lock(),
                marker=f"{os.getpid()}-{os.path.basename(root)}", memory_limit=_memory_limit(),
-               output_cap=_output_cap())
+               output_cap=_output_cap(), load=load, deadline_s=timeout * load.scale,
+               peer_grace=PEER_GRACE * load.scale)
     slots.cancel = ctx["cancel"]
     was_subreaper = sandbox_mod.set_subreaper()  # orphans of the runs come back to this process, not to init
     n_runs = sum((NUM_WORKERS if j.multiworker else 1) * (2 if j.rerun else 1) for j in jobs_list)
@@ -504,7 +506,9 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
         "max_steps": ctx["max_steps"],
         "lines": job.lines,
         "deadline": deadline,
-        "hard_grace": KILL_GRACE + PEER_GRACE + 20,
+        "hard_grace": KILL_GRACE + ctx["peer_grace"] + 20,
+        # the machine's load at the start: the workers' waits for each other, TensorFlow's heartbeats
+        "load_scale": ctx["load"].scale,
         "result": os.path.join(rundir, "result.json"),
         "stacks": os.path.join(rundir, "stacks.txt"),
         "sandbox": ctx["sandbox"],
@@ -693,9 +697,11 @@ def _step_bound_race(data: RunData) -> bool:
 def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
     stem = os.path.splitext(os.path.basename(job.script))[0]
     base = os.path.join(ctx["root"], f"{job.index:03d}-{stem}{'-rerun' if rerun else ''}")
-    timeout = ctx["timeout"]
+    zyg = ctx.get("zygote")
+    if zyg is not None:  # the fork server's own TensorFlow import (slow on a busy machine) is not the run's time
+        zyg.wait_ready(120)
     t0 = time.time()
-    deadline = t0 + timeout
+    deadline = t0 + ctx["deadline_s"]
     seed = FORCED_SEED if job.rerun else None
     running: list[_Proc] = []
     notes: list[str] = []
@@ -740,7 +746,12 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
 
 def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: float, deadline: float) -> RunData:
     procs = procs_
-    timeout = ctx["timeout"]
+    timeout = ctx["deadline_s"]  # --timeout, scaled for the machine's load
+    grace = ctx["peer_grace"]
+    load: busy.Load = ctx["load"]
+    if load.scale > 1:
+        notes.append(f"{load.describe()} (--timeout {ctx['timeout']:g} s -> {timeout:.0f} s)")
+    sampler = busy.Sampler()
     limit = ctx["memory_limit"]
     next_mem = 0.0
     hung = False
@@ -753,11 +764,11 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
         now = time.time()
         failed = [p for p in procs if p.p.poll() not in (None, 0)]
         if failed and peer_deadline is None and len(procs) > 1:
-            peer_deadline = now + PEER_GRACE
+            peer_deadline = now + grace
         if peer_deadline is not None and now >= peer_deadline:
             for p in alive:
-                _kill_group(p, f"still running {PEER_GRACE:.0f} s after worker {failed[0].worker} failed")
-                notes.append(f"worker {p.worker} killed {PEER_GRACE:.0f} s after worker {failed[0].worker} failed "
+                _kill_group(p, f"still running {grace:.0f} s after worker {failed[0].worker} failed")
+                notes.append(f"worker {p.worker} killed {grace:.0f} s after worker {failed[0].worker} failed "
                              f"(blocked waiting for its peer)")
             continue
         if now >= deadline + 0.3:
@@ -771,6 +782,9 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
             continue
         if now >= next_mem:
             next_mem = now + 0.5
+            # every process of the run: below the ones started, or carrying its marker
+            sampler.sample(procs_mod.descendants([p.p.pid for p in alive if _same(p)]) |
+                           procs_mod.with_marker(ctx["marker"] + "/" + os.path.relpath(base, ctx["root"])))
             for p in alive:
                 if not _same(p):  # ended a moment ago (its exit is on its way): not another process's memory
                     continue
@@ -833,6 +847,8 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
     data.exit_codes = [p.p.returncode for p in procs]  # type: ignore[attr-defined]
     data.killed = [p.killed for p in procs]  # type: ignore[attr-defined]
     data.driver_notes = notes  # type: ignore[attr-defined]
+    data.busy = sampler.figures()  # type: ignore[attr-defined]
+    data.load_scale = load.scale  # type: ignore[attr-defined]
     data.rundir = base  # type: ignore[attr-defined]
     data.interrupted = any(p.kill_reason == "interrupted" for p in procs)  # type: ignore[attr-defined]
     data.outputs = [_outputs(p, ctx["output_cap"]) for p in procs]  # type: ignore[attr-defined]

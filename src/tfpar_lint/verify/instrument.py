@@ -128,6 +128,36 @@ def _install_strategies(R: Recorder, tf_config: str | None, split_gpu: bool) -> 
             return __init__
 
         patch(car.CollectiveAllReduceStrategy, "__init__", make_mwms)
+        if R.load_scale > 1:
+            _scale_coordination(R.load_scale)
+
+
+COORDINATION_DEFAULT_MS = 10_000  # TensorFlow's shutdown-barrier time-out (the TSL default)
+
+
+def _scale_coordination(scale: float) -> None:
+    """On a busy machine a worker reaches the end of a correct script later than its peer waits for
+    it at the shutdown barrier (the work after the last collective stretches with the load), and the
+    cluster falls apart: the local cluster's coordination service gets that time-out scaled with the
+    load (where the strategy leaves it at TensorFlow's default).  The heartbeat time-out is left as it
+    is: a busy machine delays a thread by milliseconds, not by 10 s, and a longer one would only make
+    every worker whose peer has gone wait longer."""
+    from tensorflow.python.eager import context as context_mod
+
+    ms = int(COORDINATION_DEFAULT_MS * scale)
+    order = ("service_type", "service_leader", "enable_health_check", "cluster_register_timeout_in_ms",
+             "heartbeat_timeout_in_ms", "shutdown_barrier_timeout_in_ms")
+
+    def make(orig):
+        def configure_coordination_service(self, *args, **kwargs):
+            for name in ("shutdown_barrier_timeout_in_ms",):
+                if len(args) <= order.index(name) and not kwargs.get(name):
+                    kwargs[name] = ms
+            return orig(self, *args, **kwargs)
+
+        return configure_coordination_service
+
+    patch(context_mod.Context, "configure_coordination_service", make)
 
 
 def _short(devs) -> str:

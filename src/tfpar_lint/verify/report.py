@@ -22,7 +22,8 @@ from typing import Optional
 from tfpar_lint.finding import (CONFIRMED, COULD_NOT_RUN, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding,
                                 Verification)
 from tfpar_lint.verify import probes as probes_pkg
-from tfpar_lint.verify.probes import RunData
+from tfpar_lint.verify import symptoms
+from tfpar_lint.verify.probes import RunData, error_matches
 from tfpar_lint.verify.result import FAMILIES, FamilyObservation, ScriptRun, family_of
 
 FORCED_SEED = 1234  # the global (and numpy) seed of a run that is compared with a second run
@@ -90,12 +91,21 @@ def script_verdict(data: RunData, statuses: list[str]) -> tuple[str, str]:
 
 def not_run_reason(data: RunData) -> str:
     """Why the run proves nothing: ``import error: ModuleNotFoundError: ... (x.py:3)``, ``timeout: hung at
-    x.py:9 in <module>; killed after 30 s``, ``crash: ...``, ``not run: ...``."""
+    x.py:9 in <module>; killed after 30 s``, ``crash: ...``, ``not run: ...``; a time-out, or a local cluster
+    whose workers lost each other, on a machine that starved the run: ``the machine was too busy: ...``."""
+    starved = too_busy(data)
     if data.outcome == "hung":
         where = f"hung at {data.hang}" if data.hang else "hung"
+        if starved:
+            at = f" at {data.hang}" if data.hang else ""
+            return (f"timeout: the machine was too busy ({starved}); the script was{at} when it was killed after "
+                    f"{data.hang_seconds or data.seconds:.0f} s (--timeout)")
         return f"timeout: {where}; killed after {data.hang_seconds or data.seconds:.0f} s (--timeout)"
     err = data.error or {}
     text = data.error_text() or "no result"
+    if starved and len(data.workers) > 1 and any(error_matches(e, [symptoms.pattern("peer-failed")])
+                                                 for e in data.all_errors()):
+        return f"the machine was too busy ({starved}): the workers of the local cluster lost each other: {text}"
     steps = max([(w or {}).get("steps", 0) or 0 for w in data.workers] or [0])
     after = f" after {steps} step{'s' if steps != 1 else ''}" if steps else " before any training step"
     if err.get("type") in _IMPORT_ERRORS:
@@ -107,6 +117,15 @@ def not_run_reason(data: RunData) -> str:
     if err.get("type") == "SystemExit":
         return f"exited{after}: {text}"
     return f"crash{after}: {text}"
+
+
+def too_busy(data: RunData) -> str:
+    """The figures of a run the machine starved (its threads waited for a CPU at least as long as they
+    ran: verify/busy.py), or ""."""
+    from tfpar_lint.verify import busy
+
+    fig = getattr(data, "busy", None)
+    return busy.describe_run(fig, getattr(data, "load_scale", 1.0)) if busy.too_busy(fig) else ""
 
 
 def judge(f: Finding, data: RunData) -> tuple[str, str]:
@@ -125,7 +144,9 @@ def judge(f: Finding, data: RunData) -> tuple[str, str]:
     if data.outcome == "hung":
         where = f" at {data.hang}" if data.hang else ""
         before = f" before line {f.line} ran" if ran is False else ""
-        return INCONCLUSIVE, f"hung after {data.hang_seconds or data.seconds:.0f} s{where}{before}"
+        starved = too_busy(data)
+        busy_note = f" (the machine was too busy: {starved})" if starved else ""
+        return INCONCLUSIVE, f"hung after {data.hang_seconds or data.seconds:.0f} s{where}{before}{busy_note}"
     if ran is False:
         if err:
             return INCONCLUSIVE, f"the script failed before line {f.line} ran: {err}"
@@ -163,6 +184,14 @@ def _seen(data: RunData) -> list:
     return out
 
 
+def _all_seen(name: str, data: RunData) -> list:
+    """Everything probe ``name`` saw (mistakes not located as findings of their own too)."""
+    try:
+        return list(probes_pkg._seen_of(name, data))  # noqa: SLF001 - the probes' cache of what they saw
+    except Exception:  # pragma: no cover - a probe bug must not lose the run
+        return []
+
+
 def runtime_findings(job, data: RunData, display: str) -> list[Finding]:
     """Mistakes the run showed that no static finding covers, as findings of their own
     (verdict RUNTIME).  A static finding of the same family on the line where the mistake
@@ -173,7 +202,11 @@ def runtime_findings(job, data: RunData, display: str) -> list[Finding]:
     rules = registry.rules_by_code()
     back = {v: k for k, v in job.cell_map.items()} if job.cell_map else {}
     out: list[Finding] = []
-    for s in _seen(data):
+    seen = _seen(data)
+    # a crash with a mistake's own error (verify/symptoms.py) that no probe tied to a finding yet
+    crash = [s for s in symptoms.crash_seen(data, [x for name in FAMILIES.values() for x in _all_seen(name, data)],
+                                            job.findings) if (s.code, s.line) not in {(x.code, x.line) for x in seen}]
+    for s in seen + crash:
         fam = s.code[:4]
         near = set(range(s.line - 1, s.line + 2)) | set(s.lines)
         covered = False

@@ -102,6 +102,7 @@ class Recorder:
         self.sync_dir: Optional[str] = None
         self.num_workers = 1
         self.sync_wait = SYNC_WAIT
+        self.load_scale = 1.0  # how busy the machine was at the start (verify/busy.py): waits scale with it
 
     # ------------------------------------------------------------ markers
     def mark(self, mid: int, value: Any = None) -> Any:

@@ -103,14 +103,17 @@ class RunData:
         if not e:
             return ""
         where = f" ({e['location']})" if e.get("location") else ""
+        import re
+
         raw = str(e.get("message", ""))
         if "in user code:" in raw:
             # AutoGraph's message: frames, then the original error on its own line.
-            import re
-
             inner = re.findall(r"^\s*(\w+(?:Error|Exception|Exit)): (.+)$", raw, re.M)
             if inner:
                 raw = f"{inner[-1][1]}"
+        elif raw.lstrip().startswith("Graph execution error"):
+            raw = _graph_error_core(raw) or raw
+        raw = re.sub(r"^\s*\{\{function_node [^}]*\}\}\s*", "", raw)  # the op's name, before its error
         msg = " ".join(raw.split())
         if len(msg) > 300:
             msg = msg[:300] + "..."
@@ -134,6 +137,22 @@ class RunData:
         s = max(sts, key=lambda s: s.get("replicas", 0))
         n = s.get("replicas", 0)
         return f"{s.get('type', 'strategy')} with {n} replica{'s' if n != 1 else ''}"
+
+
+def _graph_error_core(raw: str) -> str:
+    """TensorFlow's own error in a ``Graph execution error``: the line after the frames of the node
+    (``(0) INVALID_ARGUMENT:  You must feed ...`` -> ``You must feed ...``), without the op names."""
+    import re
+
+    for ln in raw.splitlines():
+        t = ln.strip()
+        if not t or t.startswith(("Graph execution error", "Detected at node", "File ", "Node:", "[[")) or \
+                re.match(r"\d+ root error\(s\) found", t):
+            continue
+        if ln.startswith((" ", "\t")) and not re.match(r"\s*\(\d+\) ", ln):
+            continue  # a frame's source line
+        return re.sub(r"^\(\d+\)\s+[A-Z_]+:\s+", "", t)
+    return ""
 
 
 # ------------------------------------------------------------ what a probe saw
@@ -254,6 +273,7 @@ def judge(name: str, finding, run: RunData) -> Optional[tuple[str, str]]:
     """The verdict of a static finding of probe ``name``'s family, or None (the report then says
     why it is INCONCLUSIVE: the line never ran, the run failed first, ...)."""
     from tfpar_lint.finding import NOT_REPRODUCED
+    from tfpar_lint.verify import symptoms
 
     verdict = judge_from(_seen_of(name, run), finding)
     if verdict is not None:
@@ -265,7 +285,7 @@ def judge(name: str, finding, run: RunData) -> Optional[tuple[str, str]]:
             return NOT_REPRODUCED, f"line {line} ran on {run.ctx()}: {mod.WHEN_RAN[finding.code]}"
         if finding.code in getattr(mod, "ERRORS", {}):
             return NOT_REPRODUCED, (f"line {line} ran on {run.ctx()} without TensorFlow's error "
-                                    f"{mod.ERRORS[finding.code][0]!r}")
+                                    f"{symptoms.quote_for(mod.ERRORS[finding.code][0])!r}")
     return None
 
 

@@ -22,16 +22,12 @@ import ast
 from typing import Any
 
 from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify import symptoms
 from tfpar_lint.verify.probes import Seen, errors_seen
 
 CODES = "TFP7xx"
 
-ERRORS = {
-    "TFP702": [r"A non-persistent GradientTape can only be used to compute one set of gradients"],
-    "TFP703": [r"Unknown variable: .*This optimizer can only be called for the variables it was originally built with",
-               r"optimizer can only be called for the variables it was originally built with"],
-    "TFP705": [r"'(Symbolic)?Tensor' object has no attribute 'numpy'"],
-}
+ERRORS = symptoms.errors("tape-reused", "optimizer-unknown-variable", "numpy-while-tracing")
 
 
 def install(R) -> None:  # everything needed is recorded by instrument.py

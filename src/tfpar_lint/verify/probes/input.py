@@ -25,6 +25,7 @@ import re
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify import symptoms
 from tfpar_lint.verify.probes import Seen, error_line
 
 CODES = "TFP2xx"
@@ -737,8 +738,7 @@ def _read_summary(run) -> Optional[str]:
     return f"the {len(per_worker)} workers read disjoint data ({' and '.join(map(str, n))} per-replica batches)"
 
 
-_SHARD_ERRORS = (r"shardable source|auto_shard_policy|AutoShardPolicy|aren't enough elements in this dataset for "
-                 r"each shard|FILE-based sharding|sharding.*fil")
+_SHARD_ERRORS = symptoms.pattern("auto-shard")
 
 
 def _dff_symptom(d, multiworker: bool = False) -> tuple[Optional[str], bool]:
@@ -1011,8 +1011,7 @@ def seen(run) -> list[Seen]:
 
 
 # TFP209: TensorFlow's shape errors when the global batch sizes a per-replica tensor
-SHAPE_ERRORS = [r"Cannot reshape a tensor with", r"Dimensions must be equal", r"must be evenly divisible",
-                r"Dimension \d+ in both shapes must be equal", r"Incompatible shapes", r"ConcatOp : Dimension"]
+SHAPE_ERRORS = [symptoms.pattern("global-batch-shape")]
 WHEN_RAN = {"TFP209": "no shape error (a size that is only counted, like `tf.range`, fails silently: not observed)"}
 
 

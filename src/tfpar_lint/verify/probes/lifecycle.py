@@ -26,16 +26,14 @@ import os
 from typing import Any
 
 from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify import symptoms
 from tfpar_lint.verify.probes import Seen, error_matches, errors_seen
 
 CODES = "TFP6xx"
 
-ERRORS = {
-    "TFP601": [r"Collective ops must be configured at program startup"],
-    "TFP606": [r"Attempt to convert a value \(PerReplica", r"unsupported type \(<class '[\w.]*PerReplica'>\)"],
-}
+ERRORS = symptoms.errors("collectives-configured-late", "keras3-fit-per-replica")
 _MWMS = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy", "_CollectiveAllReduceStrategyExperimental")
-_PEER_FAILED = [r"UnavailableError", r"Collective ops is aborted", r"DeadlineExceeded", r"tasks are unhealthy"]
+_PEER_FAILED = [symptoms.pattern("peer-failed")]
 
 
 # =================================================================== child

@@ -36,19 +36,17 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify import symptoms
 from tfpar_lint.verify.probes import Seen, errors_seen
 
 CODES = "TFP5xx"
 TOLERANCE = 0.05  # |ratio - 1| below this is "the same"
 
-_TFK_REDUCTION = (r"Please use `tf\.keras\.losses\.Reduction\.SUM` or `tf\.keras\.losses\.Reduction\.NONE`"
-                  r"|reduction.*(is not supported|should be).*(distribut|strategy)")
-ERRORS = {"TFP502": [_TFK_REDUCTION],
-          # tf.reduce_mean (or another op) of a PerReplica value outside strategy.run
-          "TFP506": [r"using a PerReplica object while not inside a replica context"],
-          # one gradient tensor shared by every replica, all-reduced by the optimizer (measured, TF 2.21:
-          # Keras 3 inside a tf.function; tf_keras in its all-reduce)
-          "TFP513": [r"destinations can not be empty", r"IndexError: tuple index out of range.*_all_reduce_sum_fn"]}
+ERRORS = symptoms.errors("keras2-loss-reduction",
+                         # tf.reduce_mean (or another op) of a PerReplica value outside strategy.run
+                         "per-replica-outside-replica-context",
+                         # one gradient tensor shared by every replica, all-reduced by the optimizer
+                         "gradients-outside-replicas")
 
 
 # =================================================================== child

@@ -21,31 +21,25 @@ import threading
 from typing import Any, Optional
 
 from tfpar_lint.finding import INCONCLUSIVE, NOT_REPRODUCED
+from tfpar_lint.verify import symptoms
 from tfpar_lint.verify.probes import Seen, error_line, error_matches, errors_seen
 
 CODES = "TFP1xx"
 
 # ------------------------------------------------------------------ errors
-# TensorFlow / Keras error texts that are the symptom of each rule.
-_COLOCATE = r"colocate_vars_with` must only be passed a variable created in this tf\.distribute\.Strategy\.scope"
-_NOT_IN_SCOPE = r"was not created in the distribution strategy scope"
-_MIXING = r"Mixing different tf\.distribute\.Strategy objects"
-_SLOT = r"Trying to create optimizer slot variable under the scope for tf\.distribute\.Strategy"
-_METRIC = r"passed to model\.compile was created inside of a different distribution strategy scope"
-_NEED_SCOPE = r"Need to be inside \"with strategy\.scope\(\)\""
+# TensorFlow / Keras error texts that are the symptom of each rule (the table: verify/symptoms.py).
 # (error_matches reads the message, then the functions the error passed through)
-_UPDATE_ASSERT = r"^AssertionError\b.*(_distributed_tf_update_step|_update_step_xla|extended\.update|update_step)"
-_CROSS_REPLICA = r"(cross-replica context|replica context).*(not supported|only supported|should be called)"
+_COLOCATE = symptoms.pattern("colocate")
+_NOT_IN_SCOPE = symptoms.pattern("not-in-scope")
+_MIXING = symptoms.pattern("mixing")
+_SLOT = symptoms.pattern("slot")
+_METRIC = symptoms.pattern("metric")
+_NEED_SCOPE = symptoms.pattern("need-scope")
+_UPDATE_ASSERT = symptoms.pattern("update-assert")
+_SCOPE_KEYS = ("colocate", "not-in-scope", "update-assert", "mixing", "slot", "metric", "need-scope")
 
-SYMPTOMS: dict[str, list[str]] = {
-    "TFP101": [_COLOCATE, _NOT_IN_SCOPE, _UPDATE_ASSERT, _MIXING],
-    "TFP102": [_MIXING, _NOT_IN_SCOPE, _COLOCATE],
-    "TFP103": [_METRIC, _NOT_IN_SCOPE, _COLOCATE],
-    "TFP104": [_SLOT, _NOT_IN_SCOPE],
-    "TFP105": [_COLOCATE, _NOT_IN_SCOPE, _UPDATE_ASSERT],
-    "TFP106": [_NEED_SCOPE, _SLOT],
-    "TFP109": [_MIXING],
-}
+SYMPTOMS: dict[str, list[str]] = {code: symptoms.patterns_of(code, _SCOPE_KEYS) for code in (
+    "TFP101", "TFP102", "TFP103", "TFP104", "TFP105", "TFP106", "TFP109")}
 ALL_SYMPTOMS = sorted({p for ps in SYMPTOMS.values() for p in ps})
 
 # Which recorded object kinds each rule is about.
@@ -723,7 +717,8 @@ def _describe_plain(run, vs: list[dict]) -> str:
 
 # The rule an error text points to when it is seen without a finding (a pattern several
 # rules share falls back to the kind of the object created outside the scope, else TFP101).
-_ERROR_CODE = {_MIXING: "TFP109", _NEED_SCOPE: "TFP106", _SLOT: "TFP106", _METRIC: "TFP103"}
+# the rule an error names by itself (the first of its symptom); the others depend on the object it concerns
+_ERROR_CODE = {symptoms.pattern(k): symptoms.BY_KEY[k].codes[0] for k in ("mixing", "need-scope", "slot", "metric")}
 _KIND_CODE = {"model": "TFP101", "optimizer": "TFP102", "metric": "TFP103", "variable": "TFP105"}
 # the codes about objects created outside the scope, and the kinds each is about
 _OBJECT_CODES = ("TFP101", "TFP102", "TFP103", "TFP105")
@@ -940,11 +935,10 @@ def seen(run) -> list[Seen]:
 
 
 # ------------------------------------------------------------ issue 19: TFP110-TFP113
-_CROSS_REPLICA_STEP = [r"DistributedVariable\.handle is not available outside the replica context",
-                       r"SyncOnReadVariable does not support `assign_add` in cross-replica context",
-                       r"cannot be called in cross-replica context", _NEED_SCOPE]
-_PLACEHOLDER = r"You must feed a value for placeholder tensor"
-_SHADOW_TYPE = r"tuple indices must be integers or slices, not \w*Variable"
+_CROSS_REPLICA_STEP = [symptoms.pattern(k) for k in ("handle-outside-replica", "sync-on-read-cross-replica",
+                                                     "cross-replica-call", "need-scope")]
+_PLACEHOLDER = symptoms.pattern("lazy-slots-placeholder")
+_SHADOW_TYPE = symptoms.pattern("shadow-variables")
 WHEN_RAN.update({
     "TFP111": "no cross-replica error",
     "TFP112": "no shadow-variable error",
