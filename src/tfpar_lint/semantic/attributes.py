@@ -10,7 +10,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint import versions
-from tfpar_lint.semantic.model import ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.model import ATTRIBUTE, UNBOUND, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value, lost
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module  # noqa: F401
@@ -179,7 +179,7 @@ class AttributeValues:
                     continue
                 bs = cls.attrs.get(attr) if cls is not None else None
                 if not bs:
-                    return [UNKNOWN]
+                    return [lost(ATTRIBUTE)]
                 for b in bs:
                     out.extend(self.binding_values(b))
             return out or [UNKNOWN]
@@ -188,7 +188,7 @@ class AttributeValues:
             if v.kind not in (api.MODEL, api.LAYER) and not (
                     attr in api.VARIABLE_LIST_ATTRS and isinstance(v.info, ClassInfo) and v.kind != api.CLASS
                     and self._tf_module_class(v.info)):
-                return [UNKNOWN]
+                return [lost(ATTRIBUTE)]
             kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
             # the variables belong to the object: they share its origin and creation context
             out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
@@ -215,7 +215,7 @@ class AttributeValues:
         other = v.info
         bs = other.lookup(attr, other.scope, 10**9)
         if not bs:
-            return [UNKNOWN]
+            return [lost(UNBOUND)]
         out: list[Value] = []
         for b in bs:
             out.extend(other.binding_values(b))
@@ -239,7 +239,7 @@ class AttributeValues:
         vals = self._module_attr(module, rest[0])
         for attr in rest[1:]:  # pkg.mod.obj.attr: the chain, member by member
             if all(v.kind == api.UNKNOWN and v.info is None for v in vals):
-                return [UNKNOWN]
+                return [lost(ATTRIBUTE)]
             vals = self._attr_values(vals, attr)
         return vals
 

@@ -8,7 +8,7 @@ from typing import Optional, TYPE_CHECKING
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import Binding, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.model import CONTAINER, Binding, Scope, Value, lost
 from tfpar_lint.semantic.nodes import arg, literal_str
 from tfpar_lint.semantic.parameters import _made_object
 
@@ -44,7 +44,7 @@ class ContainerValues:
         if v.kind == api.PLAIN_ITERATOR or _made_object(v):
             # drawn from something no distribution API made (next(iter(train_generator)))
             return Value(api.BATCH, origin=node, site=site, source=v)
-        return UNKNOWN
+        return lost(CONTAINER)
 
     def container_items(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
                         key: object = None, _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:

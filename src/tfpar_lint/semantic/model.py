@@ -142,10 +142,32 @@ class Value:
     raw_qname: str = ""
     info: Any = None  # FunctionInfo / ClassInfo / extra payload
     source: Optional["Value"] = None  # datasets/iterators/elements: what they were drawn from
+    # an unknown value that is no value at all (no origin): why the analysis lost it (one of
+    # LOSS_REASONS; "" when nothing was lost: a literal, arithmetic, a function's implicit None)
+    why: str = ""
 
     def is_(self, *kinds: str) -> bool:
         return self.kind in kinds
 
 
 UNKNOWN = Value(api.UNKNOWN)
+
+# Why a question about a value got no value (the census of lost values, semantic/census.py)
+UNBOUND = "unbound name"
+CALLEE = "unknown callee"
+CONTAINER = "container"
+KWARGS = "**kwargs"
+ATTRIBUTE = "attribute of unknown class"
+DECORATOR = "decorator"
+PATH_CAP = "path cap"
+MODULE_CAP = "module cap"
+DEPTH_CAP = "depth cap"
+PARAMETER = "parameter of unseen callers"
+LOSS_REASONS = (UNBOUND, CALLEE, CONTAINER, KWARGS, ATTRIBUTE, DECORATOR, PATH_CAP, MODULE_CAP, DEPTH_CAP, PARAMETER)
+_LOST = {r: Value(api.UNKNOWN, why=r) for r in LOSS_REASONS}
+
+
+def lost(reason: str) -> Value:
+    """The unknown value a question gets when the analysis lost the value for ``reason``."""
+    return _LOST[reason]
 

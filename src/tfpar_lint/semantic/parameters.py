@@ -8,7 +8,8 @@ from typing import Optional, TYPE_CHECKING
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import Binding, CallSite, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.model import (CONTAINER, PARAMETER, UNBOUND, Binding, CallSite, ClassInfo, FunctionInfo,
+                                        Scope, UNKNOWN, Value, lost)
 from tfpar_lint.semantic.nodes import arg, dotted_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +34,7 @@ class BindingValues:
             if got is not None:
                 return got
             if not b.qname or b.qname.startswith("."):
-                return [UNKNOWN]
+                return [lost(UNBOUND)]  # a module of the project that was not read
             q = api.canonical(b.qname)
             return [Value(api.API, q, raw_qname=b.qname, origin=b.node)]
         if k == "def":
@@ -60,14 +61,14 @@ class BindingValues:
                 if b.path[:1] == (1,):
                     els = self.elements(arg(it, 0), b.scope, b.order, b.node, None)
                     return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
-                return [UNKNOWN]
+                return [lost(CONTAINER)]
             if builtin == "zip":  # for g, v in zip(grads, model.trainable_variables)
                 if b.path and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
                     els = self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
                     return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
-                return [UNKNOWN]
+                return [lost(CONTAINER)]
             if b.path:
-                return [UNKNOWN] if self.container_items(it, b.scope, b.order) is not None else \
+                return [lost(CONTAINER)] if self.container_items(it, b.scope, b.order) is not None else \
                     [self._unpack(self._element_of(v, b.node, None), b) for v in self.infer(it, b.scope, b.order)]
             # for ds in [train_ds, eval_ds] / datasets.values() / model.trainable_variables / a dataset
             return self.elements(it, b.scope, b.order, b.node, None)
@@ -90,7 +91,7 @@ class BindingValues:
             target = _target_name(b)
             if target is not None:
                 return Value(api.UNKNOWN, v.qname, origin=target, site=v.site, raw_qname=v.raw_qname)
-        return UNKNOWN
+        return lost(CONTAINER)
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
         if ann is None:
@@ -133,7 +134,7 @@ class BindingValues:
         out: list[Value] = []
         for e, scope, order, site in args:
             out.extend(self.infer(e, scope, order, site))
-        return out or [UNKNOWN]
+        return out or [lost(PARAMETER)]
 
     def param_args(self, b: Binding) -> Optional[list[tuple[cst.BaseExpression, Scope, int, Optional[CallSite]]]]:
         """The expressions a parameter receives, as (expr, scope, order, call site): the

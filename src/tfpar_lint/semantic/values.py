@@ -7,13 +7,15 @@ silent on it.  Inference never recurses without bound: past ``MAX_DEPTH`` nested
 answer is ``UNKNOWN``."""
 from __future__ import annotations
 
+import builtins
 import threading
 from typing import Callable, Optional, TYPE_CHECKING
 
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import CallSite, FunctionInfo, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.model import (CALLEE, CONTAINER, DEPTH_CAP, UNBOUND, ATTRIBUTE, CallSite, FunctionInfo, Scope,
+                                        UNKNOWN, Value, lost)
 from tfpar_lint.semantic.attributes import AttributeValues
 from tfpar_lint.semantic.containers import ContainerValues, _subscript_key
 from tfpar_lint.semantic.nodes import arg
@@ -29,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
 MAX_DEPTH = 100
 _NESTED = threading.local()  # questions open on this thread, in every module
 NONE = Value(api.NONE)
+BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__", "__path__",
+                                        "get_ipython", "display"}
 
 
 def open_questions() -> int:
@@ -78,14 +82,16 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             return got
         # the nesting counts across the project's modules too (each has its own Inference)
         depth = getattr(_NESTED, "n", 0)
-        if key in self._in_progress or depth >= MAX_DEPTH:
-            return [UNKNOWN]
+        if key in self._in_progress:
+            return [UNKNOWN]  # a cycle of questions
+        if depth >= MAX_DEPTH:
+            return [lost(DEPTH_CAP)]
         self._in_progress.add(key)
         _NESTED.n = depth + 1
         try:
             vals = compute() or [UNKNOWN]
         except RecursionError:
-            return [UNKNOWN]
+            return [lost(DEPTH_CAP)]
         finally:
             self._in_progress.discard(key)
             _NESTED.n = depth
@@ -109,7 +115,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         if isinstance(expr, cst.Name):
             bs = self.m.lookup(expr.value, scope, order)
             if not bs:
-                return [UNKNOWN]
+                return [UNKNOWN if expr.value in BUILTINS else lost(UNBOUND)]
             out: list[Value] = []
             for b in bs:
                 out.extend(self.binding_values(b))
@@ -137,7 +143,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                         out.extend(self.binding_values(b))
                     return out
                 inherited = self._base_member(fn.cls, attr)  # a method or attribute of a base class here
-                return inherited if inherited is not None else [UNKNOWN]
+                return inherited if inherited is not None else [lost(ATTRIBUTE)]
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
                 return inst
@@ -159,7 +165,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 return list(base)
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
-            return [UNKNOWN]
+            return [lost(CONTAINER)]
         if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
             # `strategy or tf.distribute.get_strategy()`: either operand
             return self.infer(expr.left, scope, order) + self.infer(expr.right, scope, order)
@@ -244,7 +250,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             fns = self.m.resolve_function(call, scope, order)
             if fns:
                 return [Value(api.FUNCTION, info=fn, origin=fn.node) for fn in fns]
-            return [UNKNOWN]
+            return [lost(CALLEE)]
         if q in api.V1_ITERATOR_FACTORIES:
             # tf.compat.v1.data.make_one_shot_iterator(ds): an iterator of ds
             return [Value(api.ITERATOR, origin=call, site=site, source=v) if v.kind == api.DATASET else UNKNOWN
@@ -274,14 +280,14 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 elif _made_object(v):  # iter(train_generator): a Keras iterator, a generator, an array
                     out.append(Value(api.PLAIN_ITERATOR, origin=call, site=site, source=v))
                 else:
-                    out.append(UNKNOWN)
+                    out.append(lost(CONTAINER))
             return out
         if name == "next":
             src = arg(call, 0)
             return [self._element_of(v, call, site) for v in self.infer(src, scope, order)]
         if name in ("enumerate", "zip", "list", "tuple", "reversed", "sorted"):
-            return [UNKNOWN]
-        return [UNKNOWN]
+            return [lost(CONTAINER)]
+        return [UNKNOWN if name in BUILTINS else lost(UNBOUND)]
 
     def _infer_method(self, rv: Value, meth: str, call, scope, order, site) -> Value:
         k = rv.kind
