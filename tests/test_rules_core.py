@@ -161,6 +161,15 @@ def test_strategy_parameter_known_by_its_use():
             model.compile(loss="mse")
     """
     assert codes(src) == [(4, "TFP101")]
+    # an attribute of what an unknown (unbound) helper returns: a strategy by its use too
+    src = """
+    import keras
+    strategy = load_config().strategy
+    model = keras.Sequential()
+    with strategy.scope():
+        model.compile(loss="mse")
+    """
+    assert codes(src) == [(4, "TFP101")]
 
 
 # --------------------------------------------------------------------------- precision
@@ -182,7 +191,7 @@ SILENT = {
         import keras
         strategy = load_config().strategy
         model = keras.Sequential()
-        with strategy.scope():
+        with strategy.session():
             model.compile(loss="mse")
         """,
     "builder called inside the scope": """

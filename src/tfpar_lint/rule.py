@@ -32,9 +32,9 @@ class Report:
         self.related = related
 
 
-# A strategy is made here, or used (a receiver the module cannot resolve is a strategy by its use:
-# ``semantic.contexts.strategy_by_use``, and semantic/uses.py: its scope entered, data distributed,
-# a replica function run, a ReduceOp reduction).
+# A strategy is made here, or used (a receiver the module cannot resolve is a strategy by its use,
+# semantic/kinds.py: its scope entered, data distributed, a replica function run, a ReduceOp
+# reduction).
 STRATEGY_MARKERS: tuple[str, ...] = ("Strategy", "get_strategy", "strategy", "num_replicas_in_sync",
                                      "experimental_run", "ReduceOp", ".scope():", "distribute_dataset",
                                      "distribute_datasets_from_function", "call_for_each_replica")

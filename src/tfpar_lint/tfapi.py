@@ -517,6 +517,8 @@ STATELESS_RNG_EXTRA = frozenset(
 # strategy methods that run a function on every replica; TF 1.x's ``experimental_run(fn, iterator)``
 # hands ``fn`` the iterator's next element instead of ``args=``
 RUN_METHODS = frozenset({"run", "experimental_run_v2", "experimental_run"})
+# makes a strategy the global default: every variable created after it is in its scope
+SET_STRATEGY = frozenset({"tensorflow.distribute.experimental_set_strategy"})
 DISTRIBUTE_DATASET_METHODS = frozenset({"experimental_distribute_dataset"})
 DISTRIBUTE_FN_METHODS = frozenset({"distribute_datasets_from_function", "experimental_distribute_datasets_from_function"})
 DISTRIBUTE_VALUES_METHODS = frozenset({"experimental_distribute_values_from_function"})

@@ -7,6 +7,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import Value, arg, is_constant, one_replica, replicated
+from tfpar_lint.semantic.kinds import Kinds
 
 
 def _path(m, vals: list[Value]) -> str:
@@ -26,9 +27,7 @@ def _path(m, vals: list[Value]) -> str:
 
 def _array(v: Value) -> bool:
     """An array a data library made (``np.load(...)``, ``pd.read_csv(...)``): whole, on the host."""
-    from tfpar_lint.semantic.inputs import DATA_LIBRARIES
-
-    return v.kind == api.UNKNOWN and isinstance(v.origin, cst.Call) and v.qname.split(".", 1)[0] in DATA_LIBRARIES
+    return Kinds.is_array(v)
 
 
 def _maker(v: Value):

@@ -44,7 +44,7 @@ from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
 )
 from tfpar_lint.semantic.inputs import Inputs
 from tfpar_lint.semantic.threads import Threads
-from tfpar_lint.semantic.uses import Uses
+from tfpar_lint.semantic.kinds import Kinds
 from tfpar_lint.semantic.values import Inference
 
 # ============================================================================ strategy facts
@@ -96,9 +96,10 @@ _DELEGATES = {
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
-                 "strategies", "strategy_method_calls", "strategy_by_use", "receiver_key", "exclusive", "caught",
+                 "strategies", "strategy_method_calls", "exclusive", "caught",
                  "owns_scope", "single_replica_path", "path_text", "strategies_made_in", "scope_entered",
                  "replica_run_sites"),
+    "kinds": ("strategy_by_use", "receiver_key"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings", "depends_on_replica_id"),
     "inputs": ("made_with_strategy", "forward_calls", "feeds_model", "captured_data"),
@@ -157,7 +158,7 @@ class Module:
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)
-        self.uses = Uses(self)
+        self.kinds = Kinds(self)
         self.values = Inference(self)
         self.callgraph = CallGraph(self)
         self.contexts = Contexts(self)

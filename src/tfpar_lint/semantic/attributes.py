@@ -19,6 +19,40 @@ if TYPE_CHECKING:  # pragma: no cover
 class AttributeValues:
     """Mixed into :class:`tfpar_lint.semantic.values.Inference` (``self.m`` is the module)."""
 
+    def live_attr_bindings(self, bs: list, scope: Optional[Scope] = None, order: int = 10**9) -> list:
+        """The ``self.<attr> = value`` bindings ``bs`` that a read at (``scope``, ``order``) may see.
+        A binding its own method rebinds later on every path (``self.ds = load(); self.ds =
+        strategy.experimental_distribute_dataset(self.ds)``) is seen only by reads in that method
+        before the rebinding; a read in that method sees its own earlier bindings, and every other
+        method's."""
+        if len(bs) < 2:
+            return bs
+        ctx = self.m.if_context
+        reader = scope
+        while reader is not None and reader.kind not in ("function", "lambda"):
+            reader = reader.parent
+        out = []
+        for b in bs:
+            if b.scope is reader or (reader is not None and self._inside(reader, b.scope)):
+                if b.order < order:
+                    out.append(b)
+                continue
+            ifs = ctx.get(b.order, ())
+            if any(o is not b and o.scope is b.scope and o.order > b.order
+                   and ifs[:len(ctx.get(o.order, ()))] == ctx.get(o.order, ()) for o in bs):
+                continue  # rebound later in its own method, on every path
+            out.append(b)
+        return out or bs
+
+    @staticmethod
+    def _inside(scope: Scope, outer: Scope) -> bool:
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s is outer:
+                return True
+            s = s.parent
+        return False
+
     def _local_methods(self, func: cst.Attribute, scope: Scope, order: int) -> list[FunctionInfo]:
         """The methods of local classes ``func`` (``self.step``, ``trainer.fit``) certainly denotes."""
         vals = self.infer(func, scope, order)
@@ -60,7 +94,7 @@ class AttributeValues:
         if name in cls.methods:
             fn = cls.methods[name]
             return [Value(api.FUNCTION, info=fn, origin=fn.node)]
-        bs = cls.attrs.get(name)
+        bs = self.live_attr_bindings(cls.attrs.get(name) or [])
         if bs:
             out: list[Value] = []
             for b in bs:
@@ -177,9 +211,12 @@ class AttributeValues:
                     out.append(Value(api.LAYERS, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
                                      source=v))
                     continue
-                bs = cls.attrs.get(attr) if cls is not None else None
+                bs = self.live_attr_bindings(cls.attrs.get(attr) or []) if cls is not None else None
                 if not bs:
-                    return [lost(ATTRIBUTE)]
+                    # an attribute of an object of unknown class (or one its class does not set): an
+                    # unknown value of that object's (its uses may tell its kind)
+                    out.append(self.m.kinds.attribute(v.origin, attr, v) if _held(v) else lost(ATTRIBUTE))
+                    continue
                 for b in bs:
                     out.extend(self.binding_values(b))
             return out or [UNKNOWN]
@@ -188,7 +225,8 @@ class AttributeValues:
             if v.kind not in (api.MODEL, api.LAYER) and not (
                     attr in api.VARIABLE_LIST_ATTRS and isinstance(v.info, ClassInfo) and v.kind != api.CLASS
                     and self._tf_module_class(v.info)):
-                return [lost(ATTRIBUTE)]
+                out.append(self.m.kinds.attribute(v.origin, attr, v) if _held(v) else lost(ATTRIBUTE))
+                continue
             kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
             # the variables belong to the object: they share its origin and creation context
             out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
@@ -271,3 +309,8 @@ class AttributeValues:
                         if r:
                             return r
         return ""
+
+
+def _held(v: Value) -> bool:
+    """An object with an identity (an origin) that is not a function, class or module."""
+    return v.origin is not None and v.kind not in (api.FUNCTION, api.CLASS, api.API, api.MODULE)

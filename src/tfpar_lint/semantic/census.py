@@ -154,8 +154,10 @@ def reason(m: "Module", expr: cst.BaseExpression, cs: CallSite) -> Optional[str]
 def _value_reason(m: "Module", v: Value) -> Optional[str]:
     if v.kind == api.NONE:
         return None
+    if v.why:
+        return v.why
     if v.origin is None:
-        return v.why or None  # no why: a literal, a Python container, arithmetic, an implicit None
+        return None  # no why: a literal, a Python container, arithmetic, an implicit None
     if isinstance(v.info, FunctionInfo) or v.info is not None and v.kind == api.UNKNOWN and not isinstance(v.info, str):
         return None  # an instance of the module's own class, a function
     o = v.origin

@@ -44,7 +44,7 @@ class ContainerValues:
         if v.kind == api.PLAIN_ITERATOR or _made_object(v):
             # drawn from something no distribution API made (next(iter(train_generator)))
             return Value(api.BATCH, origin=node, site=site, source=v)
-        return lost(CONTAINER)
+        return self.m.kinds.item(v, "element")
 
     def container_items(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
                         key: object = None, _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
@@ -119,7 +119,7 @@ class ContainerValues:
         if fn is None or not fn.params or not isinstance(expr.value, cst.Name) \
                 or fn.params[0].name.value != expr.value.value:
             return []
-        bs = fn.cls.attrs.get(expr.attr.value) or []
+        bs = self.live_attr_bindings(fn.cls.attrs.get(expr.attr.value) or [], scope)
         return bs if bs and all(b.value is not None for b in bs) else []
 
     def _appended_items(self, name: cst.Name, scope: Scope, order: int) -> list:

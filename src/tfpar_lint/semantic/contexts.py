@@ -86,7 +86,20 @@ class Contexts:
             fk, fmaybe = self.function_scope(site.func)
             known = known + fk
             maybe = maybe or fmaybe
+        if not known and self.default_strategy_set():
+            maybe = True  # the strategy may be the global default by then: in its scope everywhere
         return known, maybe
+
+    def default_strategy_set(self) -> bool:
+        """The module makes a strategy the global default
+        (``tf.distribute.experimental_set_strategy(strategy)``): from then on, every object is
+        created in its scope, wherever the code stands."""
+        memo = getattr(self, "_set_strategy_memo", None)
+        if memo is None:
+            memo = self._set_strategy_memo = any(
+                not (isinstance(arg(cs.node, 0, "strategy"), cst.Name) and arg(cs.node, 0, "strategy").value == "None")
+                for cs, _q in self.m.calls_to(api.SET_STRATEGY))
+        return memo
 
     def function_scope(self, fn: FunctionInfo, _seen: Optional[set] = None) -> tuple[list[Value], bool]:
         """Strategies in scope for the whole body of ``fn`` (from its callers)."""
@@ -110,7 +123,7 @@ class Contexts:
                 # a method (or a function in one) that no code here calls: its object is built and
                 # driven from elsewhere, maybe under a scope (a trainer built in `with strategy.scope()`)
                 res = ([], True)
-            elif not callers and self._takes_strategy(fn):
+            elif not callers and self.m.kinds.takes_strategy(fn):
                 # a function called from elsewhere with the strategy as an argument
                 # (`build(args, model, strategy)`): its caller may well hold the scope
                 res = ([], True)
@@ -299,93 +312,10 @@ class Contexts:
                     continue
                 strat = [v for v in self.m.infer(recv, cs.scope, cs.order) if v.kind == api.STRATEGY]
                 if not strat and self.m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
-                    strat = self.strategy_by_use(recv, cs)
+                    strat = self.m.kinds.strategy_by_use(recv, cs)
                 if strat:
                     self._runs.append((cs, recv, meth, strat))
         return self._runs
-
-    # ---------------------------------------------------------------- strategies by their use
-    # Methods and attributes only a tf.distribute.Strategy has (a receiver the module cannot
-    # resolve that is used this way is a strategy of unknown class).
-    _STRATEGY_ONLY_METHODS = frozenset({
-        "experimental_run_v2", "experimental_run", "experimental_local_results", "make_dataset_iterator",
-        "make_input_fn_iterator"}) | api.DISTRIBUTE_DATASET_METHODS | api.DISTRIBUTE_FN_METHODS \
-        | api.DISTRIBUTE_VALUES_METHODS
-    _STRATEGY_ONLY_ATTRS = frozenset({"num_replicas_in_sync"})
-
-    def receiver_key(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int) -> Optional[tuple]:
-        """What a receiver denotes, so that its other uses can be found: a name's bindings (a name
-        bound nowhere: the name itself), ``self.<attr>`` of a class."""
-        if isinstance(expr, cst.Name):
-            bs = self.m.lookup(expr.value, scope, order)
-            return ("free", expr.value) if not bs else ("bound", frozenset(id(b) for b in bs))
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-            fn = self.m.values._method_of(scope)
-            if fn is not None and fn.params and fn.params[0].name.value == expr.value.value:
-                return ("self", id(fn.cls), expr.attr.value)
-        return None
-
-    def _strategy_uses(self) -> dict[tuple, set[str]]:
-        """receiver key -> the strategy-only uses made of it in this module."""
-        memo = getattr(self, "_uses_memo", None)
-        if memo is not None:
-            return memo
-        memo = {}
-        for cs in self.m.calls:
-            cm = call_method(cs.node)
-            if cm is None:
-                continue
-            recv, meth = cm
-            use = None
-            if meth in self._STRATEGY_ONLY_METHODS:
-                use = meth
-            elif meth == "reduce":
-                op = arg(cs.node, 0, "reduce_op")
-                q = self.m.qualified_name(op, cs.scope, cs.order)[0] if op is not None else ""
-                if q.startswith("tensorflow.distribute.ReduceOp."):
-                    use = "reduce"
-            elif meth == "run" and (keyword(cs.node, "args") is not None or keyword(cs.node, "kwargs") is not None) \
-                    and self.m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
-                use = "run"  # run(<local function>, args=...): strategy.run's signature
-            if use is None:
-                continue
-            key = self.receiver_key(recv, cs.scope, cs.order)
-            if key is not None:
-                memo.setdefault(key, set()).add(use)
-        for ref in self.m.attr_refs:
-            node = ref.node
-            if isinstance(node, cst.Attribute) and node.attr.value in self._STRATEGY_ONLY_ATTRS:
-                key = self.receiver_key(node.value, ref.scope, ref.order)
-                if key is not None:
-                    memo.setdefault(key, set()).add(node.attr.value)
-        self._uses_memo = memo
-        return memo
-
-    def _takes_strategy(self, fn: FunctionInfo) -> bool:
-        """A parameter of ``fn`` is used as a strategy (``def build(model, strategy): ...
-        strategy.run(step, args=...)``)."""
-        uses = self._strategy_uses()
-        for bs in fn.scope.bindings.values():
-            for b in bs:
-                if b.kind == "param" and uses.get(("bound", frozenset({id(b)}))):
-                    return True
-        return False
-
-    def strategy_by_use(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
-        """``expr`` holds a strategy by its use: the module cannot resolve it (a parameter of a
-        function called from elsewhere, ``self.strategy`` set from one, a name a snippet never
-        binds), and it is used as only a strategy is (``experimental_run_v2``,
-        ``experimental_distribute_dataset``, ``num_replicas_in_sync``, ``reduce(ReduceOp...)``,
-        ``run(<local function>, args=...)``).  Its class is unknown: [Value(STRATEGY, "")]."""
-        if expr is None:
-            return []
-        vals = self.m.infer_at(expr, site)
-        if any(v.kind != api.UNKNOWN for v in vals):
-            return []
-        key = self.receiver_key(expr, site.scope, site.order)
-        if key is None or not self._strategy_uses().get(key):
-            return []
-        return [Value(api.STRATEGY, "", origin=None, info="by-use")]
 
     def replica_functions(self) -> dict[int, list[Value]]:
         """id(FunctionInfo) -> strategies whose ``run`` executes it (transitively
@@ -624,11 +554,11 @@ class Contexts:
 
     def strategies(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
         """The strategy values ``expr`` holds at ``site``; [] unless every possibility is a strategy
-        (or the module cannot resolve it and uses it as a strategy: :meth:`strategy_by_use`)."""
+        (or the module cannot resolve it and uses it as a strategy: ``Kinds.strategy_by_use``)."""
         vals = self.m.infer_at(expr, site)
         if vals and all(v.kind == api.STRATEGY for v in vals):
             return vals
-        return self.strategy_by_use(expr, site)
+        return self.m.kinds.strategy_by_use(expr, site)
 
     def strategy_method_calls(self, names: Iterable[str]) -> Iterator[tuple[CallSite, cst.BaseExpression, str, list[Value]]]:
         """``strategy.<name>(...)`` calls whose receiver is certainly a strategy, with its values."""

@@ -22,13 +22,12 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.flow import names_read
+from tfpar_lint.semantic.kinds import Kinds
 from tfpar_lint.semantic.model import CallSite, FunctionInfo, Value
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
 
-# Libraries whose calls make data arrays (np.load, np.array, pd.read_csv, h5py.File(...)[...])
-DATA_LIBRARIES = frozenset({"numpy", "pandas", "h5py", "scipy", "pickle", "joblib", "PIL", "cv2", "imageio"})
 _FORWARD = (api.MODEL, api.LAYER)
 
 
@@ -101,10 +100,10 @@ class Inputs:
         return None
 
     def _outside_data(self, v: Value, fn: FunctionInfo) -> bool:
-        if v.origin is None or isinstance(v.origin, cst.Param) or self.m.created_within(v.origin, fn):
+        if v.origin is None or Kinds.opaque(v) or self.m.created_within(v.origin, fn):
             return False
         if v.site is not None and any(f is fn for f in self.m.enclosing_functions(v.site.scope)):
             return False  # made by fn's own code (an unpacking target inside it)
         if v.kind in (api.ELEMENT, api.BATCH):
             return v.kind == api.ELEMENT or not self.made_with_strategy(v)
-        return v.kind == api.UNKNOWN and v.qname.split(".", 1)[0] in DATA_LIBRARIES
+        return Kinds.is_array(v)

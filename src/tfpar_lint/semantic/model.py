@@ -2,6 +2,7 @@
 stores, references; and :class:`Value`, what an expression is inferred to hold."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -142,8 +143,9 @@ class Value:
     raw_qname: str = ""
     info: Any = None  # FunctionInfo / ClassInfo / extra payload
     source: Optional["Value"] = None  # datasets/iterators/elements: what they were drawn from
-    # an unknown value that is no value at all (no origin): why the analysis lost it (one of
-    # LOSS_REASONS; "" when nothing was lost: a literal, arithmetic, a function's implicit None)
+    # an unknown value: why the analysis could not follow it (one of LOSS_REASONS; "" when nothing
+    # was lost: a literal, arithmetic, a function's implicit None).  With no origin, it is no value
+    # at all; with one (an identity the kinds module gave it), its uses may still tell its kind
     why: str = ""
 
     def is_(self, *kinds: str) -> bool:
@@ -171,3 +173,11 @@ def lost(reason: str) -> Value:
     """The unknown value a question gets when the analysis lost the value for ``reason``."""
     return _LOST[reason]
 
+
+
+_NESTED = threading.local()  # value questions open on this thread, in every module (semantic/values.py)
+
+
+def open_questions() -> int:
+    """How many value questions are open now on this thread (0: between questions)."""
+    return getattr(_NESTED, "n", 0)

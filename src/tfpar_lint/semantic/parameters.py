@@ -10,6 +10,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import (CONTAINER, PARAMETER, UNBOUND, Binding, CallSite, ClassInfo, FunctionInfo,
                                         Scope, UNKNOWN, Value, lost)
+from tfpar_lint.semantic.kinds import Kinds
 from tfpar_lint.semantic.nodes import arg, dotted_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,7 +23,7 @@ class BindingValues:
     def binding_values(self, b: Binding) -> list[Value]:
         if b.scope.module is not self.m and b.scope.module is not None:
             return b.scope.module.binding_values(b)
-        uses = self.m.uses
+        uses = self.m.kinds
         if not uses.ready():
             uses.build()
         return uses.refine(self._guarded(id(b), self._binding_memo, lambda: self._binding_values(b)))
@@ -91,7 +92,7 @@ class BindingValues:
             target = _target_name(b)
             if target is not None:
                 return Value(api.UNKNOWN, v.qname, origin=target, site=v.site, raw_qname=v.raw_qname)
-        return lost(CONTAINER)
+        return self.m.kinds.item(v, b.path)
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
         if ann is None:
@@ -207,10 +208,8 @@ def _unpack_target(b: Binding) -> Optional[cst.Name]:
 
 
 def _made_object(v: Value) -> bool:
-    """``v`` is an object of unknown kind that a call made (not an argument from unseen callers,
-    which may be anything, a distributed dataset included)."""
-    return v.kind == api.UNKNOWN and v.origin is not None and not isinstance(v.origin, cst.Param) \
-        and not isinstance(v.info, (FunctionInfo, ClassInfo))
+    """``v`` is an object of unknown kind that a call made (see ``Kinds.made_object``)."""
+    return Kinds.made_object(v)
 
 
 def _target_name(b: Binding) -> Optional[cst.Name]:

@@ -8,13 +8,13 @@ answer is ``UNKNOWN``."""
 from __future__ import annotations
 
 import builtins
-import threading
 from typing import Callable, Optional, TYPE_CHECKING
 
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import (CALLEE, CONTAINER, DEPTH_CAP, UNBOUND, ATTRIBUTE, CallSite, FunctionInfo, Scope,
+from tfpar_lint.semantic.model import (_NESTED, open_questions,  # noqa: F401  (re-exported)
+                                        CALLEE, CONTAINER, DEPTH_CAP, UNBOUND, ATTRIBUTE, CallSite, FunctionInfo, Scope,
                                         UNKNOWN, Value, lost)
 from tfpar_lint.semantic.attributes import AttributeValues
 from tfpar_lint.semantic.containers import ContainerValues, _subscript_key
@@ -29,15 +29,11 @@ if TYPE_CHECKING:  # pragma: no cover
 # at most, counted over every module of a project together (a question about one file's value
 # asks another file's); deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
 MAX_DEPTH = 100
-_NESTED = threading.local()  # questions open on this thread, in every module
 NONE = Value(api.NONE)
 BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__", "__path__",
                                         "get_ipython", "display"}
 
 
-def open_questions() -> int:
-    """How many value questions are open now on this thread (0: between questions)."""
-    return getattr(_NESTED, "n", 0)
 
 
 class Inference(AttributeValues, ContainerValues, BindingValues):
@@ -52,7 +48,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         self._in_progress: set[int] = set()
 
     def forget(self) -> None:
-        """Drop every memoised answer (the kinds from use are known now: see :mod:`.uses`)."""
+        """Drop every memoised answer (the kinds from use are known now: see :mod:`.kinds`)."""
         self._infer_memo.clear()
         self._binding_memo.clear()
 
@@ -66,7 +62,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             return [UNKNOWN]
         if scope.module is not self.m and scope.module is not None:  # another file's code
             return scope.module.infer(expr, scope, order, site)
-        uses = self.m.uses
+        uses = self.m.kinds
         if not uses.ready():
             uses.build()
         return uses.refine(self._guarded(id(expr), self._infer_memo,
@@ -115,7 +111,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         if isinstance(expr, cst.Name):
             bs = self.m.lookup(expr.value, scope, order)
             if not bs:
-                return [UNKNOWN if expr.value in BUILTINS else lost(UNBOUND)]
+                # a name bound nowhere (a star import, a snippet's missing import): an unknown value
+                # with an identity, whose kind comes from its uses
+                return [UNKNOWN if expr.value in BUILTINS else self.m.kinds.free(expr.value)]
             out: list[Value] = []
             for b in bs:
                 out.extend(self.binding_values(b))
@@ -136,14 +134,19 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                     m = fn.cls.methods[attr]
                     return [Value(api.FUNCTION, info=m, origin=m.node)]
                 # self.x = ... in a method; else a class attribute (``x = tf.Variable(0)`` in the class body)
-                bs = fn.cls.attrs.get(attr) or fn.cls.scope.bindings.get(attr)
+                bs = self.live_attr_bindings(fn.cls.attrs.get(attr) or [], scope, order) \
+                    or fn.cls.scope.bindings.get(attr)
                 if bs:
                     out = []
                     for b in bs:
                         out.extend(self.binding_values(b))
                     return out
                 inherited = self._base_member(fn.cls, attr)  # a method or attribute of a base class here
-                return inherited if inherited is not None else [lost(ATTRIBUTE)]
+                if inherited is not None:
+                    return inherited
+                # set by a base class the module cannot see, or from outside: an unknown value of
+                # the class's instances (its uses may tell its kind)
+                return [self.m.kinds.attribute(fn.cls, attr)]
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
                 return inst
@@ -161,11 +164,11 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                     out.extend(self.infer(e, s, o))
                 return out
             base = self.infer(expr.value, scope, order)
-            if all(v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH) for v in base):
-                return list(base)
+            if all(v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH, api.PER_REPLICA) for v in base):
+                return list(base)  # a part of a batch, of a per-replica value
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
-            return [lost(CONTAINER)]
+            return [self.m.kinds.item(v, "[]") for v in base]
         if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
             # `strategy or tf.distribute.get_strategy()`: either operand
             return self.infer(expr.left, scope, order) + self.infer(expr.right, scope, order)
@@ -202,7 +205,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 else:
                     got = self._infer_method(rv, func.attr.value, call, scope, order, site)
                     # what an unknown method makes is still made here (its uses may tell its kind)
-                    out.append(Value(api.UNKNOWN, origin=call, site=site) if got is UNKNOWN else got)
+                    out.append(self.m.kinds.method_result(rv, func.attr.value, call, site) if got is UNKNOWN else got)
             return out
         return self._call_values(self.infer(func, scope, order), call, scope, order, site)
 
@@ -218,7 +221,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             elif cv.kind == api.API:
                 out.extend(self._infer_api_call(cv.qname, cv.raw_qname, call, scope, order, site))
             else:  # an unknown callee: what it makes is made here (its uses may tell its kind)
-                out.append(Value(api.UNKNOWN, origin=call, site=site))
+                out.append(self.m.kinds.call_result(cv, call, site))
         return out
 
     def _returns_of(self, fn: FunctionInfo, call: cst.Call, site: Optional[CallSite]) -> list[Value]:
@@ -280,14 +283,18 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 elif _made_object(v):  # iter(train_generator): a Keras iterator, a generator, an array
                     out.append(Value(api.PLAIN_ITERATOR, origin=call, site=site, source=v))
                 else:
-                    out.append(lost(CONTAINER))
+                    out.append(self.m.kinds.item(v, "iter"))
             return out
         if name == "next":
             src = arg(call, 0)
             return [self._element_of(v, call, site) for v in self.infer(src, scope, order)]
         if name in ("enumerate", "zip", "list", "tuple", "reversed", "sorted"):
             return [lost(CONTAINER)]
-        return [UNKNOWN if name in BUILTINS else lost(UNBOUND)]
+        if name in BUILTINS:
+            return [UNKNOWN]
+        # a callable bound nowhere (a star import): what it makes is made here, as what an imported
+        # function makes
+        return [self.m.kinds.call_result(self.m.kinds.free(name), call, site)]
 
     def _infer_method(self, rv: Value, meth: str, call, scope, order, site) -> Value:
         k = rv.kind
