@@ -389,6 +389,7 @@ def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with
             if rel is not None:
                 # "{line}" stays until the caller knows how to name lines (notebooks: cell and line)
                 data.setdefault("related_line", rel.start.line)
+                data.setdefault("related_col", rel.start.column + 1)
             else:  # the related place is in another file of the project
                 where = _place_in_project(module, rep.related)
                 message = message.replace("{line}", where)

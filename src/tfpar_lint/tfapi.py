@@ -517,6 +517,9 @@ STATELESS_RNG_EXTRA = frozenset(
 # strategy methods that run a function on every replica; TF 1.x's ``experimental_run(fn, iterator)``
 # hands ``fn`` the iterator's next element instead of ``args=``
 RUN_METHODS = frozenset({"run", "experimental_run_v2", "experimental_run"})
+# progress bars that iterate what they wrap: iterating ``tqdm(ds)`` gives ``ds``'s elements
+ITERATION_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm",
+                                "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm", "tqdm.contrib.tenumerate"})
 # makes a strategy the global default: every variable created after it is in its scope
 SET_STRATEGY = frozenset({"tensorflow.distribute.experimental_set_strategy"})
 DISTRIBUTE_DATASET_METHODS = frozenset({"experimental_distribute_dataset"})

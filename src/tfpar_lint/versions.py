@@ -1058,6 +1058,10 @@ def builds_at_first_use(m: "Module", v: "Value") -> bool:
     fl = m.keras_flavor(v)
     if fl == "keras":
         return True
+    if not fl and not v.raw_qname.startswith(("tensorflow.", "tf_keras.")):
+        # an optimizer of a class the analysis cannot see (a project's wrapper, known by its use):
+        # the Keras optimizers of the TensorFlow it runs on
+        return target_of(m).at_least(NEW_OPTIMIZERS_TF)
     if fl != "tf_keras":
         return False
     raw = v.raw_qname or ""

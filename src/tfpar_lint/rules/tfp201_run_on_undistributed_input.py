@@ -76,6 +76,20 @@ class RunOnUndistributedInput(Rule):
                             vals = got
                             break
                 if vals and any(v.kind in PLAIN for v in vals):  # on every path: one plain path is enough
+                    hosts = self._host_calls(cs, e, lambda got: any(v.kind in PLAIN for v in got))
+                    for h, he, hvals in hosts:
+                        path = "" if all(v.kind in PLAIN for v in hvals) else _path(m, hvals)
+                        yield Report(
+                            h.node,
+                            f"`{m.code(h.node.func)}` passes `{m.code(he)}`, drawn from a tf.data dataset that was "
+                            f"never distributed{path}, to `{m.code(cs.node.func)}` ({{line}}) in the `tf.function` "
+                            f"`{cs.func.name}`: every replica gets the same full batch (N-times updates, no "
+                            f"speed-up); iterate `{m.code(recv)}.experimental_distribute_dataset(...)` instead",
+                            {"argument": m.code(he), "host": True},
+                            related=cs.node,
+                        )
+                    if hosts:
+                        break
                     path = "" if all(v.kind in PLAIN for v in vals) else _path(m, vals)
                     yield Report(
                         cs.node,
@@ -130,6 +144,36 @@ class RunOnUndistributedInput(Rule):
                         {"argument": m.code(read)},
                     )
 
+    def _host_calls(self, cs, e, plain) -> list:
+        """When ``e``, an argument of the run at ``cs``, is a parameter of the ``tf.function`` that
+        makes the run (a wrapper the host code calls with each batch), the calls of that wrapper in
+        this module that pass it a plain value: (call site, argument, its values) each.  The user
+        acts there; the run is named as the related place."""
+        m = self.module
+        fn = cs.func
+        if fn is None or not isinstance(e, cst.Name) or m.runs_traced(fn) is not True:
+            return []
+        bs = m.lookup(e.value, cs.scope, cs.order)
+        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is not fn:
+            return []
+        params = [p for p in fn.params if not p.star]
+        if fn.cls is not None and params:
+            params = params[1:]  # self
+        idx = next((i for i, p in enumerate(params) if p is bs[0].node), None)
+        if idx is None:
+            return []
+        out = []
+        for h in m.callers(fn):
+            if h.scope.module is not m:
+                continue
+            he = arg(h.node, idx, e.value)
+            if he is None:
+                continue
+            got = m.infer_at(he, h)
+            if got and plain(got):
+                out.append((h, he, got))
+        return out
+
     def _fed_to_model(self, fns, index: int) -> bool:
         """Argument ``index`` of the run goes, in every function it runs, into a model's forward
         pass (input, not a learning rate or a step number every replica should get)."""
@@ -178,7 +222,7 @@ class RunOnUndistributedInput(Rule):
         m = self.module
         cs = m.site_of_call.get(id(report.node))
         call = report.node
-        if cs is None or not isinstance(call.func, cst.Attribute):
+        if cs is None or not isinstance(call.func, cst.Attribute) or report.data.get("host"):
             return None
         recv = call.func.value
         if not isinstance(recv, cst.Name):

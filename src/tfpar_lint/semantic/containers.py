@@ -8,7 +8,7 @@ from typing import Optional, TYPE_CHECKING
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import CONTAINER, Binding, Scope, Value, lost
+from tfpar_lint.semantic.model import CONTAINER, Binding, ClassInfo, Scope, Value, lost
 from tfpar_lint.semantic.nodes import arg, literal_str
 from tfpar_lint.semantic.parameters import _made_object
 
@@ -60,7 +60,7 @@ class ContainerValues:
         if isinstance(expr, cst.Name):
             reaching = self.m.reaching_exprs(expr, scope, order)
             if not reaching:
-                return None
+                return self._param_items(expr, scope, order, key, _depth)
             out: list = []
             for e, s, o in reaching:
                 if isinstance(e, cst.Name) and e.value == expr.value:
@@ -75,8 +75,9 @@ class ContainerValues:
                     out.extend(self._appended_items(expr, scope, order))
             return out
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-            # self.buffers = [tf.Variable(...) for ...] set in another method
-            assigned = self._self_attr_bindings(expr, scope)
+            # self.buffers = [tf.Variable(...) for ...] set in another method; g.steps of an instance
+            # of a local class
+            assigned = self._self_attr_bindings(expr, scope) or self._instance_attr_bindings(expr, scope, order)
             if not assigned:
                 return None
             out = []
@@ -113,6 +114,27 @@ class ContainerValues:
             return [(expr.value, scope, order)]
         return None
 
+    def _param_items(self, name: cst.Name, scope: Scope, order: int, key: object,
+                     _depth: int) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """The items of the containers every caller passes to the parameter ``name`` holds
+        (``Agent(self.steps)`` with ``self.steps = [f, g]``); None when some caller cannot be seen
+        or passes something else."""
+        bs = self.m.lookup(name.value, scope, order)
+        if len(bs) != 1 or bs[0].kind != "param":
+            return None
+        args = self.param_args(bs[0])
+        if not args:
+            return None
+        out: list = []
+        for e, s, o, _site in args:
+            if e is None or (isinstance(e, cst.Name) and e.value == "None"):
+                continue
+            items = self.container_items(e, s, o, key, _depth + 1)
+            if items is None:
+                return None
+            out.extend(items)
+        return out or None
+
     def _self_attr_bindings(self, expr: cst.Attribute, scope: Scope) -> list[Binding]:
         """``self.<name>`` inside a method: the class's ``self.<name> = value`` bindings (with values)."""
         fn = self._method_of(scope)
@@ -121,6 +143,21 @@ class ContainerValues:
             return []
         bs = self.live_attr_bindings(fn.cls.attrs.get(expr.attr.value) or [], scope)
         return bs if bs and all(b.value is not None for b in bs) else []
+
+    def _instance_attr_bindings(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Binding]:
+        """``obj.<name>`` where ``obj`` is certainly an instance of a local class: the class's
+        ``self.<name> = value`` bindings (with values)."""
+        recv = self.infer(expr.value, scope, order)
+        if not recv or not all(isinstance(v.info, ClassInfo) and v.kind != api.CLASS and v.origin is not None
+                               for v in recv):
+            return []
+        out: list[Binding] = []
+        for v in recv:
+            bs = self.live_attr_bindings(v.info.attrs.get(expr.attr.value) or [])
+            if not bs or any(b.value is None for b in bs):
+                return []
+            out += [b for b in bs if b not in out]
+        return out
 
     def _appended_items(self, name: cst.Name, scope: Scope, order: int) -> list:
         """``workers = []; workers.append(Worker(...))`` (and ``insert``, ``extend`` of a literal)

@@ -771,8 +771,9 @@ class Threads:
                 pushed = self._push_targets(cs.node, cs.scope, cs.order, ctx)
                 if pushed:
                     return Write(cs, "push", cs.node, pushed)
-        # a Keras 2 training function: f = K.function(inputs, outputs, updates=...); f(...)
-        if isinstance(f, (cst.Name, cst.Attribute)):
+        # a Keras 2 training function: f = K.function(inputs, outputs, updates=...); f(...), also
+        # kept in a container (self.steps[0](...))
+        if isinstance(f, (cst.Name, cst.Attribute, cst.Subscript)):
             for v in mod.infer(f, cs.scope, cs.order):
                 o = v.origin
                 if not (isinstance(o, cst.Call) and v.qname in KERAS_FUNCTION):

@@ -243,6 +243,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             return [Value(api.STRATEGY, q, origin=call, site=site, raw_qname=raw)]
         if q in self.m.dataset_distributors:
             return [Value(api.DIST_DATASET, q, origin=call, site=site, raw_qname=raw)]
+        if q in api.ITERATION_WRAPPERS:  # tqdm(ds): iterated, it gives ds's elements
+            wrapped = arg(call, 0, "iterable")
+            return self.infer(wrapped, scope, order) if wrapped is not None else [UNKNOWN]
         if q in api.TF_FUNCTION:
             target = arg(call, 0, "func")
             if target is not None:
