@@ -151,3 +151,82 @@ def test_an_optimizer_wrapper_called_with_gradient_pairs_outside_the_scope():
         strategy.run(step, args=(1,))
     """
     assert (7, "TFP102") in codes(src)
+
+
+def test_host_data_of_an_overridden_train_on_batch_handed_to_the_replicas():
+    """``train_on_batch(x, y)`` of a Keras model subclass gets the caller's arrays whole: handed on to
+    ``strategy.run`` (through a helper that prepares them), every replica gets the whole batch."""
+    src = """
+        import tensorflow as tf
+        class Net(tf.keras.Model):
+            def __init__(self, strategy):
+                super().__init__()
+                self.strategy = strategy
+                self.dense = tf.keras.layers.Dense(1)
+            def call(self, x):
+                return self.dense(x)
+            @staticmethod
+            def prepare(x, y):
+                return x, y
+            def train_on_batch(self, x, y=None, sample_weight=None):
+                x, y = self.prepare(x, y)
+                return self.step_all(x, y)
+            def step_all(self, x, y):
+                return self.strategy.experimental_run_v2(self.step, args=(x, y))
+            def step(self, x, y):
+                return self.call(x)
+    """
+    assert codes(src, select={"TFP201"}) == [(17, "TFP201")]
+
+
+def test_data_prepared_by_a_helper_before_the_model_is_input():
+    """The replica function hands its input to a helper and feeds what comes back to the model: it is
+    input (not a learning rate every replica should get)."""
+    src = """
+        import tensorflow as tf
+        from builders import get_builder
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        train = get_builder("train").load(batch_size=32)
+        def step(inputs):
+            features, labels = prepare(inputs)
+            return model(features)
+        it = iter(train)
+        strategy.run(step, args=(next(it),))
+    """
+    assert codes(src) == [(12, "TFP201")]
+
+
+def test_objects_handed_to_an_imported_class_whose_replica_step_uses_them(tmp_path):
+    """A model and an optimizer made outside any scope, handed to a trainer class of another module
+    that enters the strategy's scope itself and applies them in its replica step."""
+    files = {
+        "trainer.py": """
+            import tensorflow as tf
+            class Trainer:
+                def __init__(self, model, optimizer, strategy):
+                    self.model = model
+                    self.optimizer = optimizer
+                    self.strategy = strategy
+                def step(self, x):
+                    with tf.GradientTape() as tape:
+                        loss = tf.reduce_sum(self.model(x))
+                    grads = tape.gradient(loss, self.model.trainable_variables)
+                    self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+                def train(self, ds):
+                    with self.strategy.scope():
+                        for x in self.strategy.experimental_distribute_dataset(ds):
+                            self.strategy.run(self.step, args=(x,))
+        """,
+        "main.py": """
+            import tensorflow as tf
+            from trainer import Trainer
+            strategy = tf.distribute.MirroredStrategy()
+            model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            optimizer = tf.keras.optimizers.Adam()
+            Trainer(model, optimizer, strategy).train(tf.data.Dataset.range(8).batch(4))
+        """,
+    }
+    got = project_codes(tmp_path, files, "main.py")
+    assert (5, "TFP101") in got and (6, "TFP102") in got

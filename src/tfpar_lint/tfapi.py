@@ -517,6 +517,12 @@ STATELESS_RNG_EXTRA = frozenset(
 # strategy methods that run a function on every replica; TF 1.x's ``experimental_run(fn, iterator)``
 # hands ``fn`` the iterator's next element instead of ``args=``
 RUN_METHODS = frozenset({"run", "experimental_run_v2", "experimental_run"})
+# Keras model methods whose body Keras traces (an override runs in a ``tf.function``)
+KERAS_TRACED_METHODS = frozenset({"train_step", "test_step", "predict_step", "call"})
+# Keras model methods a user calls from Python with host data: an override runs eagerly, and these
+# parameters receive the caller's arrays or tensors, whole (never a distributed value)
+KERAS_HOST_DATA_METHODS = {"train_on_batch": ("x", "y", "sample_weight"), "test_on_batch": ("x", "y", "sample_weight"),
+                           "predict_on_batch": ("x",)}
 # progress bars that iterate what they wrap: iterating ``tqdm(ds)`` gives ``ds``'s elements
 ITERATION_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm",
                                 "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm", "tqdm.contrib.tenumerate"})

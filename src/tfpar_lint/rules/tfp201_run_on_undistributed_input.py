@@ -34,9 +34,18 @@ def _maker(v: Value):
     """The expression that made the object a batch ``v`` was drawn from (``train_generator``'s
     ``flow_from_directory(...)``)."""
     seen = 0
-    while v is not None and seen < 20 and v.kind in (api.BATCH, api.PLAIN_ITERATOR):
+    while v is not None and seen < 20 and v.kind in (api.BATCH, api.PLAIN_ITERATOR) and v.source is not None:
         v, seen = v.source, seen + 1
+    if v is not None and v.kind == api.BATCH and isinstance(v.origin, cst.Param):
+        return v.origin  # host data a parameter receives (train_on_batch's x)
     return v.origin if v is not None else None
+
+def _host_method(m, src):
+    """The Keras model method whose parameter ``src`` is (``train_on_batch``'s ``x``), or None."""
+    if not isinstance(src, cst.Param):
+        return None
+    return next((fn for fn in m.functions if any(p is src for p in fn.params)), None)
+
 
 PLAIN = (api.ELEMENT, api.ITERATOR, api.DATASET)
 
@@ -104,10 +113,14 @@ class RunOnUndistributedInput(Rule):
                         and isinstance(args, (cst.Tuple, cst.List)) and self._fed_to_model(fns, i):
                     src = _maker(vals[0])
                     what = "a batch drawn from" if vals[0].kind == api.BATCH else "an array made by"
+                    made = f"`{m.code(src) if src is not None else m.code(e)}`"
+                    host = _host_method(m, src)
+                    if host is not None:
+                        what, made = "the host data", f"`{host.name}` gets as `{src.name.value}`"
                     yield Report(
                         cs.node,
                         f"`{m.code(cs.node.func)}` receives `{m.code(e)}`, {what} "
-                        f"`{m.code(src) if src is not None else m.code(e)}`, which no distribution API made: "
+                        f"{made}, which no distribution API made: "
                         f"every replica gets the same full batch (N-times updates, no speed-up); feed a "
                         f"`tf.data.Dataset` through `{m.code(recv)}.experimental_distribute_dataset(...)` "
                         f"(or `distribute_datasets_from_function`)",

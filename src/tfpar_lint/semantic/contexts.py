@@ -496,9 +496,13 @@ class Contexts:
             if id(f) in wrapped or self.in_tf_function(f.scope):
                 res = True
                 break
-            if f.cls is not None and f.name in ("train_step", "test_step", "predict_step", "call") \
+            if f.cls is not None and f.name in api.KERAS_TRACED_METHODS \
                     and self.m.class_kind(f.cls) in (api.MODEL, api.LAYER):
                 res = True
+                break
+            if f.cls is not None and f.name in api.KERAS_HOST_DATA_METHODS and f is fn \
+                    and not self.m.callers(fn) and self.m.class_kind(f.cls) == api.MODEL:
+                res = False  # an override of train_on_batch...: Keras never traces it, the user calls it
                 break
         else:
             callers = self.m.callers(fn)

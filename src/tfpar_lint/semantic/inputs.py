@@ -58,26 +58,31 @@ class Inputs:
         return False
 
     def forward_calls(self, fn: FunctionInfo) -> Iterator[CallSite]:
-        """Calls in ``fn`` (and the functions nested in it) of a Keras model or layer."""
+        """Calls in ``fn`` (and the functions nested in it) of a Keras model or layer (also its own
+        ``call`` method: ``self.call(x)`` in a model's method)."""
         for cs in self.m.calls_within(fn):
             f = cs.node.func
             if isinstance(f, (cst.Name, cst.Attribute)):
                 vals = self.m.infer(f, cs.scope, cs.order)
                 if vals and any(v.kind in _FORWARD for v in vals):
                     yield cs
+                elif vals and isinstance(f, cst.Attribute) and f.attr.value == "call" and all(
+                        v.kind == api.FUNCTION and isinstance(v.info, FunctionInfo) and v.info.cls is not None
+                        and self.m.class_kind(v.info.cls) in _FORWARD for v in vals):
+                    yield cs
 
     def feeds_model(self, fn: FunctionInfo, param: str) -> Optional[CallSite]:
         """The model or layer call in ``fn`` that gets the parameter ``param``, or a name
-        unpacked or indexed from it (``images, labels = inputs``; ``x = inputs[0]``)."""
+        unpacked, indexed or computed from it (``images, labels = inputs``; ``x = inputs[0]``;
+        ``features, labels = prepare(inputs)``)."""
         names = {param}
-        for b_list in fn.scope.bindings.values():
-            for b in b_list:
-                if b.kind in ("assign", "annassign") and b.value is not None:
-                    v = b.value
-                    if isinstance(v, cst.Subscript):
-                        v = v.value
-                    if isinstance(v, cst.Name) and v.value == param:
-                        names.add(b.name)
+        # names unpacked, indexed or computed from it (``features, labels = prepare(inputs)``), in
+        # the order the function binds them
+        binds = sorted((b for b_list in fn.scope.bindings.values() for b in b_list
+                        if b.kind in ("assign", "annassign") and b.value is not None), key=lambda b: b.order)
+        for b in binds:
+            if any(n.value in names for n in names_read(b.value)):
+                names.add(b.name)
         for cs in self.forward_calls(fn):
             for a in cs.node.args:
                 if any(n.value in names for n in names_read(a.value)):

@@ -122,6 +122,10 @@ class BindingValues:
         if ann and ann[0].kind != api.UNKNOWN:
             return ann
         args = self.param_args(b)
+        if args is None and fn is not None and fn.cls is not None and b.name in api.KERAS_HOST_DATA_METHODS.get(fn.name, ()) \
+                and self.class_kind(fn.cls) == api.MODEL:
+            # x, y of an override of a Keras model's train_on_batch...: the caller's host data, whole
+            return [Value(api.BATCH, origin=b.node)]
         if args is None:
             # some caller cannot be seen: an object of its own (its uses may tell its kind), or
             # the default, made once where the function is defined, on the path where the caller

@@ -296,16 +296,32 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                           strategy_text(m, cs), "", cs)
     if v.kind == api.MODEL:
         yield from _trained_beside_unused_strategy(m, v)
-    # used inside a replica function
-    table = m.replica_functions()
-    for fid, strategies in table.items():
-        fn = m.replica_fn_infos[fid]
-        refs = m.refs_to(origin, fn)
-        if refs and v.kind == api.MODEL and not _trained_in(m, fn, {m.code(r.node) for r in refs}):
-            continue  # inference only (a teacher or eval model): its plain variables are read correctly
-        if refs:
-            yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
-                                    f"`strategy.run` ({{line}})", "strategy", m.code(refs[0].node))
+    # used inside a replica function: of this module, or of another module of the project the
+    # object is handed to (``Trainer(optimizer=opt)`` whose replica step applies ``self.optimizer``)
+    for mod in [m] + _handed_to_modules(m):
+        table = mod.replica_functions()
+        for fid, strategies in table.items():
+            fn = mod.replica_fn_infos[fid]
+            refs = mod.refs_to(origin, fn)
+            if refs and v.kind == api.MODEL and not _trained_in(mod, fn, {mod.code(r.node) for r in refs}):
+                continue  # inference only (a teacher or eval model): its plain variables are read correctly
+            if refs:
+                yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
+                                        f"`strategy.run` ({{line}})", "strategy", mod.code(refs[0].node))
+
+
+def _handed_to_modules(m: Module) -> list[Module]:
+    """The project's other modules whose answers this module's read (the classes and functions it
+    hands its objects to), already parsed: their replica functions may use those objects."""
+    project = m.project
+    if project is None:
+        return []
+    out = []
+    for path in sorted(m.project_deps):
+        other = project.modules.get(path)
+        if other is not None and other is not m:
+            out.append(other)
+    return out
 
 
 def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
