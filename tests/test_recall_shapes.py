@@ -230,3 +230,110 @@ def test_objects_handed_to_an_imported_class_whose_replica_step_uses_them(tmp_pa
     }
     got = project_codes(tmp_path, files, "main.py")
     assert (5, "TFP101") in got and (6, "TFP102") in got
+
+
+def test_library_losses_and_grad_pass_through_are_per_replica_means():
+    """A Keras loss function called directly (``keras.metrics.mse``, through a local alias), ``K.mean``,
+    and a division done by ``tf.grad_pass_through`` (forward only) leave the loss undivided by the
+    global batch."""
+    src = """
+        import tensorflow as tf
+        from tensorflow import keras
+        from tensorflow.keras import backend as K
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = keras.Sequential([keras.layers.Dense(1)])
+            opt = keras.optimizers.SGD()
+        def step_a(x, y):
+            loss_fn = keras.metrics.mse
+            with tf.GradientTape() as tape:
+                loss = loss_fn(keras.backend.flatten(y), keras.backend.flatten(model(x)))
+            opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        def step_b(x, y):
+            with tf.GradientTape() as tape:
+                loss = K.mean(K.square(model(x) - y))
+            opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        def step_c(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(x) - y)
+                loss = tf.grad_pass_through(lambda t: t / strategy.num_replicas_in_sync)(loss)
+            opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        for step in (step_a, step_b, step_c):
+            strategy.run(step, args=(x, y))
+    """
+    assert codes(src, select={"TFP501"}) == [(12, "TFP501"), (16, "TFP501"), (21, "TFP501")]
+
+
+def test_gradients_an_earlier_run_returned_clipped_in_the_applying_run():
+    """One ``strategy.run`` returns each replica's gradients, a second one clips and applies them:
+    each replica still clips its own share."""
+    src = """
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            opt = tf.keras.optimizers.SGD()
+        def grads_of(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(x))
+            return tape.gradient(loss, model.trainable_variables)
+        def apply(grads):
+            grads, _ = tf.clip_by_global_norm(grads, 1.0)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+        @tf.function
+        def train(x):
+            grads = strategy.run(grads_of, args=(x,))
+            strategy.run(apply, args=(grads,))
+    """
+    assert codes(src, select={"TFP509"}) == [(12, "TFP509")]
+
+
+def test_average_loss_divided_by_the_replica_batch_on_the_multi_replica_path():
+    """The batch is multiplied by the replicas for the dataset, the trainer gets the per-replica size
+    through its constructor; one device on another path does not hide the multi-replica one."""
+    src = """
+        import tensorflow as tf
+        class Train:
+            def __init__(self, batch_size, strategy):
+                self.batch_size = batch_size
+                self.strategy = strategy
+            def step(self, x):
+                per_example = tf.reduce_sum(x, axis=-1)
+                return tf.nn.compute_average_loss(per_example, global_batch_size=self.batch_size)
+            def loop(self, ds):
+                for x in ds:
+                    self.strategy.run(self.step, args=(x,))
+        def main(batch_size, gpus):
+            if gpus > 1:
+                strategy = tf.distribute.MirroredStrategy()
+            else:
+                strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+            ds = tf.data.Dataset.range(64).batch(batch_size * strategy.num_replicas_in_sync)
+            Train(batch_size=batch_size, strategy=strategy).loop(strategy.experimental_distribute_dataset(ds))
+    """
+    assert codes(src, select={"TFP510"}) == [(9, "TFP510")]
+
+
+def test_chief_tests_through_a_resolver_none_check_and_a_defaulted_tf_config():
+    """``(cr is None) or (cr.task_type == "chief" ...)`` and ``json.loads(os.environ.get("TF_CONFIG") or
+    "{}")`` are chief tests; an annotated parameter (``model: Model``) holds what its callers pass."""
+    src = """
+        import json, os
+        import tensorflow as tf
+        from tensorflow.keras import Model
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            model.compile(loss="mse")
+        def is_chief(strategy):
+            cr = strategy.cluster_resolver
+            return (cr is None) or (cr.task_type == "chief" and cr.task_id == 0)
+        def save(model: Model, strategy):
+            if is_chief(strategy):
+                model.save("/out/model")
+        save(model, strategy)
+        tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+        if tf_config.get("task", {}).get("index", 0) == 0:
+            model.save("/out/again")
+    """
+    assert codes(src, select={"TFP603"}) == [(14, "TFP603"), (18, "TFP603")]

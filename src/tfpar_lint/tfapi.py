@@ -523,6 +523,19 @@ KERAS_TRACED_METHODS = frozenset({"train_step", "test_step", "predict_step", "ca
 # parameters receive the caller's arrays or tensors, whole (never a distributed value)
 KERAS_HOST_DATA_METHODS = {"train_on_batch": ("x", "y", "sample_weight"), "test_on_batch": ("x", "y", "sample_weight"),
                            "predict_on_batch": ("x",)}
+# Keras loss functions called directly (``keras.losses.mse(y, p)``, ``keras.metrics.mse``,
+# ``K.binary_crossentropy``): reduced over the last axis only, one loss per example (or the mean of
+# a flattened batch), never divided by a batch size
+_NOT_LOSS_FUNCTIONS = frozenset({"get", "serialize", "deserialize"})
+LOSS_FUNCTIONS = _Lazy(lambda: [n for n in table().names
+                                if n.startswith(("keras.losses.", "keras.metrics."))
+                                and n.count(".") == 2 and n.rsplit(".", 1)[1][:1].islower()
+                                and n.rsplit(".", 1)[1] not in _NOT_LOSS_FUNCTIONS
+                                and ("keras.losses." + n.rsplit(".", 1)[1]) in table().names]
+                       + ["keras.backend.binary_crossentropy", "keras.backend.categorical_crossentropy",
+                          "keras.backend.sparse_categorical_crossentropy"])
+# ``tf.grad_pass_through(f)(x)``: ``f`` changes the forward value only; the gradient is ``x``'s
+GRAD_PASS_THROUGH = frozenset({"tensorflow.grad_pass_through"})
 # progress bars that iterate what they wrap: iterating ``tqdm(ds)`` gives ``ds``'s elements
 ITERATION_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm",
                                 "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm", "tqdm.contrib.tenumerate"})

@@ -11,7 +11,7 @@ the semantic model's (``Module.reaching_exprs``, ``resolve_function``,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -24,7 +24,7 @@ SUMS = frozenset({"tensorflow.add_n", "tensorflow.math.add_n", "tensorflow.reduc
 PASS_THROUGH = frozenset({"tensorflow.cast", "tensorflow.identity", "tensorflow.convert_to_tensor",
                           "tensorflow.squeeze", "keras.ops.cast", "keras.ops.convert_to_tensor"})
 PASS_THROUGH_METHODS = frozenset({"get_scaled_loss", "scale_loss"})  # mixed-precision loss scaling
-MEANS = frozenset({"tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean"})
+MEANS = frozenset({"tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean", "keras.backend.mean"})
 AVERAGE_LOSS = frozenset({"tensorflow.nn.compute_average_loss"})
 # tf.compat.v1.losses.*: reduced with Reduction.SUM_BY_NONZERO_WEIGHTS (a mean over the batch) by default
 V1_LOSSES = frozenset("tensorflow.compat.v1.losses." + n for n in (
@@ -57,6 +57,9 @@ class Term:
     divisors: tuple[tuple[cst.BaseExpression, Scope, int], ...]  # applied on the way up
     summed: bool  # went through a reduce_sum / add_n / sum
     via: Optional[cst.BaseExpression] = None  # the first local-helper call it was reached through
+    # the ``tf.grad_pass_through(f)(...)`` call it was reached through: ``f`` (a division...) changed
+    # the forward value only, not the gradient
+    forward_only: Optional[cst.Call] = None
 
 
 def _builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -> bool:
@@ -143,6 +146,12 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         yield from rec(expr.elt, od=max(comp_orders) if comp_orders else order)
         return
     if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Call) and expr.args and not expr.args[0].star and \
+                m.qualified_name(expr.func.func, scope, order)[0] in api.GRAD_PASS_THROUGH:
+            # tf.grad_pass_through(lambda x: x / n)(loss): the gradient is the undivided loss's
+            for t in rec(expr.args[0].value):
+                yield replace(t, forward_only=t.forward_only or expr)
+            return
         q, _ = m.qualified_name(expr.func, scope, order)
         if q in SUMS or _builtin(m, expr, scope, order, "sum"):
             a = arg(expr, 0, "input_tensor") or arg(expr, 0, "inputs") or arg(expr, 0, "x")
@@ -351,6 +360,11 @@ def _origins_to_parameters(m: Module, expr: cst.BaseExpression, scope: Scope, or
                 else:
                     return None
             continue
+        if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name):
+            bs = m.self_attr_bindings(e, s)  # self.batch_size set from a parameter in __init__
+            if bs and all(b.value is not None and not b.path for b in bs):
+                work.extend((b.value, b.scope, b.order, depth + 1) for b in bs)
+                continue
         out.append((e, s, o))
     return out
 

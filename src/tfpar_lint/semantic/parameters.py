@@ -118,10 +118,15 @@ class BindingValues:
 
     def _param_values(self, b: Binding) -> list[Value]:
         fn = b.func
-        ann = self._from_annotation(b.annotation, fn.parent if fn else b.scope)
-        if ann and ann[0].kind != api.UNKNOWN:
-            return ann
         args = self.param_args(b)
+        if args is None:
+            # no caller seen (or not all): the annotation tells the kind of what they pass
+            # (``strategy: tf.distribute.Strategy``), an object of the parameter's own; the
+            # arguments seen, when every caller is, are what it holds (``model: Model`` does not
+            # replace the caller's model)
+            ann = self._from_annotation(b.annotation, fn.parent if fn else b.scope)
+            if ann and ann[0].kind != api.UNKNOWN:
+                return [Value(v.kind, v.qname, origin=b.node, raw_qname=v.raw_qname) for v in ann]
         if args is None and fn is not None and fn.cls is not None and b.name in api.KERAS_HOST_DATA_METHODS.get(fn.name, ()) \
                 and self.class_kind(fn.cls) == api.MODEL:
             # x, y of an override of a Keras model's train_on_batch...: the caller's host data, whole
