@@ -337,3 +337,24 @@ def test_chief_tests_through_a_resolver_none_check_and_a_defaulted_tf_config():
             model.save("/out/again")
     """
     assert codes(src, select={"TFP603"}) == [(14, "TFP603"), (18, "TFP603")]
+
+
+def test_objects_a_trainer_builds_before_it_enters_its_strategys_scope():
+    """A class that takes a strategy and enters its scope in a method of its own is built before that
+    scope is entered: the metrics its constructor makes, updated in its replica step, are made
+    outside it."""
+    src = """
+        import tensorflow as tf
+        class Trainer:
+            def __init__(self, model, strategy):
+                self.model = model
+                self.strategy = strategy
+                self.loss_metric = tf.keras.metrics.Mean("loss")
+            def step(self, x):
+                self.loss_metric(tf.reduce_sum(self.model(x)))
+            def train(self, ds):
+                with self.strategy.scope():
+                    for x in self.strategy.experimental_distribute_dataset(ds):
+                        self.strategy.run(self.step, args=(x,))
+    """
+    assert codes(src, select={"TFP103"}) == [(7, "TFP103")]

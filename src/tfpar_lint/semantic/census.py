@@ -7,10 +7,10 @@ The questions are the ones every rule family rests on (not the ones a use answer
 * ``replica function``: which function ``strategy.run(fn, ...)`` runs;
 * ``replica input``: what each argument handed to the replicas (``args=``, ``kwargs=``) is;
 * ``strategy``: that the receiver of ``run`` / ``experimental_run_v2`` / ``scope()`` is a strategy;
-* ``object in replica function``: what the objects a replica function calls methods of are
-  (a model, an optimizer, a metric, a variable...);
+* ``object in replica function``: what the objects a replica function trains, steps, updates,
+  calls or takes the variables of are (a model, an optimizer, a metric, a variable...);
 * ``thread target``: which function a thread runs;
-* ``object in thread``: what the objects a thread's function calls methods of are.
+* ``object in thread``: the same for the functions a thread runs (and the sessions they run).
 
 An answer is lost when no possible value has a kind.  Its reason is where the analysis lost it
 (``Value.why`` of a value that is no value at all, see :data:`model.LOSS_REASONS`), or, for an
@@ -113,25 +113,43 @@ def _handed(call: cst.Call) -> Iterator[cst.BaseExpression]:
         yield from (el.value for el in kwargs.elements if isinstance(el, cst.DictElement))
 
 
+# the methods whose receiver a rule asks about inside a replica function or a thread (a model's
+# training calls, an optimizer's step, a metric's update, a variable's update, a session's run, a
+# save); and every ``X(...)`` of an object (a model's forward pass, a training function)
+ASKED_METHODS = frozenset({"apply_gradients", "minimize", "get_updates", "update_state", "reset_states", "reset_state",
+                           "result", "assign", "assign_add", "assign_sub", "fit", "fit_generator", "train_on_batch",
+                           "predict", "evaluate", "save", "save_weights", "run"})
+_VARIABLE_OWNERS = ("trainable_variables", "trainable_weights", "variables", "weights", "losses")
+
+
 def _receivers(m: "Module", fn: FunctionInfo) -> Iterator[tuple[CallSite, cst.BaseExpression]]:
-    """``(call, X)`` for each ``X.meth(...)`` and ``X(...)`` in ``fn`` whose X is a local name, an
-    attribute of one (``self.model``) or a subscript of one: not a module's API, not a function
-    the module defines."""
+    """``(call, X)`` for the objects a rule asks about in ``fn``: the receiver of ``X.meth(...)`` for
+    the methods above, ``X`` of ``X(...)``, the owner of ``X.trainable_variables`` handed to a call;
+    X a local name, an attribute of one (``self.model``) or a subscript of one: not a module's API,
+    not a function the module defines."""
     for cs in m.calls_within(fn):
         f = cs.node.func
         cm = call_method(cs.node)
-        x = cm[0] if cm is not None else f
-        if isinstance(x, cst.Name) and x.value == "self":
-            x = f  # self.net(x): the attribute, unless it is a method
-            if m.resolve_function(x, cs.scope, cs.order):
+        cands: list[cst.BaseExpression] = []
+        if cm is not None and cm[1] in ASKED_METHODS:
+            cands.append(cm[0])
+        elif cm is None or (isinstance(cm[0], cst.Name) and cm[0].value == "self"):
+            cands.append(f)  # model(x), self.net(x), steps[0]([x])
+        for a in cs.node.args:
+            if isinstance(a.value, cst.Attribute) and a.value.attr.value in _VARIABLE_OWNERS:
+                cands.append(a.value.value)
+        for x in cands:
+            if isinstance(x, cst.Name) and x.value == "self":
                 continue
-        if isinstance(x, cst.Name) and x.value in BUILTINS and not m.lookup(x.value, cs.scope, cs.order):
-            continue
-        if not isinstance(x, (cst.Name, cst.Attribute, cst.Subscript)):
-            continue
-        if m.qualified_name(x, cs.scope, cs.order)[0]:
-            continue  # an API (tf.reduce_mean)
-        yield cs, x
+            if isinstance(x, cst.Name) and x.value in BUILTINS and not m.lookup(x.value, cs.scope, cs.order):
+                continue
+            if not isinstance(x, (cst.Name, cst.Attribute, cst.Subscript)):
+                continue
+            if m.qualified_name(x, cs.scope, cs.order)[0]:
+                continue  # an API (tf.reduce_mean)
+            if x is f and m.resolve_function(x, cs.scope, cs.order):
+                continue  # a function of the module
+            yield cs, x
 
 
 def reason(m: "Module", expr: cst.BaseExpression, cs: CallSite) -> Optional[str]:

@@ -117,6 +117,10 @@ class Contexts:
             # it makes its strategy, or enters a strategy's scope itself: no caller runs it under
             # that scope (the strategy does not exist yet, or its scope would be entered twice)
             res = ([], False)
+        elif not self.m.callers(fn) and fn.name == "__init__" and fn.cls is not None and self._class_owns_scope(fn.cls):
+            # the constructor of a class that enters its strategy's scope itself (``with
+            # self.strategy.scope():`` in a method): it is built before that scope is entered
+            res = ([], False)
         else:
             callers = self.m.callers(fn)
             if not callers and self.m.enclosing_method(fn) is not None:
@@ -174,6 +178,24 @@ class Contexts:
                 break
         memo[id(fn)] = found
         return found
+
+    def _class_owns_scope(self, cls: ClassInfo) -> bool:
+        """A method of ``cls`` (not its constructor) enters the scope of a strategy the object holds
+        (``with self.distribute_strategy.scope():``)."""
+        methods = {id(meth): meth for name, meth in cls.methods.items() if name != "__init__" and meth.params}
+        for item, scope, order, func, _ifs in self.m.with_items:
+            meth = methods.get(id(func))
+            e = item.item
+            if meth is None or not isinstance(e, cst.Call) or e.args:
+                continue
+            cm = call_method(e)
+            if cm is None or cm[1] != "scope" or not isinstance(cm[0], cst.Attribute) \
+                    or not isinstance(cm[0].value, cst.Name) or cm[0].value.value != meth.params[0].name.value:
+                continue
+            recv = self.m.infer(cm[0], scope, order)
+            if recv and all(v.kind == api.STRATEGY for v in recv):
+                return True
+        return False
 
     def strategies_made_in(self, fn: Optional[FunctionInfo]) -> list[tuple[CallSite, Value]]:
         """The strategies the body of ``fn`` (None: module-level code) creates, with the call that
