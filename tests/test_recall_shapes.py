@@ -358,3 +358,36 @@ def test_objects_a_trainer_builds_before_it_enters_its_strategys_scope():
                         self.strategy.run(self.step, args=(x,))
     """
     assert codes(src, select={"TFP103"}) == [(7, "TFP103")]
+
+
+def test_a_model_wrapped_under_a_strategy_the_callee_makes(tmp_path):
+    """A model built by the caller is handed to a function of another module that makes its own
+    strategy and wraps the model into a new one under that strategy's scope: reported on both
+    sides (where it is wrapped, and where it is made)."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/wrap.py": """
+            import tensorflow as tf
+            class Wrapper(tf.keras.Model):
+                def __init__(self, inner):
+                    super().__init__()
+                    self.inner = inner
+                def call(self, x):
+                    return self.inner(x)
+            def evaluate(model, data):
+                strategy = tf.distribute.MirroredStrategy()
+                with strategy.scope():
+                    wrapped = Wrapper(model)
+                    wrapped.compile(loss="mse")
+                return wrapped.evaluate(data)
+        """,
+        "pkg/run.py": """
+            import tensorflow as tf
+            from .wrap import evaluate
+            def main(data):
+                model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+                return evaluate(model, data)
+        """,
+    }
+    assert (12, "TFP101") in project_codes(tmp_path, files, "pkg/wrap.py")
+    assert project_codes(tmp_path, files, "pkg/run.py") == [(5, "TFP101")]

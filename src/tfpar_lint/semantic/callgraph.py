@@ -27,7 +27,7 @@ class CallGraph:
         self._attr_args: dict[str, list[cst.Attribute]] = {}
         self._indirect: Optional[dict[int, list[IndirectCall]]] = None
         self._nested: Optional[dict[int, list[FunctionInfo]]] = None
-        self._refs_by_origin: dict[int, dict[int, list[NameRef]]] = {}
+        self._refs_by_origin: dict[tuple, dict[int, list[NameRef]]] = {}
         # name -> (id(function) -> [(index, ref)], refs not yet filed): see _refs_to_function
         self._name_refs_state: dict[str, tuple[dict[int, list], list]] = {}
 
@@ -293,16 +293,21 @@ class CallGraph:
         pname = fn.params[index].name.value
         return any(r.node.value == pname for r in self.function_refs(fn))
 
-    def refs_to(self, value_origin: cst.CSTNode, within: FunctionInfo) -> list[NameRef]:
+    def refs_to(self, value_origin: cst.CSTNode, within: FunctionInfo, *, from_module=None) -> list[NameRef]:
         """References inside ``within`` (names, and ``self.attr``-style attributes) whose every
-        possible value was created at ``value_origin``."""
-        table = self._refs_by_origin.get(id(within))
+        possible value was created at ``value_origin``.  With ``from_module`` (another module of
+        the project), those whose values made in that module were all made there: the values this
+        module's other importers make are the objects of other programs."""
+        key = (id(within), id(from_module))
+        table = self._refs_by_origin.get(key)
         if table is None:
             # every reference of ``within`` sorted by its one origin, once per function: asked for
             # each object of a module, the answer costs a look-up, not a pass over the function
-            table = self._refs_by_origin[id(within)] = {}
+            table = self._refs_by_origin[key] = {}
             for r in itertools.chain(self.function_refs(within), self.function_attr_refs(within)):
                 vals = self.m.infer(r.node, r.scope, r.order)
+                if from_module is not None:
+                    vals = [v for v in vals if v.site is not None and v.site.scope.module is from_module]
                 if not vals:
                     continue
                 o = vals[0].origin
