@@ -391,3 +391,43 @@ def test_a_model_wrapped_under_a_strategy_the_callee_makes(tmp_path):
     }
     assert (12, "TFP101") in project_codes(tmp_path, files, "pkg/wrap.py")
     assert project_codes(tmp_path, files, "pkg/run.py") == [(5, "TFP101")]
+
+
+def test_a_plain_dataset_stored_on_the_branch_without_a_strategy_never_reaches_its_run():
+    """``if self.strategy is not None:`` distributes, ``else:`` keeps the plain dataset; the step
+    that runs on the replicas is called only under the same test (an attribute only the
+    constructor sets): the plain path never reaches it."""
+    src = """
+        import tensorflow as tf
+        class Process:
+            def __init__(self, gpus):
+                self.strategy = None
+                if gpus > 1:
+                    self.strategy = tf.distribute.MirroredStrategy()
+                with tf.distribute.get_strategy().scope():
+                    self.model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            def init(self, train_dataset):
+                if self.strategy is not None:
+                    self.train_dataset = self.strategy.experimental_distribute_dataset(train_dataset)
+                else:
+                    self.train_dataset = train_dataset
+                self.train_iter = iter(self.train_dataset)
+            def step(self, x):
+                return self.model(x)
+            @tf.function
+            def dist_step(self, x):
+                return self.strategy.run(self.step, args=(x,))
+            def loop(self):
+                x = next(self.train_iter)
+                if self.strategy is not None:
+                    self.dist_step(x)
+                else:
+                    self.step(x)
+        Process(2).init(tf.data.Dataset.range(8).batch(4))
+    """
+    assert codes(src, select={"TFP201"}) == []
+    # the same program with the run on the plain path is reported at its host call
+    bad = src.replace("if self.strategy is not None:\n                    self.dist_step(x)",
+                      "if self.strategy is None:\n                    self.dist_step(x)")
+    assert bad != src
+    assert codes(bad, select={"TFP201"}) == [(24, "TFP201")]

@@ -76,7 +76,7 @@ class RunOnUndistributedInput(Rule):
                 exprs += [el.value for el in kwargs.elements if isinstance(el, cst.DictElement)]
             fns = m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order)
             for i, e in enumerate(exprs):
-                vals = m.infer_at(e, cs)
+                vals = [v for v in m.infer_at(e, cs) if not m.contexts.contradicts(v, cs)]
                 if isinstance(e, (cst.Tuple, cst.List)) and not vals[0].kind in PLAIN + (api.BATCH,):
                     # args=((x, y), lr): the items of a literal (the nested loop targets of a dataset)
                     for el in e.elements:
@@ -97,8 +97,8 @@ class RunOnUndistributedInput(Rule):
                             {"argument": m.code(he), "host": True},
                             related=cs.node,
                         )
-                    if hosts:
-                        break
+                    if hosts or self._hosts_all_told(cs, e):
+                        break  # at the hosts; or every host passes distributed data on its own path
                     path = "" if all(v.kind in PLAIN for v in vals) else _path(m, vals)
                     yield Report(
                         cs.node,
@@ -182,10 +182,23 @@ class RunOnUndistributedInput(Rule):
             he = arg(h.node, idx, e.value)
             if he is None:
                 continue
-            got = m.infer_at(he, h)
+            got = [v for v in m.infer_at(he, h) if not m.contexts.contradicts(v, h)]
             if got and plain(got):
                 out.append((h, he, got))
         return out
+
+    def _hosts_all_told(self, cs, e) -> bool:
+        """Every call of the ``tf.function`` wrapper that runs ``cs`` (and passes ``e``) is in this
+        module: what reaches the run is what they pass (judged at each of them, on its path)."""
+        m = self.module
+        fn = cs.func
+        if fn is None or not isinstance(e, cst.Name) or m.runs_traced(fn) is not True:
+            return False
+        bs = m.lookup(e.value, cs.scope, cs.order)
+        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is not fn:
+            return False
+        callers = m.callers(fn)
+        return bool(callers) and all(h.scope.module is m for h in callers) and not m.is_passed_around(fn)
 
     def _fed_to_model(self, fns, index: int) -> bool:
         """Argument ``index`` of the run goes, in every function it runs, into a model's forward

@@ -155,6 +155,7 @@ class Module:
         self.with_items: list[tuple] = []
         # order -> the enclosing if branches in its function, as (id(If), in body); absent: none
         self.if_context: dict[int, tuple[tuple[int, bool], ...]] = {}
+        self.if_nodes: dict[int, cst.If] = {}  # id(If) -> the If (of if_context's ids)
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)

@@ -290,6 +290,7 @@ class Builder(TaskVisitor):
 
     def _push_if(self, entry: tuple) -> None:
         self.ifs.append(entry)
+        self.m.if_nodes[id(entry[0])] = entry[0]
 
     def _pop_if(self) -> None:
         self.ifs.pop()

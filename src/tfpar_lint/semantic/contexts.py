@@ -90,6 +90,67 @@ class Contexts:
             maybe = True  # the strategy may be the global default by then: in its scope everywhere
         return known, maybe
 
+    def stable_conds(self, order: int, scope: Scope, value: Optional[cst.BaseExpression] = None) -> tuple:
+        """The enclosing ``if`` branches at ``order`` (in ``scope``'s method) whose tests hold the
+        same in every method of the class once it is built: pure tests reading only attributes of
+        ``self`` that no method but the constructor binds.  ((test text, in the body?), ...).  With
+        the ``value`` stored there: in the ``else`` of ``if A and x is not None:``, what ``x = ...``
+        stores is not None only where ``A`` is false (A's else branch)."""
+        ctx = self.m.if_context.get(order)
+        if not ctx:
+            return ()
+        meth = self.m.values._method_of(scope)
+        if meth is None or meth.cls is None or not meth.params:
+            return ()
+        me = meth.params[0].name.value
+        out = []
+        for iid, in_body in ctx:
+            node = self.m.if_nodes.get(iid)
+            if node is None:
+                continue
+            if self._stable_test(node.test, me, meth.cls):
+                out.append((self._text(node.test), in_body))
+            elif not in_body and isinstance(value, cst.Name) and isinstance(node.test, cst.BooleanOperation) \
+                    and isinstance(node.test.operator, cst.And) and _not_none_test(node.test.right, value.value) \
+                    and self._stable_test(node.test.left, me, meth.cls):
+                out.append((self._text(node.test.left), False))
+        return tuple(out)
+
+    def _text(self, e: cst.BaseExpression) -> str:
+        return " ".join(self.m.tree.code_for_node(e).split())
+
+    def _stable_test(self, test: cst.BaseExpression, me: str, cls: ClassInfo) -> bool:
+        if not _pure(test):
+            return False
+        stack: list[cst.CSTNode] = [test]
+        seen_attr = False
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == me:
+                bs = cls.attrs.get(n.attr.value) or []
+                if not bs or any(b.scope.func is None or b.scope.func.name != "__init__" for b in bs):
+                    return False
+                seen_attr = True
+                continue
+            if isinstance(n, cst.Name) and n.value not in ("None", "True", "False"):
+                return False
+            stack.extend(syntax_children(n))
+        return seen_attr
+
+    def contradicts(self, v: Value, site: CallSite) -> bool:
+        """``v`` (or what it was drawn from) was stored under a branch of a stable test (see
+        :meth:`stable_conds`) that the code at ``site`` runs only on the other branch of."""
+        here = dict(self.stable_conds(site.order, site.scope)) if site.ifs else {}
+        if not here:
+            return False
+        seen = 0
+        while v is not None and seen < 30:
+            for text, branch in v.conds:
+                if text in here and here[text] != branch:
+                    return True
+            v, seen = v.source, seen + 1
+        return False
+
     def default_strategy_set(self) -> bool:
         """The module makes a strategy the global default
         (``tf.distribute.experimental_set_strategy(strategy)``): from then on, every object is
@@ -605,3 +666,10 @@ def _pure(expr: cst.CSTNode) -> bool:
             return False
         stack.extend(syntax_children(n))
     return True
+
+
+def _not_none_test(e: cst.BaseExpression, name: str) -> bool:
+    """``e`` is ``<name> is not None``."""
+    return isinstance(e, cst.Comparison) and len(e.comparisons) == 1 and isinstance(e.left, cst.Name) \
+        and e.left.value == name and isinstance(e.comparisons[0].operator, cst.IsNot) \
+        and isinstance(e.comparisons[0].comparator, cst.Name) and e.comparisons[0].comparator.value == "None"

@@ -147,6 +147,10 @@ class Value:
     # was lost: a literal, arithmetic, a function's implicit None).  With no origin, it is no value
     # at all; with one (an identity the kinds module gave it), its uses may still tell its kind
     why: str = ""
+    # the branches of tests that hold the same in every method (``if self.strategy is not None:``,
+    # an attribute only the constructor sets) under which the object was stored where it was read:
+    # ((test text, in the body?), ...)
+    conds: tuple = ()
 
     def is_(self, *kinds: str) -> bool:
         return self.kind in kinds

@@ -8,6 +8,7 @@ answer is ``UNKNOWN``."""
 from __future__ import annotations
 
 import builtins
+from dataclasses import replace
 from typing import Callable, Optional, TYPE_CHECKING
 
 import libcst as cst
@@ -139,7 +140,12 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 if bs:
                     out = []
                     for b in bs:
-                        out.extend(self.binding_values(b))
+                        got = self.binding_values(b)
+                        if b.kind != "param":  # stored under these branches (of any method)
+                            conds = self.m.contexts.stable_conds(b.order, b.scope, b.value)
+                            if conds:
+                                got = [replace(v, conds=v.conds + conds) for v in got]
+                        out.extend(got)
                     return out
                 inherited = self._base_member(fn.cls, attr)  # a method or attribute of a base class here
                 if inherited is not None:
