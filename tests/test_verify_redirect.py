@@ -1,4 +1,4 @@
-"""The fallback without namespaces (``TFPAR_VERIFY_SANDBOX=python``) redirects writes, copy-on-write
+"""The fallback without namespaces (``TFPAR_VERIFY_SANDBOX=none``) redirects writes, copy-on-write
 (issue 10 part 3): a script that writes into its folder through TensorFlow's file layer, Keras saving,
 ``open`` and ``os`` runs to its end, reads back what it wrote, and the folder is byte-identical."""
 from __future__ import annotations
@@ -112,7 +112,7 @@ def snapshot(top: str) -> dict:
 def test_fallback_redirects_writes_and_the_script_runs_to_its_end(tmp_path, monkeypatch):
     from tfpar_lint.verify import verify_findings
 
-    monkeypatch.setenv("TFPAR_VERIFY_SANDBOX", "python")
+    monkeypatch.setenv("TFPAR_VERIFY_SANDBOX", "none")
     proj = tmp_path / "proj"
     proj.mkdir()
     for rel, text in USER_FILES.items():
@@ -123,7 +123,7 @@ def test_fallback_redirects_writes_and_the_script_runs_to_its_end(tmp_path, monk
     before = snapshot(str(tmp_path))
     (run,) = verify_findings(["saver.py"], [], devices="cpu:2", timeout=240)
     why = f"{run.summary()}\nstdout: {run.stdout[-3000:]}\nstderr: {run.stderr[-3000:]}"
-    assert run.sandbox == "python", why
+    assert run.sandbox == "none", why
     assert run.outcome == "ok" and run.exit_status == 0, why
     assert run.stdout.rstrip().endswith("END"), why
     assert run.runtime_findings == [], why  # no finding

@@ -148,7 +148,7 @@ def _namespaces_available(tmp_path) -> tuple[bool, str]:
 
 
 @pytest.mark.parametrize("thread", [False, True], ids=["no-thread", "thread"])
-@pytest.mark.parametrize("mode", ["namespaces", "python"])
+@pytest.mark.parametrize("mode", ["namespaces", "none"])
 def test_saved_model_loaded_twice_under_strategies_runs_as_under_python(tmp_path, mode, thread):
     """Without a thread of the script's, the threads probe stays out of the way; with one, it watches
     every write, and the restores into uninitialized variables must still go through untouched."""
@@ -169,7 +169,7 @@ def test_saved_model_loaded_twice_under_strategies_runs_as_under_python(tmp_path
     proj = _project(tmp_path / "proj")
     before = _digest(proj)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"), TFPAR_VERIFY_SANDBOX="auto" if mode ==
-               "namespaces" else "python")
+               "namespaces" else "none")
     cli = subprocess.run([sys.executable, "-m", "tfpar_lint", "--verify", "reload.py", "--show-output", "--no-cache",
                           "--devices", "cpu:2", "--timeout", "300", *(["--", *args] if args else [])],
                          cwd=proj, capture_output=True, timeout=400, env=env)
@@ -188,7 +188,7 @@ def test_saved_model_loaded_twice_under_strategies_runs_as_under_python(tmp_path
     shutil.rmtree(plain_dir, ignore_errors=True)
 
 
-@pytest.mark.parametrize("mode", ["namespaces", "python"])
+@pytest.mark.parametrize("mode", ["namespaces", "none"])
 def test_save_load_tutorial_verifies(tmp_path, mode):
     """fixtures/tutorials/save_load.py (Keras and tf.saved_model saves, loads under OneDeviceStrategy and
     another MirroredStrategy) runs to its end under --verify: exit 0, nothing found, its own output."""
@@ -199,7 +199,7 @@ def test_save_load_tutorial_verifies(tmp_path, mode):
     tutorials = os.path.join(ROOT, "fixtures", "tutorials")
     before = _digest(tutorials)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"), TFPAR_VERIFY_SANDBOX="auto" if mode ==
-               "namespaces" else "python")
+               "namespaces" else "none")
     cli = subprocess.run([sys.executable, "-m", "tfpar_lint", "--verify", "fixtures/tutorials/save_load.py",
                           "--show-output", "--no-cache", "--devices", "cpu:2", "--timeout", "300"],
                          cwd=ROOT, capture_output=True, timeout=400, env=env)

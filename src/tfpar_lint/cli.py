@@ -229,6 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--max-steps", type=_positive_int("--max-steps"), default=None,
                      help="stop each script after N training steps")
     ver.add_argument("--timeout", type=_positive_float, default=None, help="seconds allowed per script")
+    ver.add_argument("--sandbox", choices=("auto", "none"), default=None,
+                     help="auto (default): each script runs in the namespace sandbox, and --verify refuses to "
+                          "run where it cannot be set up; none: run the scripts with your permissions and NOTHING "
+                          "ISOLATED (only Python's own file writes are redirected). Also TFPAR_VERIFY_SANDBOX")
     return p
 
 
@@ -447,14 +451,25 @@ def _verify(files: list[str], findings: list[Finding], args: argparse.Namespace,
     if why:  # never run on other devices than asked for
         raise UsageError(why)
     kwargs: dict[str, Any] = {"devices": args.devices, "script_args": script_args, "jobs": jobs}
+    if getattr(args, "sandbox", None):
+        kwargs["sandbox"] = args.sandbox
     if args.max_steps is not None:
         kwargs["max_steps"] = args.max_steps
     if args.timeout is not None:
         kwargs["timeout"] = args.timeout
+    from tfpar_lint.verify.sandbox import Unavailable
+
     try:
         return list(verify_findings(files, findings, **kwargs) or [])
     except ImportError as e:
         raise UsageError(f"{hint} ({e})") from None
+    except Unavailable as e:
+        raise UsageError(f"--verify did not run: {e.strerror or e}. The scripts would run with your permissions "
+                         f"and nothing isolated; '--sandbox none' runs them so anyway, if you trust them") from None
+    except ValueError as e:  # an unknown TFPAR_VERIFY_SANDBOX
+        if "sandbox" not in str(e):
+            raise
+        raise UsageError(f"--verify: {e}") from None
 
 
 # -- main ----------------------------------------------------------------------
@@ -594,8 +609,8 @@ def _main(argv: list[str]) -> int:
         paths = ["-"] if args.stdin_filename else ["."]
     if args.verify and "-" in paths:
         raise UsageError("--verify runs scripts from files; it cannot read standard input")
-    if not args.verify and (script_args or args.max_steps or args.timeout or args.show_output):
-        raise UsageError("--max-steps/--timeout/--show-output and script arguments need --verify")
+    if not args.verify and (script_args or args.max_steps or args.timeout or args.show_output or args.sandbox):
+        raise UsageError("--max-steps/--timeout/--show-output/--sandbox and script arguments need --verify")
     if args.verify and (fix_mode or args.add_noqa):
         raise UsageError("--verify runs the scripts as they are: use it without --fix/--diff/--fix-only/--add-noqa")
     if args.add_noqa and fix_mode:
@@ -1020,7 +1035,9 @@ def _show_outputs(runs: Sequence[Any], always: bool) -> None:
                 lines = lines[-OUTPUT_TAIL_LINES:]
             else:
                 head = f"---- {run.path}: {name} ----"
-            sys.stderr.write(head + "\n" + "\n".join(lines) + "\n")
+            from tfpar_lint.output.base import printable
+
+            sys.stderr.write(printable(head) + "\n" + "\n".join(printable(ln, keep="\t") for ln in lines) + "\n")
 
 
 def _unverified(runs: Sequence[Any], findings: Sequence[Finding]) -> list[Any]:

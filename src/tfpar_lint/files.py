@@ -72,3 +72,72 @@ def read_regular_text(path: str, max_size: int = 0) -> str:
     """:func:`read_regular` decoded as ``open(path, encoding="utf-8").read()`` would
     (universal newlines); UnicodeDecodeError when it is not UTF-8."""
     return io.TextIOWrapper(io.BytesIO(read_regular(path, max_size)), encoding="utf-8").read()
+
+
+def remove_tree(path: str) -> None:
+    """Remove the folder ``path`` and everything below it, as ``shutil.rmtree(path, ignore_errors=True)``
+    would, but without recursion and through folder descriptors: a chain of thousands of nested
+    folders (deeper than Python's recursion limit, longer than PATH_MAX) goes too, links are removed,
+    never followed, and at most two descriptors are open at a time.  Never raises: what cannot be
+    removed is left."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            return
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    names: list[str] = []  # the folders entered below ``path``, outermost first
+    while True:
+        sub = None
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+        except OSError:
+            entries = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if sub is None:
+                        sub = e.name
+                    continue
+                os.unlink(e.name, dir_fd=fd)
+            except OSError:
+                continue
+        if sub is not None:
+            try:
+                try:
+                    os.chmod(sub, 0o700, dir_fd=fd, follow_symlinks=False)  # a folder made unreadable
+                except (OSError, NotImplementedError):
+                    pass
+                child = os.open(sub, flags, dir_fd=fd)
+            except OSError:
+                child = None
+            if child is not None:
+                os.close(fd)
+                fd = child
+                names.append(sub)
+                continue
+        # Nothing more to enter here (or a folder that cannot be entered): leave it, remove it.
+        if not names:
+            os.close(fd)
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            return
+        name = names.pop()
+        try:
+            parent = os.open("..", flags, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return
+        os.close(fd)
+        fd = parent
+        try:
+            os.rmdir(name, dir_fd=fd)
+        except OSError:
+            if sub is not None:  # it could not be entered, nor removed: do not loop on it
+                os.close(fd)
+                return

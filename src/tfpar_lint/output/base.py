@@ -169,6 +169,29 @@ def display_path(path: str, controls: bool = True) -> str:
     return rx.sub(_escape_char, path) if rx.search(path) else path
 
 
+# What a terminal would act on: C0 and C1 controls (ESC starts a colour, a cursor move or an OSC 52
+# clipboard write; BEL rings), DEL, bytes that are not UTF-8, and the bidirectional overrides.
+_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
+
+
+def _escape_terminal(m: "re.Match[str]") -> str:
+    c = m.group()
+    if "\u202a" <= c <= "\u2069":
+        return f"\\u{ord(c):04x}"
+    return _escape_char(m)
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` that a verified script (or a file name) chose, safe to print on a terminal: every
+    control character but those in ``keep`` (``"\\t"`` for output lines) written as ``\\xNN``
+    (``\\n``, ``\\r``, ``\\t`` by name), as pytest and ruff print what they did not write."""
+    if not _TERMINAL.search(text):
+        return text
+    if keep:
+        return _TERMINAL.sub(lambda m: m.group() if m.group() in keep else _escape_terminal(m), text)
+    return _TERMINAL.sub(_escape_terminal, text)
+
+
 def relative_uri(path: str, root: str) -> tuple[str, bool]:
     """``(uri, is_relative)``: a forward-slash path relative to ``root`` when inside it,
     else a ``file://`` URI; percent-encoded from the file name's bytes (RFC 3986)."""

@@ -22,8 +22,8 @@ from collections import Counter
 from typing import TextIO
 
 from tfpar_lint.finding import CONFIRMED, COULD_NOT_RUN, INCONCLUSIVE, NOT_REPRODUCED, RUNTIME, Finding
-from tfpar_lint.output.base import (BOLD, CYAN, RED, Report, display_path, error_code, paint, short_device, status_label,
-                               verification_line)
+from tfpar_lint.output.base import (BOLD, CYAN, RED, Report, display_path, error_code, paint, printable, short_device,
+                               status_label, verification_line)
 
 
 def location(f: Finding, color: bool = False) -> str:
@@ -41,8 +41,9 @@ def caret_lines(line: str, col: int) -> list[str]:
 
 
 def one_line(s: str) -> str:
-    """One finding, one line (for grep and editors): newlines become spaces."""
-    return " ".join(s.splitlines()) if ("\n" in s or "\r" in s) else s
+    """One finding, one line (for grep and editors): newlines become spaces, and the other control
+    characters are escaped (:func:`printable`: a script's error text reaches the terminal here)."""
+    return printable(" ".join(s.splitlines()) if ("\n" in s or "\r" in s) else s)
 
 
 def format_finding(f: Finding, color: bool = False) -> str:
@@ -134,9 +135,11 @@ def script_header(run, verdicts: list[str]) -> str:
     counts = [f"{verdicts.count(v)} {v}" for v in ORDER if verdicts.count(v)]
     found = ", ".join(counts) if counts else "nothing found"
     sandbox = f"; sandbox: {run.sandbox}" if getattr(run, "sandbox", "") else ""
+    if getattr(run, "sandbox", "") == "none":
+        sandbox += " (NOTHING ISOLATED: --sandbox none)"
     if getattr(run, "sandbox_refused", None):
         sandbox += f" (refused: {', '.join(run.sandbox_refused)})"
-    return f"{display_path(run.path)}: {_ending(run)}; {_devices(run)}; {run.seconds:.1f} s{sandbox}; {found}"
+    return printable(f"{display_path(run.path)}: {_ending(run)}; {_devices(run)}; {run.seconds:.1f} s{sandbox}; {found}")
 
 
 def _key(path: str) -> str:

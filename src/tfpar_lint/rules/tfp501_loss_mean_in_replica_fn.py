@@ -9,6 +9,7 @@ from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic.loss import (MEANS, V1_LOSSES, gradient_targets, is_per_replica_batch, loss_terms,
                                     mentions_replicas, replica_fn_strategies, replica_fns, replicated, v1_mean_loss)
 from tfpar_lint.semantic import arg
+from tfpar_lint.semantic.replicagrads import gathered_only
 
 
 class LossMeanInReplicaFn(Rule):
@@ -32,6 +33,8 @@ class LossMeanInReplicaFn(Rule):
                 for t in loss_terms(m, target, cs.scope, cs.order):
                     if any(mentions_replicas(m, d, sc, od) for d, sc, od in t.divisors):
                         continue  # already divided by the number of replicas
+                    if gathered_only(m, t.node, t.scope, t.order) is not None:
+                        continue  # the same global-batch loss on every replica: TFP514's
                     if t.forward_only is not None:
                         if id(t.forward_only) not in passed and self._divides(t.forward_only, t.scope, t.order):
                             passed.add(id(t.forward_only))

@@ -7,7 +7,7 @@ the syntax of ``if`` tests and of path expressions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
@@ -841,13 +841,16 @@ _PATH_FUNCTIONS = frozenset({"os.path.join", "os.path.expanduser", "os.path.absp
 
 
 def constant_path(m: Module, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
-                  _depth: int = 0, env: frozenset[str] = frozenset()) -> bool:
+                  _depth: int = 0, env: frozenset[str] = frozenset(),
+                  leaf: Optional[Callable[[cst.BaseExpression, Scope, int], bool]] = None) -> bool:
     """``expr`` is the same string on every worker: literals, module constants, f-strings,
-    ``+`` and ``os.path.join`` of those, and reads of the environment variables ``env`` (ones a
-    platform sets alike on every worker).  Anything else read at run time (flags, task id, a
-    helper's result) makes it unknown (False)."""
+    ``+`` and ``os.path.join`` of those, reads of the environment variables ``env`` (ones a
+    platform sets alike on every worker), and the values ``leaf`` accepts.  Anything else read at
+    run time (flags, task id, a helper's result) makes it unknown (False)."""
     if expr is None or _depth > 12:
         return False
+    if leaf is not None and leaf(expr, scope, order):
+        return True
     if env:
         if isinstance(expr, cst.Subscript) and m.qualified_name(expr.value, scope, order)[0] == "os.environ" \
                 and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
@@ -859,21 +862,21 @@ def constant_path(m: Module, expr: Optional[cst.BaseExpression], scope: Scope, o
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
         return True
     if isinstance(expr, cst.FormattedString):
-        return all(constant_path(m, p.expression, scope, order, _depth + 1, env)
+        return all(constant_path(m, p.expression, scope, order, _depth + 1, env, leaf)
                    for p in expr.parts if isinstance(p, cst.FormattedStringExpression))
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Divide)):
-        return constant_path(m, expr.left, scope, order, _depth + 1, env) and \
-            constant_path(m, expr.right, scope, order, _depth + 1, env)
+        return constant_path(m, expr.left, scope, order, _depth + 1, env, leaf) and \
+            constant_path(m, expr.right, scope, order, _depth + 1, env, leaf)
     if isinstance(expr, cst.Call):
         q, _ = m.qualified_name(expr.func, scope, order)
         if q in _PATH_FUNCTIONS:
-            return all(not a.star and constant_path(m, a.value, scope, order, _depth + 1, env) for a in expr.args)
+            return all(not a.star and constant_path(m, a.value, scope, order, _depth + 1, env, leaf) for a in expr.args)
         return False
     if isinstance(expr, cst.Name):
         reaching = m.reaching_exprs(expr, scope, order)
         if not reaching:
             return False
-        return all(constant_path(m, e, s, o, _depth + 1, env) for e, s, o in reaching)
+        return all(constant_path(m, e, s, o, _depth + 1, env, leaf) for e, s, o in reaching)
     return False
 
 

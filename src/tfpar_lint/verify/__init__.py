@@ -34,12 +34,14 @@ __all__ = ["verify_findings", "ScriptRun", "FamilyObservation", "family_of"]
 
 def verify_findings(scripts: list[str], findings: list[Finding], *, devices: str = "auto",
                     max_steps: int = 3, timeout: float = 120.0, script_args: Sequence[str] = (),
-                    jobs: Optional[int] = None, workdir: Optional[str] = None) -> list[ScriptRun]:
+                    jobs: Optional[int] = None, workdir: Optional[str] = None,
+                    sandbox: Optional[str] = None) -> list[ScriptRun]:
     """Run each script under instrumentation and set finding.verification on every finding
     whose finding.path is one of the scripts. Returns one ScriptRun per script run (path,
     exit status, seconds, replicas, devices, notes such as 'keras.datasets replaced by synthetic
-    arrays', hang location if killed)."""
+    arrays', hang location if killed).  ``sandbox``: "auto" (the default; raises
+    ``tfpar_lint.verify.sandbox.Unavailable`` where the sandbox cannot be set up) or "none"."""
     from tfpar_lint.verify.driver import verify_findings as _run
 
     return _run(scripts, findings, devices=devices, max_steps=max_steps, timeout=timeout,
-                script_args=script_args, jobs=jobs, workdir=workdir)
+                script_args=script_args, jobs=jobs, workdir=workdir, sandbox=sandbox)

@@ -45,8 +45,12 @@ def main(argv: list[str]) -> int:
     sandbox.die_with_parent(parent if parent in (spec.get("protected_pids") or [parent]) else None)
     t_start = time.time()
     result: dict = {"outcome": "failed", "notes": [], "pid": os.getpid()}
-    stacks = open(spec["stacks"], "w")
-    _STATE.update(spec=spec, result=result, stacks=stacks, t_start=t_start)
+    # The stack dumps go through a pipe to the process outside the script (the relay, or the
+    # fallback's reaper), which keeps only their last part (sandbox.STACKS_MAX): the script holds
+    # the write end, and a file there would let it fill the disk.
+    stacks_r, stacks_w = os.pipe()
+    stacks = os.fdopen(stacks_w, "w")
+    _STATE.update(spec=spec, result=result, stacks=stacks, stacks_r=stacks_r, t_start=t_start)
     _contain(spec, result)
     remaining = spec["deadline"] - time.time()
     if remaining > 0:
@@ -106,7 +110,7 @@ def _contain(spec: dict, result: dict) -> None:
     # Only the relay outside the sandbox keeps this descriptor (see sandbox.enter); the sandboxed
     # process hands its result over a pipe.
     _STATE["result_dirfd"] = os.open(rundir, os.O_RDONLY | os.O_DIRECTORY)
-    mode = spec.get("sandbox") or "python"
+    mode = spec.get("sandbox") or "none"
     cwd = spec.get("cwd") or os.getcwd()
     if mode == "namespaces":
         try:
@@ -114,7 +118,8 @@ def _contain(spec: dict, result: dict) -> None:
             c = sandbox.enter(spec["scratch"], cwd, spec.get("cluster_pid"),
                               result=(_STATE["result_dirfd"], os.path.basename(spec["result"])),
                               sync=spec.get("sync_dir") if not spec.get("cluster_pid") else None,
-                              keep=(_STATE["stacks"].fileno(),))
+                              keep=(_STATE["stacks"].fileno(),), stacks=_STATE.pop("stacks_r"),
+                              writable=tuple(p for p in (spec.get("tmpdir"), os.environ.get("HOME")) if p))
             _STATE.pop("result_dirfd", None)  # closed in here: only the relay holds it
             if spec.get("sync_dir"):  # the cluster's shared folder, as the sandbox shows it
                 spec["sync_dir"] = sandbox.SYNC_DIR
@@ -123,17 +128,25 @@ def _contain(spec: dict, result: dict) -> None:
             result["sandbox"] = "namespaces"
             result["sandbox_detail"] = c.detail
             result["pid"] = os.getpid()
-        except BaseException as e:  # noqa: BLE001 - fall back, and say so
-            mode = "python"
+        except BaseException as e:  # noqa: BLE001 - never run the script outside the sandbox asked for
+            result["sandbox"] = "namespaces"
             result["sandbox_error"] = f"{type(e).__name__}: {e}"
+            result["outcome"] = "failed"
+            result["error"] = {"type": "SandboxError", "message": f"the sandbox could not be entered ({type(e).__name__}: "
+                               f"{e}); the script was not run", "frames": [], "script_lines": [], "location": ""}
+            _finish(None, result, spec, _STATE.get("t_start", time.time()))
+            _os_exit(1)
     sandbox.watch(refuse=mode != "namespaces")
     if mode != "namespaces":
-        result["sandbox"] = "python"
+        # --sandbox none, asked for by name: nothing is isolated; the Python-level guard redirects what
+        # Python's own file layer writes outside the run folder, and nothing else.
+        result["sandbox"] = "none"
         _STATE["python_guard"] = [rundir, spec.get("tmpdir") or rundir] + (
             [spec["sync_dir"]] if spec.get("sync_dir") else [])
         # No PID namespace: this process stays outside as the run's subreaper, and kills what the
         # script left (setsid, double forks, execve) once it has ended; the script runs in a child.
-        sandbox.reaper_split()
+        # It keeps the tail of the script's stack dumps too (the pipe's read end).
+        sandbox.reaper_split(stacks=_STATE.pop("stacks_r"), dirfd=_STATE["result_dirfd"])
         result["pid"] = os.getpid()
         try:
             os.chdir(cwd)

@@ -25,7 +25,6 @@ import concurrent.futures as cf
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -38,7 +37,9 @@ from typing import Optional
 
 from tfpar_lint.files import FileTooLarge, NotRegularFile, read_regular
 from tfpar_lint.finding import INCONCLUSIVE, Finding, Verification
+from tfpar_lint import files
 from tfpar_lint.verify import procs, report, sandbox, zygote
+from tfpar_lint.verify import sandbox as sandbox_mod
 from tfpar_lint.verify import procs as procs_mod
 from tfpar_lint.verify.devices import DeviceRequest, host_has_gpu, parse_devices
 from tfpar_lint.verify.probes import RunData
@@ -94,7 +95,8 @@ class Interrupted(KeyboardInterrupt):
 
 # Codes whose symptom is a scale: the script runs again on one replica (same
 # data, same seeds) and the probe compares the first step of both runs.
-ONE_REPLICA_CODES = {"TFP501", "TFP503", "TFP504", "TFP505", "TFP509", "TFP510", "TFP511", "TFP512"}
+ONE_REPLICA_CODES = {"TFP501", "TFP503", "TFP504", "TFP505", "TFP509", "TFP510", "TFP511", "TFP512", "TFP513",
+                     "TFP514"}
 PREEMPT_STEPS = 2
 
 _MWMS = re.compile(r"MultiWorkerMirroredStrategy|CollectiveAllReduceStrategy")
@@ -247,7 +249,11 @@ def default_jobs(req: DeviceRequest) -> int:
 
 
 def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=120.0, script_args=(),
-                    jobs=None, workdir=None) -> list[ScriptRun]:
+                    jobs=None, workdir=None, sandbox=None) -> list[ScriptRun]:
+    """Run ``scripts`` and give every finding its verdict.  ``sandbox``: ``"auto"`` (the default, or
+    ``TFPAR_VERIFY_SANDBOX``) runs each script in the namespace sandbox and raises
+    :class:`sandbox.Unavailable` where it cannot be set up; ``"none"`` runs them unisolated."""
+    sandbox_mode = sandbox_mod.requested(sandbox)
     req = parse_devices(devices)
     max_steps = max(1, int(max_steps))
     timeout = float(timeout)
@@ -292,14 +298,23 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
     n_jobs = jobs if jobs and jobs > 0 else default_jobs(req)
     slots = _Slots(n_jobs)
     base_env = _child_env(req, None)
-    mode, mode_detail = sandbox.probe(os.path.join(root, "probe"), base_env)
+    try:
+        mode, mode_detail = sandbox_mod.probe(os.path.join(root, "probe"), base_env, sandbox_mode)
+    except sandbox_mod.Unavailable:
+        if not keep:
+            files.remove_tree(root)
+        raise
+    if mode == "none":
+        sys.stderr.write(f"tfpar-lint: warning: {mode_detail}: the scripts run with your permissions, and only "
+                         f"Python's own file writes are redirected (native code, other programs and the network "
+                         f"are not contained)\n")
     ctx = dict(req=req, max_steps=max_steps, timeout=timeout, script_args=list(script_args or ()),
                root=root, slots=slots, zygote=None, cwd=os.getcwd(), display=display, sandbox=mode,
                sandbox_detail=mode_detail, cancel=threading.Event(), live=set(), live_lock=threading.Lock(),
                marker=f"{os.getpid()}-{os.path.basename(root)}", memory_limit=_memory_limit(),
                output_cap=_output_cap())
     slots.cancel = ctx["cancel"]
-    was_subreaper = sandbox.set_subreaper()  # orphans of the runs come back to this process, not to init
+    was_subreaper = sandbox_mod.set_subreaper()  # orphans of the runs come back to this process, not to init
     n_runs = sum((NUM_WORKERS if j.multiworker else 1) * (2 if j.rerun else 1) for j in jobs_list)
     main_thread = threading.current_thread() is threading.main_thread()
     old_handlers = {}
@@ -309,7 +324,7 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
         if interrupted[0]:  # the second Ctrl-C: kill everything and leave now
             _kill_everything(ctx)
             if not keep:
-                shutil.rmtree(root, ignore_errors=True)
+                files.remove_tree(root)
             os._exit(128 + signum)
         interrupted[0] = signum
         ctx["cancel"].set()
@@ -371,10 +386,10 @@ def verify_findings(scripts, findings, *, devices="auto", max_steps=3, timeout=1
             ctx["zygote"].close(kill=bool(interrupted[0]))
         procs.sweep(ctx["marker"])
         if not keep:
-            shutil.rmtree(root, ignore_errors=True)
+            files.remove_tree(root)
         if was_subreaper:
             try:
-                sandbox.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 0)
+                sandbox_mod.prctl(sandbox_mod.PR_SET_CHILD_SUBREAPER, 0)
             except OSError:
                 pass
         for sig, h in old_handlers.items():
@@ -474,7 +489,9 @@ def _spawn(job: _Job, ctx: dict, rundir: str, deadline: float, *, worker=None, t
     start_dir = os.path.join(rundir, "cwd")  # where the interpreter starts; the script runs in ctx["cwd"]
     tmpdir = tmpdir or os.path.join(rundir, "tmp")  # a cluster's workers share one, as on one machine
     sync = os.path.join(os.path.dirname(rundir), "sync") if worker is not None else None
-    for d in (start_dir, tmpdir) + ((sync,) if sync else ()):
+    # With a holder, the workers' shared folder lives in its scratch tmpfs (inside the quota); a real
+    # folder only for workers without one (--sandbox none).
+    for d in (start_dir, tmpdir) + ((sync,) if sync and not cluster_pid else ()):
         os.makedirs(d, exist_ok=True)
     marker = f"{ctx['marker']}/{os.path.relpath(rundir, ctx['root'])}"
     spec = {
@@ -687,9 +704,9 @@ def _execute_now(job: _Job, ctx: dict, rerun: bool) -> RunData:
         if job.multiworker:
             if ctx["sandbox"] == "namespaces":
                 try:
-                    os.makedirs(os.path.join(base, "sync"), exist_ok=True)
+                    os.makedirs(base, exist_ok=True)
                     holder = sandbox.ClusterHolder(_child_env(ctx["req"], None), os.path.join(base, "fs"),
-                                                   ctx["cwd"], sync=os.path.join(base, "sync"))
+                                                   ctx["cwd"], writable=(base,))
                 except OSError as e:
                     notes.append(f"no private namespaces for the cluster ({e}): each worker has its own sandbox")
             if holder is None and os.environ.get(EXPOSED_CLUSTER_ENV) != "1":
@@ -783,7 +800,9 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
         notes.append(f"killed {swept} process{'es' if swept != 1 else ''} the script left running")
     results = []
     for p in procs:
-        results.append(_read_json(os.path.join(p.rundir, "result.json")))
+        r = _read_json(os.path.join(p.rundir, "result.json"))
+        _add_refusals(r, _read_json(os.path.join(p.rundir, sandbox_mod.REFUSED_NAME), 1 << 16), notes)
+        results.append(r)
     hang_loc = ""
     if hung or any(p.killed for p in procs):
         locs = []
@@ -821,18 +840,27 @@ def _wait_runs(job: _Job, ctx: dict, base: str, procs_: list, notes: list, t0: f
     for r in results:
         r = r or {}
         if r.get("sandbox_error"):
-            sb_notes.append(f"sandbox failed, Python-level guard used instead: {r['sandbox_error']}")
+            sb_notes.append(f"the sandbox could not be entered, and the script was not run: {r['sandbox_error']}")
         elif r.get("sandbox_detail"):
             sb_notes.append(f"sandbox: {r['sandbox_detail']}")
-        elif r.get("sandbox") == "python" or (not r.get("sandbox") and ctx["sandbox"] == "python"):
-            sb_notes.append(f"no sandbox: {ctx['sandbox_detail']}; Python-level guard (writes outside the run's "
-                            f"scratch folder are redirected to a copy in it)")
+        elif r.get("sandbox") == "none" or (not r.get("sandbox") and ctx["sandbox"] == "none"):
+            sb_notes.append(f"no sandbox: {ctx['sandbox_detail']}; the script ran with your permissions; only "
+                            f"Python's own file writes outside the run folder were redirected to a copy in it")
         elif not r.get("sandbox"):  # no result (os._exit, a crash): what the driver asked for
             sb_notes.append(f"sandbox: {ctx['sandbox_detail']}")
+    for r in results:
+        err = (r or {}).get("error")
+        detail = str((r or {}).get("sandbox_detail", ""))
+        if isinstance(err, dict) and err.get("type") == "PermissionError" and "(tfpar-lint is root)" in detail:
+            sb_notes.append("the script failed with PermissionError: tfpar-lint runs as root, so the script ran as an "
+                            "unprivileged uid, and files it does not own (root's files over 1 MB, folders outside "
+                            "its own) stay read-only to it; verify as the files' owner (an ordinary user) to run it "
+                            "as it runs for you")
+            break
     refused = report.refused(results)
     if refused:
-        sb_notes.append(f"sandbox: the script tried to change mounts or namespaces ({', '.join(refused)}) and was "
-                        f"refused")
+        sb_notes.append(f"sandbox: the script tried to change mounts or namespaces, or to trace a process "
+                        f"({', '.join(refused)}), and was refused")
     data.sandbox_notes = sb_notes  # type: ignore[attr-defined]
     strategies = data.strategies()
     data.replicas = max((s.get("replicas", 0) for s in strategies), default=0)
@@ -902,23 +930,81 @@ def _outcome(procs, results, hung) -> str:
     return "stopped" if "stopped" in outs else "ok"
 
 
-def _read_json(path: str) -> dict:
+def _read_json(path: str, max_size: int = sandbox_mod.RESULT_MAX) -> dict:
+    """A JSON object the run wrote (its result, the relay's refusals): a regular file only, read
+    without blocking, at most ``max_size`` bytes, never through a link; {} for anything else (a
+    FIFO or link the script planted, a text too large, too deep or not an object).  The script can
+    write these (see docs/verify.md, Security): what comes back is data to check, not to trust."""
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
         return {}
+    try:
+        import stat as stat_mod
+
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode) or st.st_size > max_size:
+            return {}
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = files.read_bounded(fh, max_size)
+        if len(data) > max_size:
+            return {}
+        obj = json.loads(data)
+    except (OSError, ValueError, RecursionError, MemoryError):
+        return {}
+    finally:
+        os.close(fd)
+    return obj if isinstance(obj, dict) else {}
+
+
+def _add_refusals(result: dict, relay: dict, notes: list) -> None:
+    """What the relay answered for the seccomp filter (every refused call, however it was made) joins
+    the calls the child saw from Python (``sandbox_refused``)."""
+    seen = result.get("sandbox_refused")
+    seen = [str(x)[:80] for x in seen[:sandbox_mod.REFUSED_MAX]] if isinstance(seen, list) else []
+    refused = relay.get("refused")
+    if isinstance(refused, dict):
+        for name, count in list(refused.items())[:sandbox_mod.REFUSED_MAX]:
+            n = count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
+            label = f"{str(name)[:80]}" + (f" ({n} times)" if n > 1 else "")
+            if not any(str(name) == s or s.endswith(f"({name})") or s.startswith(f"{name} (") for s in seen):
+                seen.append(label)
+    if seen:
+        result["sandbox_refused"] = seen
+    dropped = relay.get("result_dropped")
+    if isinstance(dropped, int) and dropped > 0:
+        notes.append(f"the run's result was larger than {dropped >> 20} MB and was not read")
+
+
+def _read_tail(path: str, n: int) -> str:
+    """The last ``n`` bytes of the regular file ``path`` as text (never a FIFO, a device or a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        import stat as stat_mod
+
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            return ""
+        os.lseek(fd, max(0, st.st_size - n), os.SEEK_SET)
+        parts, got = [], 0
+        while got < n:
+            chunk = os.read(fd, min(1 << 16, n - got))
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def _tail(path: str, n: int = 600) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - 4000))
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+    text = _read_tail(path, 4000)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return " | ".join(lines[-4:])[-n:]
 
@@ -936,11 +1022,9 @@ def _hang_location(stacks_path: str, script: str, also: tuple = ()) -> str:
     The place is the user's: the innermost frame of the script (or of ``also``, the file the child
     ran for a notebook) in the main thread, else in any thread, else the innermost frame outside
     the verifier's own files; a verifier frame (``child.py``) is never the answer."""
-    try:
-        with open(stacks_path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return ""
+    # Only the last part (the relay keeps no more), and only as the script's own output: it ran in
+    # the script's process, which can write there too.  A place it names must be a line of the script.
+    text = _read_tail(stacks_path, sandbox_mod.STACKS_MAX)
     if not text.strip():
         return ""
     blocks = []
@@ -951,15 +1035,28 @@ def _hang_location(stacks_path: str, script: str, also: tuple = ()) -> str:
         blocks.append(frames)
     if not blocks:
         return ""
+    blocks.reverse()  # the latest dump first: text the script wrote there before it is not the answer
     main = next((b for b in blocks if any(fn.endswith(os.path.join("verify", "child.py")) and fun.strip() ==
                                           "_run_script" for fn, _, fun in b)), blocks[0])
     mine = {os.path.realpath(p) for p in (script,) + tuple(also) if p}
+    lines = 0
+    for p in (script,) + tuple(also):
+        try:
+            lines = max(lines, read_regular(p, SCRIPT_MAX_BYTES).count(b"\n") + 1)
+        except OSError:
+            continue
 
     def ours(fn: str) -> bool:
         return os.path.realpath(fn).startswith(os.path.realpath(_OWN_DIR))
 
+    # a frame of the script at a line it does not have was not written by faulthandler
+    blocks = [[f for f in b if os.path.realpath(f[0]) not in mine or 0 < int(f[1]) <= lines] for b in blocks]
+    main = next((b for b in blocks if any(fn.endswith(os.path.join("verify", "child.py")) and fun.strip() ==
+                                          "_run_script" for fn, _, fun in b)), blocks[0])
+
     def user(block) -> Optional[tuple]:
-        return next(((fn, ln, fun) for fn, ln, fun in block if os.path.realpath(fn) in mine), None)
+        return next(((fn, ln, fun) for fn, ln, fun in block
+                     if os.path.realpath(fn) in mine and 0 < int(ln) <= lines), None)
 
     hit = user(main)
     if hit is None:

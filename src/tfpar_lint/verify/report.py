@@ -250,7 +250,7 @@ def _sandbox_name(data: RunData, ctx: Optional[dict]) -> str:
     if modes and all(m == "namespaces" for m in modes):
         return "namespaces"
     if modes:
-        return "python"
+        return "none"
     return (ctx or {}).get("sandbox", "")
 
 

@@ -67,7 +67,7 @@ class ScriptRun:
     observations: list[FamilyObservation] = field(default_factory=list)
     startup_seconds: float = 0.0  # TensorFlow import + device set-up in the child
     workdir: str = ""
-    sandbox: str = ""  # "namespaces" (user/mount/PID namespaces, overlays) or "python" (Python-level guard)
+    sandbox: str = ""  # "namespaces" (user/mount/PID/IPC namespaces, overlays) or "none" (--sandbox none)
     sandbox_refused: list[str] = field(default_factory=list)  # mount/namespace calls the script tried (refused)
     stdout: str = ""  # the script's output (capped; see TFPAR_VERIFY_OUTPUT_MB)
     stderr: str = ""

@@ -49,6 +49,9 @@ import threading
 from typing import Optional
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -136,25 +139,57 @@ def die_with_parent(expected_parent: Optional[int] = None) -> None:
         os._exit(137)
 
 
-def reaper_split() -> None:
+def reaper_split(stacks: Optional[int] = None, dirfd: Optional[int] = None) -> None:
     """The fallback's process cleanup (no PID namespace): this process becomes the run's subreaper
     and stays outside the script (:func:`_reaper`, never returns); the script runs in the forked
     child, which returns.  Whatever the script starts (``setsid``, a double fork, ``execve``) is
     re-parented to the reaper when its parent dies, and the reaper kills all that is left once the
     script has ended.  Every process the script forks from Python dies with its parent
-    (``PR_SET_PDEATHSIG``, set after each fork), so SIGKILL of the chain above leaves nothing."""
+    (``PR_SET_PDEATHSIG``, set after each fork), so SIGKILL of the chain above leaves nothing.
+    ``stacks``, the read end of the stack dumps' pipe: the reaper keeps their last part in
+    ``stacks.txt`` of the run folder ``dirfd``, as the relay does in the sandbox."""
     set_subreaper()
     sys.stdout.flush()
     sys.stderr.flush()
     me = os.getpid()
     pid = os.fork()
     if pid:
+        if stacks is not None and dirfd is not None:
+            threading.Thread(target=_keep_stacks, args=(stacks, dirfd), daemon=True).start()
         _reaper(pid)  # never returns
+    if stacks is not None:
+        os.close(stacks)
     die_with_parent(me)
     try:
         os.register_at_fork(after_in_child=_pdeathsig_after_fork)
     except AttributeError:  # pragma: no cover
         pass
+
+
+def _keep_stacks(fd: int, dirfd: int) -> None:
+    """The reaper's thread: the last :data:`STACKS_MAX` bytes of the stack dumps, in ``stacks.txt``."""
+    import select
+    import time
+
+    tail = _Tail(STACKS_MAX)
+    dirty, last = False, 0.0
+    try:
+        while True:
+            if select.select([fd], [], [], 0.2)[0]:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                tail.add(chunk)
+                dirty = True
+                if time.monotonic() - last < 0.5:
+                    continue  # a stream of writes: the file is rewritten at most twice a second
+            if dirty:
+                _write_result(dirfd, STACKS_NAME, bytes(tail.buf))
+                dirty, last = False, time.monotonic()
+        if dirty:
+            _write_result(dirfd, STACKS_NAME, bytes(tail.buf))
+    except OSError:
+        return
 
 
 def _pdeathsig_after_fork() -> None:
@@ -284,7 +319,8 @@ class Contained:
 
 
 def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Optional[tuple[int, str]] = None,
-          sync: Optional[str] = None, keep: tuple = ()) -> Contained:
+          sync: Optional[str] = None, keep: tuple = (), stacks: Optional[int] = None,
+          writable: tuple = ()) -> Contained:
     """Called by the child before the script: split into a relay (this process,
     outside the namespaces; never returns) and the contained process (returns).
 
@@ -298,13 +334,18 @@ def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Opt
     Only the relay keeps that descriptor (a directory descriptor from outside
     would let the script walk up to the real tree with ``..``); the contained
     process sends its result through a pipe (:func:`send_result`) and the relay
-    writes the file.  ``sync`` is a real folder bound, writable, at
-    :data:`SYNC_DIR` inside (a local cluster's workers agree there on when to
-    stop).  Before returning, the contained process locks the sandbox
+    writes the file, at most :data:`RESULT_MAX` bytes.  ``stacks`` is the read end of the
+    pipe the contained process's stack dumps go to (``faulthandler``): the relay keeps its last
+    :data:`STACKS_MAX` bytes and writes them to ``stacks.txt`` in the run folder.  The relay also
+    answers the seccomp filter's refusals and writes their list to ``refused.json``
+    (:func:`lock`).  ``sync`` is a real folder bound, writable, at :data:`SYNC_DIR` inside (only
+    when a cluster's worker has no holder; a holder keeps that folder in its scratch tmpfs).
+    ``writable``: folders the script must be able to write in (its temporary folder and
+    ``HOME``), besides ``cwd``.  Before returning, the contained process locks the sandbox
     (:func:`lock`), closing every inherited descriptor of a real file or folder but ``keep`` (the
     verifier's own files of the run)."""
     uid, gid = os.getuid(), os.getgid()
-    flags = CLONE_NEWNS | CLONE_NEWPID
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
     lib = _lib()
     if cluster_pid:
         for ns, fl in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET), ("mnt", CLONE_NEWNS)):
@@ -319,24 +360,30 @@ def enter(scratch: str, cwd: str, cluster_pid: Optional[int] = None, result: Opt
     sys.stdout.flush()
     sys.stderr.flush()
     rfd, wfd = os.pipe()
+    relay_sock, inner_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid:
         os.close(wfd)
-        _relay(pid, rfd, result)  # never returns
+        inner_sock.close()
+        _relay(pid, rfd, result, stacks=stacks, notify=relay_sock)  # never returns
     os.close(rfd)
+    relay_sock.close()
+    if stacks is not None:
+        os.close(stacks)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if result is not None:
         os.close(result[0])
     _STATE["result_fd"] = wfd
+    _STATE["notify_sock"] = inner_sock
     if cluster_pid:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         proc = _fresh_proc()
         os.chdir(cwd)
-        detail = (f"the cluster's user/mount/network namespaces, own PID namespace, {proc}; "
+        detail = (f"the cluster's user/mount/network namespaces, own PID/IPC namespaces, {proc}; "
                   f"writes go to the cluster's private overlay")
     else:
-        detail = _build_root(scratch, cwd, sync=sync)
-    return Contained("namespaces", detail + "; " + lock(keep=(wfd,) + tuple(keep)))
+        detail = _build_root(scratch, cwd, sync=sync, writable=writable)
+    return Contained("namespaces", detail + "; " + lock(keep=(wfd, inner_sock.fileno()) + tuple(keep)))
 
 
 # Where a local cluster's workers find their shared folder inside the sandbox (see ``sync`` of :func:`enter`).
@@ -359,12 +406,66 @@ def send_result(data: bytes) -> bool:
     return True
 
 
+# Parts of /proc that change the kernel for the whole machine: read-only inside (bubblewrap's list,
+# and Docker's /proc/fs).
+PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+
+
 def _fresh_proc() -> str:
+    """A procfs of this PID namespace on /proc, its kernel settings read-only.  Before that, the
+    System V shared memory limits of this process's own IPC namespace are set to the scratch
+    quota (a 1 GiB ``shmget`` segment would otherwise be allowed, outside every quota)."""
     try:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        return "fresh /proc"
+        what = "fresh /proc"
     except OSError:
-        return "host /proc"
+        what = "host /proc"
+    quota = scratch_bytes()
+    for name, value in (("shmmax", quota), ("shmall", max(1, quota // 4096))):
+        try:
+            with open(f"/proc/sys/kernel/{name}", "w") as f:
+                f.write(str(value))
+        except OSError:
+            pass
+    ro = []
+    for part in PROC_READONLY:
+        path = "/proc/" + part
+        if not os.path.exists(path):
+            continue
+        try:
+            _mount(path, path, None, MS_BIND | MS_REC)
+            _readonly_below(path)
+            ro.append(part)
+        except OSError:
+            return f"{what} (its {path} could not be made read-only)"
+    return f"{what} ({', '.join('/proc/' + p for p in ro)} read-only)"
+
+
+def _readonly_below(top: str) -> None:
+    """Remount read-only every mount at or below ``top`` (keeping its locked flags)."""
+    for mp, opts, _fstype in _mounts():
+        if _under(mp, top) and "ro" not in opts:
+            _mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags(opts))
+
+
+def scratch_bytes() -> int:
+    """The scratch quota (``TFPAR_VERIFY_SCRATCH_SIZE``: bytes, a k/m/g suffix, or a percentage of
+    RAM, as tmpfs reads it) in bytes."""
+    text = str(TMPFS_SIZE).strip().lower()
+    try:
+        if text.endswith("%"):
+            return int(_ram_bytes() * float(text[:-1]) / 100)
+        mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:], 1)
+        return int(float(text[:-1] if text[-1:] in "kmg" else text) * mult)
+    except ValueError:
+        return _ram_bytes() // 2
+
+
+def _ram_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # pragma: no cover
+        return 8 << 30
 
 
 def _unshare_user(flags: int, uid: int, gid: int, what: str = "unshare") -> None:
@@ -392,7 +493,9 @@ def _unshare_user(flags: int, uid: int, gid: int, what: str = "unshare") -> None
             os.close(go_w)
             os.close(ok_r)
             if os.read(go_r, 1) == b"x":  # the parent has unshared
-                for name, text in (("setgroups", "deny"), ("uid_map", maps[0]), ("gid_map", maps[1])):
+                # setgroups stays allowed: a process mapping every id from outside may leave it so,
+                # and the lock (:func:`_drop_caps`) must drop root's supplementary groups.
+                for name, text in (("uid_map", maps[0]), ("gid_map", maps[1])):
                     with open(f"/proc/{me}/{name}", "w") as fh:
                         fh.write(text)
                 done = b"1"
@@ -443,45 +546,165 @@ def _write_maps(uid: int, gid: int) -> None:
         f.write(f"{gid} {gid} 1")
 
 
-RESULT_MAX = 256 << 20  # bytes of result the relay takes from the contained process
+# What the relay takes from the contained process (the script can write to every one of these
+# channels: it runs in that process).  A result larger than RESULT_MAX is dropped whole, never cut.
+RESULT_MAX = 16 << 20
+STACKS_MAX = 64 << 10  # the last bytes of the stack dumps kept (stacks.txt)
+REFUSED_MAX = 64  # distinct refused calls listed (refused.json); the count goes on
+STACKS_NAME = "stacks.txt"
+REFUSED_NAME = "refused.json"
 
 
-def _relay(pid: int, rfd: int, result: Optional[tuple[int, str]]) -> None:
-    """Outside the PID namespace: wait for its init (the script), write the
-    result it sent through ``rfd`` into the run folder, and leave with its
-    status.  The driver's SIGTERM reaches the script directly (same process
-    group); this process ignores it so that the script can write its result."""
+class _Tail:
+    """The last ``cap`` bytes of a stream, and how many came in all."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.buf = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.buf += chunk
+        if len(self.buf) > self.cap:
+            del self.buf[:len(self.buf) - self.cap]
+
+
+class _Refusals:
+    """The answers to the seccomp filter's notifications (:func:`lock`): every call the filter
+    stops is refused here with EPERM and counted by name."""
+
+    # <linux/seccomp.h>: struct seccomp_notif (80 bytes), struct seccomp_notif_resp (24 bytes)
+    RECV = 0xC0502100  # SECCOMP_IOCTL_NOTIF_RECV
+    SEND = 0xC0182101  # SECCOMP_IOCTL_NOTIF_SEND
+
+    def __init__(self):
+        self.fd: Optional[int] = None
+        self.counts: dict = {}
+        self.total = 0
+        self._names: dict = {}
+
+    def name(self, nr: int) -> str:
+        if nr not in self._names:
+            label = f"syscall {nr}"
+            try:
+                import pyseccomp as sc
+
+                label = sc.resolve_syscall(sc.system_arch(), nr).decode() or label
+            except Exception:  # noqa: BLE001 - a number is still a name
+                pass
+            self._names[nr] = label
+        return self._names[nr]
+
+    def answer(self) -> bool:
+        """Take one notification and refuse its call.  False when the filter has no process left."""
+        import fcntl
+
+        buf = bytearray(80)
+        try:
+            fcntl.ioctl(self.fd, self.RECV, buf, True)
+        except InterruptedError:
+            return True
+        except OSError as e:
+            return e.errno == errno.ENOENT  # the caller died before we read it
+        nid, _pid, _fl, nr = struct.unpack_from("=QIIi", buf, 0)
+        try:
+            fcntl.ioctl(self.fd, self.SEND, bytearray(struct.pack("=QqiI", nid, 0, -errno.EPERM, 0)), True)
+        except OSError:
+            pass
+        self.total += 1
+        label = self.name(nr)
+        if label in self.counts or len(self.counts) < REFUSED_MAX:
+            self.counts[label] = self.counts.get(label, 0) + 1
+        return True
+
+
+def _relay(pid: int, rfd: int, result: Optional[tuple[int, str]], stacks: Optional[int] = None,
+           notify: Optional[socket.socket] = None) -> None:
+    """Outside the PID namespace: wait for its init (the script), write the result it sent
+    through ``rfd`` into the run folder, keep the tail of its stack dumps (``stacks``), answer
+    its seccomp filter (the listener arrives through ``notify``), and leave with its status.
+    The driver's SIGTERM reaches the script directly (same process group); this process ignores
+    it so that the script can write its result.  Never blocks on the contained process: every
+    wait has a timeout, so a refused call is answered while the script still runs."""
     code = 70
     try:
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, signal.SIG_IGN)
         data = bytearray()
+        too_big = False
+        tail = _Tail(STACKS_MAX)
+        refusals = _Refusals()
         status = None
-        open_ = True
+        reading = {rfd} | ({stacks} if stacks is not None else set())
+        sock = notify
         import select
+        import time
 
-        while status is None or open_:
-            if open_:
-                # Every writer is gone once the PID namespace's init has been reaped (the kernel
-                # ends the namespace's other processes first), so the read ends then.
-                ready, _, _ = select.select([rfd], [], [], 0.2 if status is None else 5.0)
-                if ready:
-                    chunk = os.read(rfd, 1 << 16)
-                    if chunk and len(data) < RESULT_MAX:
-                        data += chunk
-                    elif not chunk:
-                        open_ = False
-                elif status is not None:
-                    open_ = False
+        dirty = False
+        last_flush = 0.0
+        drain_until = None
+        while True:
+            watch_fds = list(reading) + ([sock.fileno()] if sock is not None else []) + (
+                [refusals.fd] if refusals.fd is not None else [])
+            if status is not None:
+                # The namespace's init is gone, and the kernel ended its other processes first: read
+                # what is left, briefly.
+                drain_until = drain_until or time.monotonic() + 2.0
+                if not reading or time.monotonic() > drain_until:
+                    break
+            ready = select.select(watch_fds, [], [], 0.2)[0] if watch_fds else []
+            for fd in ready:
+                if sock is not None and fd == sock.fileno():
+                    try:
+                        _msg, fds, _fl, _addr = socket.recv_fds(sock, 16, 1)
+                    except OSError:
+                        fds = []
+                    if fds:
+                        refusals.fd = fds[0]
+                    sock.close()
+                    sock = None
+                elif fd == refusals.fd:
+                    if not refusals.answer():
+                        os.close(refusals.fd)
+                        refusals.fd = None
+                else:
+                    try:
+                        chunk = os.read(fd, 1 << 16)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        reading.discard(fd)
+                    elif fd == rfd:
+                        if not too_big and len(data) + len(chunk) <= RESULT_MAX:
+                            data += chunk
+                        else:  # dropped whole: a cut JSON text is no result
+                            too_big = True
+                            data = bytearray()
+                    else:
+                        tail.add(chunk)
+                        dirty = True
+            if dirty and result is not None and time.monotonic() - last_flush > 0.2:
+                # Written as it comes: the driver's SIGKILL may end this process before the script.
+                _write_result(result[0], STACKS_NAME, bytes(tail.buf))
+                dirty = False
+                last_flush = time.monotonic()
             if status is None:
                 try:
-                    done, st = os.waitpid(pid, os.WNOHANG if open_ else 0)
+                    done, st = os.waitpid(pid, os.WNOHANG)
                 except InterruptedError:
                     continue
                 if done:
                     status = st
-        if data and result is not None:
-            _write_result(result[0], result[1], bytes(data))
+        if result is not None:
+            if data and not too_big:
+                _write_result(result[0], result[1], bytes(data))
+            if dirty:
+                _write_result(result[0], STACKS_NAME, bytes(tail.buf))
+            if refusals.total or too_big:
+                _write_result(result[0], REFUSED_NAME, json.dumps(
+                    {"refused": refusals.counts, "total": refusals.total,
+                     "result_dropped": RESULT_MAX if too_big else 0}).encode())
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             signal.signal(sig, signal.SIG_DFL)
@@ -510,7 +733,18 @@ def _write_result(dfd: int, name: str, data: bytes) -> None:
     os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
 
 
-def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] = None) -> str:
+# Device nodes of the fresh /dev (bubblewrap's --dev set), bound from the host's; GPU nodes are
+# bound too where the machine has them (a run on the GPUs needs them).
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+GPU_NODES = ("nvidia", "dri", "nvidia-caps", "kfd")
+DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+             "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"}
+NOBODY = 65534  # the script's uid and gid when tfpar-lint runs as root and root owns its folder
+GRANT_MAX = 4000  # folders of the working tree handed to that uid (see :func:`_grant`)
+
+
+def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] = None,
+                writable: tuple = (), cluster: bool = False) -> str:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     original = _mounts()
     os.makedirs(scratch, exist_ok=True)
@@ -518,14 +752,10 @@ def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] =
     root = os.path.join(scratch, "root")
     os.mkdir(root)
     _mount("/", root, None, MS_BIND | MS_REC)
-    # Everything read-only first (the kernel's trees excepted).
-    for mp, opts, fstype in _mounts():
-        if not _under(mp, root):
-            continue
-        real = mp[len(root):] or "/"
-        if fstype in PSEUDO_FS or any(_under(real, p) for p in PSEUDO):
-            continue
-        if "ro" in opts:
+    # Everything read-only first: the kernel's trees too (/sys, cgroups, debugfs, binfmt_misc ...);
+    # /dev and /proc are replaced below.
+    for mp, opts, _fstype in _mounts():
+        if not _under(mp, root) or "ro" in opts:
             continue
         # A mount left writable here would be the user's real files: no sandbox rather than a leaky one.
         _mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags(opts))
@@ -541,6 +771,12 @@ def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] =
         wk = os.path.join(scratch, "wk", str(counter[0]))
         os.makedirs(up)
         os.makedirs(wk)
+        try:  # the top of the overlay shows the upper folder's owner and mode: give it the real one's
+            st = os.stat(d)
+            os.chmod(up, st.st_mode & 0o7777)
+            os.lchown(up, st.st_uid, st.st_gid)
+        except OSError:
+            pass  # an ordinary user maps only their own ids
         data = f"lowerdir={_escape_opt(d)},upperdir={_escape_opt(up)},workdir={_escape_opt(wk)}"
         for extra in (",userxattr", ""):
             try:
@@ -575,13 +811,14 @@ def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] =
                 continue
 
     cover("/")
-    try:
-        _mount("tfpar-shm", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    except OSError:
-        pass
-    if sync:  # the cluster's shared folder: a bind mount, so ``..`` from it stays inside the sandbox
+    dev = _fresh_dev(root, scratch)
+    _hide_cgroups(root)
+    if sync:  # a worker without a holder: the cluster's shared folder, a bind mount (``..`` stays inside)
         os.makedirs(root + SYNC_DIR, exist_ok=True)
         _mount(sync, root + SYNC_DIR, None, MS_BIND)
+    elif cluster:  # the holder: the workers' shared folder lives in /dev/shm, inside the scratch quota
+        os.makedirs(root + SYNC_DIR, mode=0o1777, exist_ok=True)
+        os.chmod(root + SYNC_DIR, 0o1777)
     os.chdir(root)
     nr = _PIVOT_ROOT.get(platform.machine())
     if nr is None:
@@ -590,10 +827,177 @@ def _build_root(scratch: str, cwd: str, proc: bool = True, sync: Optional[str] =
     _check(_lib().umount2(b".", MNT_DETACH), "umount the old root")
     os.chdir("/")
     procfs = _fresh_proc() if proc else "host /proc"
+    who = _grant((cwd,) + tuple(writable), reach=_python_paths())
     os.chdir(cwd)
-    return (f"user/mount/PID namespaces, {procfs}; writes go to a private overlay on "
-            f"{len(overlaid)} folder{'s' if len(overlaid) != 1 else ''}"
-            + (f"; read-only: {', '.join(readonly[:5])}" if readonly else ""))
+    return (f"user/mount/PID/IPC namespaces, {procfs}, {dev}, /sys read-only without cgroups; "
+            f"writes go to a private overlay on {len(overlaid)} folder{'s' if len(overlaid) != 1 else ''}"
+            + (f"; read-only: {', '.join(readonly[:5])}" if readonly else "") + (f"; {who}" if who else ""))
+
+
+def _fresh_dev(root: str, scratch: str) -> str:
+    """A new /dev (a small read-only tmpfs): the harmless nodes and the GPU's bound from the host's,
+    a new devpts, and /dev/shm as a folder of the run's scratch tmpfs (inside its quota)."""
+    dev = root + "/dev"
+    _mount("tfpar-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,nr_inodes=512,mode=755")
+    bound = []
+
+    def bind(name: str) -> None:
+        src, dst = "/dev/" + name, dev + "/" + name
+        try:
+            if os.path.isdir(src) and not os.path.islink(src):
+                os.makedirs(dst, exist_ok=True)
+                _mount(src, dst, None, MS_BIND | MS_REC)
+            else:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                open(dst, "a").close()
+                _mount(src, dst, None, MS_BIND)
+            bound.append(name)
+        except OSError:
+            pass
+
+    for name in DEV_NODES:
+        if os.path.exists("/dev/" + name):
+            bind(name)
+    try:
+        host = sorted(os.listdir("/dev"))
+    except OSError:
+        host = []
+    gpu = [n for n in host if any(n == g or (g == "nvidia" and n.startswith("nvidia")) for g in GPU_NODES)]
+    for name in gpu:
+        bind(name)
+    for name, target in DEV_LINKS.items():
+        try:
+            os.symlink(target, f"{dev}/{name}")
+        except OSError:
+            pass
+    os.makedirs(dev + "/pts", exist_ok=True)
+    try:
+        _mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+    except OSError:
+        pass
+    shm = os.path.join(scratch, "shm")
+    os.makedirs(shm, exist_ok=True)
+    os.chmod(shm, 0o1777)
+    os.makedirs(dev + "/shm", exist_ok=True)
+    _mount(shm, dev + "/shm", None, MS_BIND)
+    _mount(None, dev, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
+    return "fresh /dev (" + ", ".join(bound[:len(DEV_NODES)]) + (f"; GPU: {', '.join(gpu)}" if gpu else "") + ")"
+
+
+def _hide_cgroups(root: str) -> None:
+    """The host's cgroup trees are no business of the script: an empty read-only tmpfs covers them."""
+    top = root + "/sys/fs/cgroup"
+    if os.path.isdir(top):
+        _mount("tfpar-nocgroup", top, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k,mode=555")
+
+
+def script_ids(cwd: str) -> Optional[tuple[int, int]]:
+    """The uid and gid the script runs as when tfpar-lint is root: the owner of its working folder,
+    or :data:`NOBODY` when that is root.  None when tfpar-lint is not root (the script keeps the
+    user's own ids, already unprivileged)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        st = os.stat(cwd)
+    except OSError:
+        return NOBODY, NOBODY
+    if st.st_uid == 0:
+        return NOBODY, NOBODY
+    return st.st_uid, (st.st_gid if st.st_gid != 0 else NOBODY)
+
+
+def _python_paths() -> list:
+    """The folders the script's interpreter reads from: its prefixes, its executable's folder and
+    ``sys.path`` (modules it has not imported yet, TensorFlow's plug-ins)."""
+    out = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    out += [p for p in sys.path if p and os.path.isabs(p)]
+    seen: list = []
+    for p in out:
+        for q in (p, os.path.realpath(p)):
+            if q not in seen:
+                seen.append(q)
+    return seen
+
+
+def _reach(path: str, uid: int, gid: int) -> int:
+    """Let ``uid`` search every folder above ``path`` (and ``path`` itself) in the view, where it
+    could not: ``o+x`` on the overlay's copy (``/root`` is 0700, and Python often lives below it).
+    Nothing is listed or read that was not: only the way through.  Returns how many changed."""
+    import stat as stat_mod
+
+    n = 0
+    parts = os.path.abspath(path).split("/")
+    for i in range(2, len(parts) + 1):
+        a = "/".join(parts[:i]) or "/"
+        try:
+            st = os.stat(a)
+        except OSError:
+            return n
+        if not stat_mod.S_ISDIR(st.st_mode):
+            return n
+        bit = stat_mod.S_IXUSR if st.st_uid == uid else stat_mod.S_IXGRP if st.st_gid == gid else stat_mod.S_IXOTH
+        if not st.st_mode & bit:
+            try:
+                os.chmod(a, stat_mod.S_IMODE(st.st_mode) | stat_mod.S_IXOTH | (stat_mod.S_IXGRP if bit ==
+                                                                              stat_mod.S_IXGRP else 0))
+                n += 1
+            except OSError:
+                pass
+    return n
+
+
+GRANT_FILE_MAX = 1 << 20  # files of the working tree handed over too: each at most this large,
+GRANT_FILES_BYTES = 16 << 20  # at most this much in all (each is copied into the overlay's tmpfs)
+
+
+def _grant(tops: tuple, reach: list = ()) -> str:
+    """Run as root, the script runs as an unprivileged uid (:func:`script_ids`): in its view (the
+    overlay; the real files keep their owners), what it writes in is handed to that uid: the
+    working folder and the folders below it (at most :data:`GRANT_MAX`, hidden ones left out, the
+    nearest first), its temporary folder and ``HOME``; and the small files there (each at most
+    :data:`GRANT_FILE_MAX`, :data:`GRANT_FILES_BYTES` in all: handing a file over copies it into the
+    tmpfs).  It creates, replaces and deletes files there; a larger file owned by root stays root's,
+    and writing it in place fails, as it would for any unprivileged user (the report says so)."""
+    ids = script_ids(tops[0]) if tops else None
+    if ids is None:
+        return ""
+    uid, gid = ids
+    _STATE["script_ids"] = ids
+    for p in list(reach) + [t for t in tops if t]:
+        _reach(p, uid, gid)
+    import collections
+    import stat as stat_mod
+
+    n = files = 0
+    budget = GRANT_FILES_BYTES
+    for top in tops:
+        if not top or not os.path.isdir(top):
+            continue
+        todo = collections.deque([top])
+        while todo and n < GRANT_MAX:
+            d = todo.popleft()
+            try:
+                os.lchown(d, uid, gid)
+                n += 1
+                with os.scandir(d) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            for e in entries:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                    if stat_mod.S_ISDIR(st.st_mode):
+                        if not e.name.startswith(".") and not os.path.ismount(e.path):
+                            todo.append(e.path)
+                    elif (stat_mod.S_ISREG(st.st_mode) and st.st_uid != uid and st.st_size <= GRANT_FILE_MAX
+                          and st.st_size <= budget and st.st_nlink == 1):
+                        os.lchown(e.path, uid, gid)
+                        budget -= st.st_size
+                        files += 1
+                except OSError:
+                    continue
+    return (f"the script runs as uid {uid}, gid {gid} (tfpar-lint is root), owning {n} folder{'s' if n != 1 else ''} "
+            f"and {files} file{'s' if files != 1 else ''} of its view")
 
 
 # -------------------------------------------------------------------- lock
@@ -635,10 +1039,14 @@ def lock(keep: tuple = ()) -> str:
     _close_inherited(keep)
     uid, gid = os.getuid(), os.getgid()
     _unshare_user(CLONE_NEWUSER | CLONE_NEWNS, uid, gid, "unshare (lock)")
-    _drop_caps()
+    ids = (_STATE.get("script_ids") or script_ids(os.getcwd())) if os.geteuid() == 0 else None
+    _drop_caps(ids)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
-    how = ["mounts locked (nested user namespace)", "no capabilities", "no_new_privs"]
-    how.append(_seccomp())
+    how = ["mounts locked (nested user namespace)"]
+    if ids:
+        how.append(f"uid {ids[0]}, gid {ids[1]}, no supplementary groups")
+    how += ["no capabilities", "no_new_privs"]
+    how.append(_seccomp(_STATE.pop("notify_sock", None)))
     return ", ".join(how)
 
 
@@ -665,36 +1073,79 @@ def _close_inherited(keep: tuple) -> None:
                 pass
 
 
-def _drop_caps() -> None:
+def _drop_caps(ids: Optional[tuple[int, int]] = None) -> None:
+    """Every capability dropped for good; with ``ids``, first become that uid and gid, with no
+    supplementary group (root's group 0 would open files of group root)."""
     lib = _lib()
     lib.prctl(PR_SET_SECUREBITS, ctypes.c_ulong(_SECUREBITS), 0, 0, 0)  # needs CAP_SETPCAP: before the drop
     for cap in range(64):
         if lib.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
             break  # past the kernel's last capability
     lib.prctl(PR_CAP_AMBIENT, ctypes.c_ulong(PR_CAP_AMBIENT_CLEAR_ALL), 0, 0, 0)
+    if ids:
+        u, g = ids
+        os.setgroups([])
+        os.setresgid(g, g, g)
+        os.setresuid(u, u, u)
+        if os.getuid() != u or os.getgid() != g or os.getgroups():
+            raise OSError(errno.EPERM, f"could not become uid {u}, gid {g}")
+        # A change of credentials clears the parent-death signal: set it again (the relay's death
+        # must still take the script down), and leave if the relay died meanwhile.
+        # (PID 1 of its namespace sees its parent as 0: the check is for a process that sees it.)
+        parent = os.getppid()
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(137)
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: none (two 32-bit words each)
     _check(lib.capset(header, data), "capset")
 
 
-def _seccomp() -> str:
-    """Load the filter; say which, or why none (the namespace lock alone already holds the mounts)."""
+def _seccomp(notify: Optional[socket.socket] = None) -> str:
+    """Load the filter; say which, or why none (the namespace lock alone already holds the mounts).
+
+    With ``notify`` (a socket to the relay, outside), every call the filter refuses is sent to the
+    relay as a seccomp user notification, which it answers with EPERM and counts by name
+    (``refused.json``): a call made through ``syscall()``, machine code or another program is
+    reported as well as one made from Python.  Without it (a kernel or libseccomp without
+    notifications), the filter answers EPERM itself and only calls seen from Python are reported."""
     try:
         import pyseccomp as sc
     except (ImportError, OSError) as e:  # no binding, or no libseccomp on this machine
+        if notify is not None:
+            notify.close()
         return f"no seccomp filter ({type(e).__name__}: {e})"
-    try:
+
+    def build(action):
         f = sc.SyscallFilter(sc.ALLOW)
         for name in REFUSED_CALLS:
             try:
-                f.add_rule(sc.ERRNO(errno.EPERM), name)
+                f.add_rule(action, name)
             except (OSError, ValueError, RuntimeError):
                 continue  # a call this architecture lacks
         for flag in _CLONE_NS:
-            f.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+            f.add_rule(action, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
         # clone3 passes its flags in memory, out of a filter's reach: "not implemented" makes the C
         # library fall back to clone, whose flags the rules above see.
         f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        return f
+
+    try:
+        if notify is not None:
+            try:
+                f = build(sc.NOTIFY)
+                f.load()
+                fd = sc._libseccomp.seccomp_notify_fd(f._filter)  # the listener of the filter just loaded
+                if fd < 0:
+                    raise OSError(-fd, "seccomp_notify_fd")
+                socket.send_fds(notify, [b"n"], [fd])
+                os.close(fd)
+                return "seccomp filter on mount/namespace calls (each refusal reported)"
+            except (OSError, ValueError, RuntimeError, AttributeError):
+                pass  # loading a filter is all or nothing: none is in force, the plain one follows
+            finally:
+                notify.close()
+        f = build(sc.ERRNO(errno.EPERM))
         f.load()
     except (OSError, ValueError, RuntimeError) as e:
         return f"no seccomp filter ({type(e).__name__}: {e})"
@@ -789,15 +1240,17 @@ def _loopback_up() -> None:
 
 
 def cluster_holder_main() -> int:
-    """``python -m tfpar_lint.verify.sandbox --cluster SCRATCH CWD``: user, mount and network
-    namespaces for one local cluster (the sandboxed file tree, loopback only), held open until
-    stdin closes; the workers join them."""
+    """``python -m tfpar_lint.verify.sandbox --cluster SCRATCH CWD [WRITABLE ...]``: user, mount and
+    network namespaces for one local cluster (the sandboxed file tree, loopback only; the workers'
+    shared folder :data:`SYNC_DIR` in its scratch tmpfs), held open until stdin closes; the
+    workers join them.  ``WRITABLE``: the folders of the workers' runs (their ``HOME`` and
+    temporary folders)."""
     uid, gid = os.getuid(), os.getgid()
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        _unshare_user(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS, uid, gid)
+        _unshare_user(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS, uid, gid)
         _loopback_up()
-        detail = _build_root(sys.argv[2], sys.argv[3], proc=False, sync=sys.argv[4] if len(sys.argv) > 4 else None)
+        detail = _build_root(sys.argv[2], sys.argv[3], proc=False, writable=tuple(sys.argv[4:]), cluster=True)
     except OSError as e:
         print(json.dumps({"error": str(e)}), flush=True)
         return 1
@@ -809,10 +1262,10 @@ def cluster_holder_main() -> int:
 class ClusterHolder:
     """Driver side: the namespaces of one local cluster."""
 
-    def __init__(self, env: dict, scratch: str, cwd: str, sync: Optional[str] = None):
+    def __init__(self, env: dict, scratch: str, cwd: str, writable: tuple = ()):
         os.makedirs(scratch, exist_ok=True)
         self.p = subprocess.Popen([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--cluster", scratch, cwd]
-                                  + ([sync] if sync else []),
+                                  + list(writable),
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   env=env, start_new_session=True, cwd=scratch)
         line = self.p.stdout.readline() if self.p.stdout else b""
@@ -880,28 +1333,46 @@ def probe_main() -> int:
 _PROBED: dict = {}
 
 
-def probe(scratch: str, env: dict) -> tuple[str, str]:
-    """``("namespaces", detail)`` when the sandbox works here, else ``("python", why)``.
+SANDBOX_ENV = "TFPAR_VERIFY_SANDBOX"
+MODES = ("auto", "namespaces", "none")
 
-    ``TFPAR_VERIFY_SANDBOX=python`` forces the fallback."""
-    forced = os.environ.get("TFPAR_VERIFY_SANDBOX", "")
-    if forced == "python":
-        return "python", "TFPAR_VERIFY_SANDBOX=python"
+
+class Unavailable(OSError):
+    """No sandbox on this machine, and running without one was not asked for by name."""
+
+
+def requested(mode: Optional[str] = None) -> str:
+    """The sandbox asked for: ``mode`` (``--sandbox``), else ``TFPAR_VERIFY_SANDBOX``, else auto.
+    ``python`` (the fallback's earlier name) means none."""
+    value = (mode or os.environ.get(SANDBOX_ENV, "") or "auto").strip().lower()
+    value = "none" if value == "python" else value
+    if value not in MODES:
+        raise ValueError(f"unknown sandbox {value!r} (use one of: {', '.join(MODES)})")
+    return value
+
+
+def probe(scratch: str, env: dict, mode: Optional[str] = None) -> tuple[str, str]:
+    """``("namespaces", detail)`` when the sandbox works here; ``("none", why)`` only when running
+    without isolation was asked for by name (``--sandbox none`` or ``TFPAR_VERIFY_SANDBOX=none``).
+    Raises :class:`Unavailable` otherwise: never a silent fall back."""
+    want = requested(mode)
+    if want == "none":
+        return "none", ("--sandbox none" if mode else f"{SANDBOX_ENV}=none") + ": NOTHING IS ISOLATED"
     if not sys.platform.startswith("linux"):
-        return "python", f"no Linux namespaces on {sys.platform}"
-    if "result" in _PROBED:
-        return _PROBED["result"]
-    try:
-        os.makedirs(scratch, exist_ok=True)
-        p = subprocess.run([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--probe", scratch],
-                           capture_output=True, env=env, timeout=30, cwd=scratch)
-        msg = json.loads(p.stdout or b"{}")
-    except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-        msg = {"ok": False, "detail": str(e)}
-    res = ("namespaces", msg.get("detail", "")) if msg.get("ok") else \
-        ("python", f"namespaces unavailable: {msg.get('detail', 'unknown')}")
-    _PROBED["result"] = res
-    return res
+        raise Unavailable(errno.ENOSYS, f"no Linux namespaces on {sys.platform}")
+    if "result" not in _PROBED:
+        try:
+            os.makedirs(scratch, exist_ok=True)
+            p = subprocess.run([sys.executable, "-m", "tfpar_lint.verify.sandbox", "--probe", scratch],
+                               capture_output=True, env=env, timeout=30, cwd=scratch)
+            msg = json.loads(p.stdout or b"{}")
+        except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+            msg = {"ok": False, "detail": str(e)}
+        _PROBED["result"] = (bool(msg.get("ok")), str(msg.get("detail", "unknown")))
+    ok, detail = _PROBED["result"]
+    if not ok:
+        raise Unavailable(errno.EPERM, f"the sandbox cannot be set up on this machine ({detail})")
+    return "namespaces", detail
 
 
 # ------------------------------------------------------- python-level guard

@@ -35,9 +35,13 @@ class Selection:
 
 
 def _tree(path: str) -> Optional[ast.Module]:
+    """The file's syntax tree: a regular file only, read without blocking and without bound (a FIFO
+    named ``*.py`` or a link to ``/dev/zero`` in a folder given to ``--verify`` is not read)."""
+    from tfpar_lint.files import read_regular
+    from tfpar_lint.verify.source import SCRIPT_MAX_BYTES
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return ast.parse(f.read())
+        return ast.parse(read_regular(path, SCRIPT_MAX_BYTES).decode("utf-8", "replace"))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -4,12 +4,15 @@ Child side records every save the script makes (``tf.train.Checkpoint.save``
 / ``write``, ``CheckpointManager.save``, Keras ``Model.save`` of Keras 3 and
 tf_keras, ): the path (relative to the worker's own
 working directory when inside it), the script lines, the error if any; and,
-at the end, ``TF_CONFIG``'s worker count.
+at the end, ``TF_CONFIG``'s worker count and the sum of this worker's copy of
+every trainable variable.
 
 The parent compares the workers: a save at the line made by one worker only
 while the run then failed or hung (TFP603), the same path written by both
-workers (TFP604), a strategy with fewer replicas than TF_CONFIG lists workers
-(TFP602); TFP601 and TFP606 are TensorFlow's own errors at the line.
+workers (TFP604, TFP610), a strategy with fewer replicas than TF_CONFIG lists workers
+(TFP602), the workers' own copies of the trainable variables differing at the
+end (TFP609: a callback that changed training on some workers only); TFP601 and
+TFP606 are TensorFlow's own errors at the line.
 
 TFP602: a script that writes ``TF_CONFIG`` itself runs without the verifier's (the
 driver sees the write in its text); a strategy created before the script's write counts one
@@ -114,7 +117,23 @@ def collect(R) -> dict[str, Any]:
         n = getattr(getattr(s.get("_ref"), "extended", None), "_num_workers", None)
         mwms.append(dict(created, workers=int(n) if isinstance(n, int) else None, replicas=s.get("replicas", 0)))
     return {"saves": saves, "tf_config_workers": workers, "worker": R.worker_index, "mwms": mwms,
-            "own_tf_config": bool(getattr(R, "own_tf_config", False))}
+            "own_tf_config": bool(getattr(R, "own_tf_config", False)), "final": _final_values(R)}
+
+
+def _final_values(R) -> list:
+    """[name, sum] of every trainable variable at the end (this worker's own copy: no collective)."""
+    S = getattr(R, "scope", None)
+    out: list = []
+    for rec, v in zip(getattr(S, "variables", ()), getattr(S, "var_refs", ())):
+        if len(out) >= 50 or not getattr(v, "trainable", False):
+            continue
+        try:
+            comps = getattr(v, "values", None)
+            c = comps[0] if isinstance(comps, tuple) and comps else v
+            out.append([str(rec.get("name", "")), float(c.numpy().sum())])
+        except Exception:  # a variable the run left unreadable
+            continue
+    return out
 
 
 # ================================================================== parent
@@ -164,13 +183,13 @@ def _seen_saves(run) -> list[Seen]:
                 tail += ("; the verifier's workers share this machine's disk, so a local path collides here; "
                          "on separate machines it would only if that path is shared storage")
             out.append(Seen("TFP604", line, f"{api} at line {line}: workers {', '.join(map(str, ws))} all wrote {p}{tail}",
-                            lines))
+                            lines, also=("TFP610",)))
         elif len(saves) >= 2:
             out.append(Seen("TFP604", line, f"line {line}: each worker wrote its own path "
-                                            f"({', '.join(sorted(paths))[:200]})", lines, NOT_REPRODUCED))
+                                            f"({', '.join(sorted(paths))[:200]})", lines, NOT_REPRODUCED, also=("TFP610",)))
         else:
             out.append(Seen("TFP604", line, f"line {line} saved on worker {who[0]} only in this run", lines,
-                            INCONCLUSIVE))
+                            INCONCLUSIVE, also=("TFP610",)))
     return out
 
 
@@ -249,5 +268,50 @@ _SEEN_607 = Seen("TFP607", 0, "a misidentified chief shows on a cluster with a `
                               "flagged statement, not its branches", status=INCONCLUSIVE, anywhere=True)
 
 
+def _diverged(run) -> list[str]:
+    """The trainable variables whose copies differ between the workers at the end (mirrored
+    variables stay equal while every worker applies the same update)."""
+    finals = [dict((n, v) for n, v in (((w or {}).get("probes") or {}).get("lifecycle") or {}).get("final") or [])
+              for w in run.workers]
+    finals = [f for f in finals if f]
+    if len(finals) < 2:
+        return []
+    out = []
+    for name, v in finals[0].items():
+        others = [f[name] for f in finals[1:] if name in f]
+        if any(abs(o - v) > 1e-5 * max(1.0, abs(v), abs(o)) for o in others):
+            out.append(f"{name.split(':')[0]} {' vs '.join(f'{f[name]:.6g}' for f in finals if name in f)}")
+    return out
+
+
+def _seen_609(run) -> list[Seen]:
+    """TFP609: a callback that changes training, given to some workers only: at the end the workers'
+    copies of the model differ (a learning rate of their own), or a peer's collective failed (one
+    worker stopped early).  Judged at every marked line that ran."""
+    n = len(run.workers)
+    if n < 2:
+        return []
+    diverged = _diverged(run)
+    peer = next((e for e in run.all_errors() if error_matches(e, _PEER_FAILED)), None)
+    out = []
+    for line, who in run.ran_on().items():
+        if not who:
+            continue
+        where = f"line {line} ran on worker {', '.join(map(str, who))} only, of {n} workers" if len(who) < n \
+            else f"line {line} ran on all {n} workers"
+        if diverged:
+            out.append(Seen("TFP609", line, (f"{where}; at the end the workers' copies of the mirrored variables "
+                                             f"differ (sums by worker: {'; '.join(diverged[:3])}): the workers applied "
+                                             f"the same gradients with different training settings"), runtime=False))
+        elif peer or run.outcome == "hung":
+            after = f"{run.error_text(peer)} on worker {peer['worker']}" if peer else f"the run hung ({run.hang})"
+            out.append(Seen("TFP609", line, f"{where}; then {after}: one worker left training while the others went "
+                                            f"on", runtime=False))
+        else:
+            out.append(Seen("TFP609", line, f"{where}; the workers' variables agree at the end and no collective "
+                                            f"failed", status=NOT_REPRODUCED))
+    return out
+
+
 def seen(run) -> list[Seen]:
-    return errors_seen(run, ERRORS) + _seen_saves(run) + _seen_602(run) + _seen_608(run) + [_SEEN_607]
+    return errors_seen(run, ERRORS) + _seen_saves(run) + _seen_602(run) + _seen_608(run) + _seen_609(run) + [_SEEN_607]

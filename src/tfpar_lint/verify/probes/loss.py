@@ -13,10 +13,10 @@ Child side:
 * updates of mirrored variables inside a replica function (line, variable),
   and at the end whether the replica copies of those variables still agree.
 
-Scripts with TFP501/503/504/505 (and TFP509-512) findings run a second time on one
+Scripts with TFP501/503/504/505 (and TFP509-514) findings run a second time on one
 replica (same data: global and numpy seeds set in both runs).  The parent compares
 the first step: the update each variable got on N replicas vs on one
-replica (TFP501 and TFP510 about N, TFP503 about 1/N, TFP504 N for the
+replica (TFP501, TFP510, TFP513 and TFP514 about N, TFP503 about 1/N, TFP504 N for the
 regularised kernel, TFP509 larger when per-replica clipping acted, TFP511 not 1),
 and the reported loss (TFP505 about 1/N with MEAN, TFP512 about N with SUM).  TFP502 is
 confirmed by the tf_keras reduction error at the line.
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import replace
 from typing import Any, Optional
 
 from tfpar_lint.finding import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED
@@ -44,7 +45,10 @@ _TFK_REDUCTION = (r"Please use `tf\.keras\.losses\.Reduction\.SUM` or `tf\.keras
                   r"|reduction.*(is not supported|should be).*(distribut|strategy)")
 ERRORS = {"TFP502": [_TFK_REDUCTION],
           # tf.reduce_mean (or another op) of a PerReplica value outside strategy.run
-          "TFP506": [r"using a PerReplica object while not inside a replica context"]}
+          "TFP506": [r"using a PerReplica object while not inside a replica context"],
+          # one gradient tensor shared by every replica, all-reduced by the optimizer (measured, TF 2.21:
+          # Keras 3 inside a tf.function; tf_keras in its all-reduce)
+          "TFP513": [r"destinations can not be empty", r"IndexError: tuple index out of range.*_all_reduce_sum_fn"]}
 
 
 # =================================================================== child
@@ -390,7 +394,7 @@ def _seen_update(run) -> list[Seen]:
     if run.rerun is None:
         return []
     fs, rs = _update_ratios(run)
-    codes = ("TFP501", "TFP503", "TFP504")
+    codes = ("TFP501", "TFP503", "TFP504", "TFP513", "TFP514")
     if not fs:
         return [Seen("TFP501", 0, "no training step (tf.function calling strategy.run) was observed to measure its "
                                   "update", status=INCONCLUSIVE, also=codes, anywhere=True)]
@@ -406,6 +410,11 @@ def _seen_update(run) -> list[Seen]:
              f"about {n}: the regularisation was added on every replica and summed"),
             ("TFP501", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
              f"about {n}: each replica averaged over its own batch, then the gradients were summed"),
+            ("TFP513", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
+             f"about {n}: every replica applied the same gradients, computed once outside strategy.run, and the "
+             f"optimizer summed the copies"),
+            ("TFP514", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
+             f"about {n}: every replica computed the same loss over the gathered batch, and the gradients were summed"),
             ("TFP510", [r for r in rs if r["ratio"] > 1 + TOLERANCE],
              f"about {n}: compute_average_loss divided by the per-replica batch, then the gradients were summed"),
             ("TFP511", [r for r in rs if abs(r["ratio"] - 1) > TOLERANCE],
@@ -452,7 +461,9 @@ def seen(run) -> list[Seen]:
     out = [Seen("TFP506", int(m["line"]), (f"line {m['line']} used the PerReplica result of strategy.run "
                                            f"({run.ctx()}) as one tensor ({m['kind']}): {m['error']}"))
            for m in o.get("misuse", [])]
-    out += errors_seen(run, ERRORS)
+    # TFP513's error is raised in the replica threads' merge, whose frames the traceback loses: its text
+    # decides a TFP513 finding wherever it is
+    out += [replace(s, anywhere=True) if s.code == "TFP513" else s for s in errors_seen(run, ERRORS)]
     for u in o.get("host_uses", []):
         n = u.get("replicas")
         out.append(Seen("TFP508", int(u["line"]), (f"at line {u['line']} a PerReplica value{f' of {n} replicas' if n else ''} "
