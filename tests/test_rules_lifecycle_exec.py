@@ -12,6 +12,7 @@ import textwrap
 import libcst as cst
 import pytest
 
+from tfpar_lint import versions
 from tfpar_lint.engine import lint_source
 from tfpar_lint.registry import rules_by_code
 from tfpar_lint.semantic import Module
@@ -110,7 +111,7 @@ def test_traces_follow_local_calls_and_record_conditions():
 def test_keras_flavor(imports, expr, flavor):
     m = _module(f"{imports}\nx = {expr}\n")
     b = m.scope.bindings["x"][-1]
-    assert m.keras_flavor(m.binding_values(b)[0]) == flavor
+    assert versions.keras_flavor(m, m.binding_values(b)[0]) == flavor
 
 
 # =========================================================================== TFP601

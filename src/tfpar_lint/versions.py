@@ -1044,10 +1044,28 @@ def note(m: "Module", v: "Value", sep: str = "") -> str:
         raw = "keras"  # a local subclass: its base's spelling was judged by keras_flavor
     if raw.startswith("tf_keras"):
         return ""
-    keras = 3 if m.keras_flavor(v) == "keras" else 2
+    keras = 3 if keras_flavor(m, v) == "keras" else 2
     if sep:
         return f"{sep}with {target_of(m).describe(keras)}"
     return f" (with {target_of(m).describe(keras)})"
+
+
+def keras_flavor(m: "Module", v: "Value") -> str:
+    """Which Keras created ``v``: "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when the module
+    sets ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
+    targeted TensorFlow is 2.16 or later), or "" when it is not a Keras object or cannot be told
+    (the spelling is the semantic model's, ``Module.keras_spelling``)."""
+    spelling = m.keras_spelling(v)
+    return flavor(m, spelling) if spelling else ""
+
+
+def is_legacy(m: "Module", v: "Value") -> bool:
+    """Keras 2 (``tf_keras``, or ``tf.keras`` with ``TF_USE_LEGACY_KERAS=1`` or a ``tf-version`` before 2.16)."""
+    return keras_flavor(m, v) == "tf_keras"
+
+
+def is_keras3(m: "Module", v: "Value") -> bool:
+    return keras_flavor(m, v) == "keras"
 
 
 def builds_at_first_use(m: "Module", v: "Value") -> bool:
@@ -1055,7 +1073,7 @@ def builds_at_first_use(m: "Module", v: "Value") -> bool:
     first step (Keras 3, and Keras 2's optimizers from TensorFlow 2.11 on; not the legacy ones)?"""
     if ".legacy." in (v.qname or "") or ".legacy." in (v.raw_qname or ""):
         return False
-    fl = m.keras_flavor(v)
+    fl = keras_flavor(m, v)
     if fl == "keras":
         return True
     if not fl and not v.raw_qname.startswith(("tensorflow.", "tf_keras.")):

@@ -19,10 +19,10 @@ class OptimizerOutsideScope(CreatedOutsideScopeRule):
 
     def why(self, v) -> str:
         m = self.module
-        keras = 3 if m.keras_flavor(v) == "keras" else 2
-        return (f" (with {m.target.describe(keras)}: from TensorFlow 2.11 on, a Keras optimizer takes the strategy "
+        keras = 3 if versions.keras_flavor(m, v) == "keras" else 2
+        return (f" (with {versions.target_of(m).describe(keras)}: from TensorFlow 2.11 on, a Keras optimizer takes the strategy "
                 f"in force when it is made)")
 
     def data(self, v) -> dict:
-        t = self.module.target
+        t = versions.target_of(self.module)
         return {"tf_version": t.version_text(), "tf_version_source": t.source if t.known else "assumed"}

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import replicated
 from tfpar_lint.semantic.optimizers import compile_optimizer, has_slots_by_name
@@ -31,7 +32,7 @@ class Keras3CompileOutsideScope(Rule):
             vals = m.infer_at(recv, cs)
             if not vals or not all(v.kind == api.MODEL and v.site is not None for v in vals):
                 continue
-            if not all(m.keras_flavor(v) == "keras" for v in vals):
+            if not all(versions.keras_flavor(m, v) == "keras" for v in vals):
                 continue  # tf_keras (Keras 2) accepts it: measured
             strategies = []
             for v in vals:

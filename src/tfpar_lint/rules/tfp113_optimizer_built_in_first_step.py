@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import replicated
 from tfpar_lint.semantic.crossreplica import created_under, replica_fn_traced
@@ -35,7 +36,7 @@ class OptimizerBuiltInFirstStep(Rule):
             if not vals or not all(v.kind == api.OPTIMIZER for v in vals):
                 continue
             for v in vals:
-                if id(v.origin) in done or m.keras_flavor(v) != "keras" or has_slots(v) is not True:
+                if id(v.origin) in done or versions.keras_flavor(m, v) != "keras" or has_slots(v) is not True:
                     continue
                 strategies = created_under(m, v)
                 # measured with MirroredStrategy; MultiWorkerMirroredStrategy (one replica per worker) works; TPU not measured

@@ -5,6 +5,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, dotted_name
 from tfpar_lint.semantic.threads import reads
@@ -106,7 +107,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
         if self._locked(m, cs):
             return None
         if f.attr.value in KERAS3_NON_ATOMIC:
-            if not all(m.keras_flavor(v) == "keras" for v in vals):
+            if not all(versions.keras_flavor(m, v) == "keras" for v in vals):
                 return None  # tf.Variable / tf_keras: one atomic update op
             return Report(
                 cs.node,
@@ -118,7 +119,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
         value = arg(cs.node, 0, "value")
         if value is None or not self._rmw(m, cs, body, value, recv):
             return None
-        keras3 = all(m.keras_flavor(v) == "keras" for v in vals)
+        keras3 = all(versions.keras_flavor(m, v) == "keras" for v in vals)
         advice = "hold a lock (Keras 3's `assign_add` is not atomic either)" if keras3 else \
             f"use `{var}.assign_add(...)` or hold a lock"
         return Report(
@@ -153,7 +154,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
                 f"hold a lock around the read and the write",
                 {"variable": name, "function": fn.name},
             )
-        if not all(m.keras_flavor(v) == "keras" for v in vals):
+        if not all(versions.keras_flavor(m, v) == "keras" for v in vals):
             return None  # tf_keras optimizers and metrics update with an atomic tf.Variable.assign_add
         if meth == "update_state":
             return Report(

@@ -152,7 +152,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
                                   for f in first_own)]
                 if not new:
                     continue
-                flavor = m.keras_flavor(opt)
+                flavor = versions.keras_flavor(m, opt)
                 err = ("`ValueError: Unknown variable: ... This optimizer can only be called for the variables it "
                        "was originally built with`" if flavor == "keras" else
                        "`KeyError: 'The optimizer cannot recognize variable ...'`")

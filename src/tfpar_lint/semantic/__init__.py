@@ -28,7 +28,6 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint import versions
 from tfpar_lint.semantic.bindings import Bindings
 from tfpar_lint.semantic.builder import Builder
 from tfpar_lint.semantic.callgraph import CallGraph
@@ -90,7 +89,7 @@ def one_replica(strategies: list[Value]) -> bool:
 _DELEGATES = {
     "bindings": ("lookup", "qualified_name"),
     "values": ("infer_at", "infer", "infer_one", "kinds", "created_within", "class_kind", "binding_values",
-               "container_items", "keras_flavor"),
+               "container_items", "keras_spelling"),
     "callgraph": ("resolve_function", "callers", "callees", "function_refs", "function_attr_refs",
                   "passing_refs", "is_passed_around", "indirect_calls", "handed_over", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
@@ -171,16 +170,6 @@ class Module:
         self.rule_memo: dict[str, dict] = {}
         if project is not None:
             project.add(path, self)
-
-    @property
-    def target(self) -> "versions.Target":
-        """The TensorFlow version this module targets and where that came from."""
-        return versions.target_of(self)
-
-    @property
-    def tf_version(self) -> tuple[int, int]:
-        """The TensorFlow (major, minor) that runs this module (the newest its target allows)."""
-        return versions.target_of(self).runs
 
     def module_imports(self) -> list[Binding]:
         return self.imports

@@ -9,7 +9,6 @@ from typing import Optional, TYPE_CHECKING
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint import versions
 from tfpar_lint.semantic.model import ATTRIBUTE, UNBOUND, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value, lost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -281,18 +280,17 @@ class AttributeValues:
             vals = self._attr_values(vals, attr)
         return vals
 
-    def keras_flavor(self, v: Value) -> str:
-        """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
-        "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
-        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
-        targeted TensorFlow is 2.16 or later: :mod:`tfpar_lint.versions`), or "" when it is not a
-        Keras object or cannot be told."""
+    def keras_spelling(self, v: Value) -> str:
+        """How the code spells the Keras that created ``v`` (an API-created object or an instance of
+        a local subclass): "tf_keras", "tf.keras" or "keras" (``tfapi.keras_flavor`` of its import),
+        or "" when it is not a Keras object or cannot be told.  Which Keras that is depends on the
+        TensorFlow the code runs on: ``versions.keras_flavor``."""
         raw = v.raw_qname
         if not raw and isinstance(v.info, ClassInfo):
             raw = self._keras_base_raw(v.info)
         if not raw or not (api.canonical(raw) + ".").startswith("keras."):
             return ""
-        return versions.flavor(self.m, api.keras_flavor(raw))  # tf.keras / keras by the targeted version
+        return api.keras_flavor(raw)
 
     def _keras_base_raw(self, cls: ClassInfo, _depth: int = 0) -> str:
         if _depth > 8:

@@ -657,15 +657,6 @@ def loss_object(m: Module, call: cst.Call, scope: Scope, order: int) -> Optional
     return vals[0]
 
 
-def is_legacy(m: Module, v: Value) -> bool:
-    """Keras 2 (``tf_keras``, or ``tf.keras`` with ``TF_USE_LEGACY_KERAS=1`` or a ``tf-version`` before 2.16)."""
-    return m.keras_flavor(v) == "tf_keras"
-
-
-def is_keras3(m: Module, v: Value) -> bool:
-    return m.keras_flavor(v) == "keras"
-
-
 DEFAULT_REDUCTIONS = frozenset({"auto", "sum_over_batch_size"})
 
 
