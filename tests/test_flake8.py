@@ -32,7 +32,8 @@ x = tf.ones((2, 2))
 with tf.device("/GPU:1"):
     y = tf.matmul(x, x)
 """,
-    # TFP113: a Keras 3 Adam made in the scope, first built inside a traced strategy.run step.
+    # TFP113: a Keras 3 Adam made in the scope, first built inside a traced strategy.run step
+    # (`keras.ops` says Keras 3).
     "TFP113": """\
 import keras
 import tensorflow as tf
@@ -44,7 +45,7 @@ with strategy.scope():
 
 def step(x):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(model(x))
+        loss = keras.ops.sum(model(x))
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
 

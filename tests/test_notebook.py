@@ -1,6 +1,7 @@
 """Notebook code cells and notebook positions in the CLI's output."""
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
@@ -42,6 +43,14 @@ def test_source_as_string_or_list():
     ("pip install -q tensorflow==2.4\n", "\n"),
     ("conda install -y numpy\nx = 1\n", "\nx = 1\n"),
     ("ls\nenv = {}\npip = 3\n", "ls\nenv = {}\npip = 3\n"),
+    ("env FOO=1\n", "\n"),
+    ("time f()\n", "\n"),
+    ("cd data\nx = 1\n", "\nx = 1\n"),
+    ("if x:\n    pip install a\nx = 1\n", "if x:\n    pass\nx = 1\n"),
+    ("cd ../\n", "\n"),
+    ("ls ./data/train/\n", "\n"),
+    ("cd ~/data\nx = 1\n", "\nx = 1\n"),
+    ("ls *.py\n", "\n"),
 ])
 def test_magics_blanked_keeping_line_numbers(src, expected):
     out = clean_cell(src)
@@ -49,8 +58,61 @@ def test_magics_blanked_keeping_line_numbers(src, expected):
     assert out.count("\n") == src.count("\n")
 
 
+# Statements that start with a magic's name and go on over several lines: IPython runs them as Python
+# (an assignment, a call, an operation, an attribute or an index after the name; and no automagic at all
+# in a cell of several lines), so the cell is left as it is.
+@pytest.mark.parametrize("src", [
+    "history = model.fit(x, y,\n                    epochs=3)\n",
+    "run = wandb.init(\n    project='p')\n",
+    "config = tf.estimator.RunConfig(\n    train_distribute=strategy)\n",
+    "hist = model.fit(\n    ds)\nenv = dict(\n  a=1)\ncolors = [\n  'r']\n",
+    "hist, acc = (\n    1, 2)\n",
+    "run(main,\n    argv)\n",
+    "history.history['loss'][\n    0]\n",
+    "time [\n    1]\n",
+    "env != (\n    3)\n",
+    "history += [\n    1]\n",
+    "history: dict = dict(\n    a=1)\n",
+    "cd = 1\nif cd:\n    history = fit(\n        x)\n",
+    "ls\nx = 1\n",  # a magic's name that is Python as written (a name): IPython runs the cell as Python
+    "async def f():\n    pass\nrun = await f(\n)\n",  # top-level await (IPython's autoawait)
+])
+def test_python_that_starts_with_a_magic_name_is_kept(src):
+    assert clean_cell(src) == src
+    compile(clean_cell(src), "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+@pytest.mark.parametrize("src, expected", [
+    # the cell does not parse with the automagic line kept: it is blanked, the rest stays
+    ("pip install x\nhistory = model.fit(x,\n    y)\n", "\nhistory = model.fit(x,\n    y)\n"),
+    ("history = model.fit(x,\n    y)\nenv TF_CONFIG={}\n", "history = model.fit(x,\n    y)\n\n"),
+])
+def test_automagic_blanked_beside_multiline_python(src, expected):
+    assert clean_cell(src) == expected
+
+
+@pytest.mark.parametrize("src, expected", [
+    # IPython removes the indentation common to the cell's lines, and a pasted session's prompts
+    ("  with s.scope():\n      m = f()\n  ", "with s.scope():\n    m = f()\n"),
+    ("\n    x = 1\n    y = (2,\n      3)\n", "\nx = 1\ny = (2,\n  3)\n"),
+    (">>> x = 1\n>>> if x:\n...     y = 2\n", "x = 1\nif x:\n    y = 2\n"),
+    ("x = 1\ny = 2\n>>> z = 3\n", "x = 1\ny = 2\n>>> z = 3\n"),  # no prompt on line 1 or 2: left as it is
+    (" x = (1,\n2)\n", "x = (1,\n2)\n"),  # lines without the first line's indentation stay
+    ("In [3]: x = (1,\n   ...: 2)\n", "x = (1,\n2)\n"),
+    ("  pip install x\n  history = model.fit(x,\n      y)\n", "\nhistory = model.fit(x,\n    y)\n"),
+])
+def test_ipython_cleanup_of_pasted_cells(src, expected):
+    out = clean_cell(src)
+    assert out == expected
+    assert out.count("\n") == src.count("\n")
+    if ">>>" not in expected:
+        compile(out, "<cell>", "exec")
+
+
 def test_cell_magic_of_another_language_skips_the_whole_cell(notebook):
     assert clean_cell("%%bash\necho hi\n") is None
+    assert clean_cell("%%time\n%%bash\npython3 x.py \\\n  --a 1\n") is None  # bash, timed
+    assert clean_cell("%%time\n%%capture\nx = 1\n") == "\n\nx = 1\n"
     text = notebook([("code", "%%writefile x.py\nimport tensorflow\n"), ("code", "y = 1\n")])
     assert code_cells(text) == [(2, "y = 1\n")]
 
@@ -162,3 +224,22 @@ def test_lines_inside_brackets_or_strings_are_never_magics():
     out = clean_cell(src)
     assert out.splitlines() == ["print('loss: %f'", "      % loss)", "x = (1", "!= 4)", "s = '''", "!no", "'''", ""]
     compile(out, "cell", "exec")
+
+
+def test_cli_lints_a_notebook_whose_statements_start_with_magic_names(project, cli, notebook):
+    """Multi-line statements that start with `history`, `run`, `config` (names of IPython magics) are
+    Python: the notebook is analysed (the TFP101 finding, no E999)."""
+    text = notebook([
+        ("code", "import tensorflow as tf\nrun = dict(\n    epochs=2)\n"),
+        ("code", "strategy = tf.distribute.MirroredStrategy()\n"
+                 "config = tf.estimator.RunConfig(\n    train_distribute=strategy)\n"
+                 "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                 "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n"),
+        ("code", "history = model.fit(tf.zeros([8, 1]), tf.zeros([8, 1]),\n"
+                 "                    epochs=run['epochs'])\n"),
+    ])
+    project.write("nb.ipynb", text)
+    r = cli("nb.ipynb")
+    assert not any(" E9" in line for line in r.lines), r.out
+    assert [line.split(" ")[1] for line in r.lines] == ["TFP101"], r.out
+    assert r.lines[0].startswith("nb.ipynb:cell_2:4:9: TFP101 "), r.out

@@ -3,8 +3,8 @@
 ``tf.keras`` is Keras 3 from TF 2.16 on and Keras 2 before; rules whose truth depends on it
 (TFP606 Keras 3 fit under MultiWorkerMirroredStrategy, TFP502 Keras 2 default-reduction loss,
 TFP503/TFP505 Keras 3 losses, TFP703 optimizer errors) follow the setting.  Without one the
-version is inferred (tests/test_versions.py); a project that states nothing is assumed to run the
-current TensorFlow (Keras 3)."""
+version is inferred (tests/test_versions.py); where nothing states it, those rules report nothing
+and the run says so once (issue 28)."""
 from __future__ import annotations
 
 import subprocess
@@ -50,15 +50,17 @@ def codes(source: str, tf_version) -> list[str]:
     return [f.code for f in res.findings]
 
 
-def test_default_is_inferred_and_unknown_is_keras3(tmp_path):
+def test_default_is_inferred_and_unknown_reports_nothing(tmp_path):
     from tfpar_lint import versions
 
     assert config.DEFAULT_TF_VERSION is None
-    assert versions.UNKNOWN.tf_keras_is_keras3() and not versions.UNKNOWN.known
+    assert versions.UNKNOWN.tf_keras_is_keras3() is None and not versions.UNKNOWN.known
     (tmp_path / ".git").mkdir()  # the search for the project's files stops here
     res = lint_source(FIT_MWMS, str(tmp_path / "t.py"), options=AnalysisOptions())
-    assert [f.code for f in res.findings] == ["TFP606"]
-    assert "assumed" in res.findings[0].message and "TensorFlow 2.16+" in res.findings[0].message
+    assert res.findings == [] and res.notes == [versions.withheld_note({"TFP606": 1})]
+    res = lint_source(FIT_MWMS, str(tmp_path / "t.py"), options=AnalysisOptions(tf_version="2.16"))
+    assert [f.code for f in res.findings] == ["TFP606"] and res.notes == []
+    assert "TensorFlow 2.16 (Keras 3, from the tf-version setting)" in res.findings[0].message
 
 
 def test_tf_keras_2_targets_turn_keras3_rules_off_and_keras2_rules_on():
@@ -85,8 +87,11 @@ def _cli(args, cwd):
 
 
 def test_cli_flag_and_pyproject(tmp_path):
+    (tmp_path / ".git").mkdir()
     (tmp_path / "train.py").write_text(FIT_MWMS, encoding="utf-8")
-    assert "TFP606" in _cli(["train.py"], tmp_path).stdout
+    nothing = _cli(["train.py"], tmp_path)
+    assert "TFP606" not in nothing.stdout and "no TensorFlow version stated for train.py" in nothing.stderr
+    assert "TFP606" in _cli(["--tf-version", "2.17", "train.py"], tmp_path).stdout
     assert "TFP606" not in _cli(["--tf-version", "2.15", "train.py"], tmp_path).stdout
     (tmp_path / "pyproject.toml").write_text('[tool.tfpar-lint]\ntf-version = "2.15"\n', encoding="utf-8")
     assert "TFP606" not in _cli(["train.py"], tmp_path).stdout
@@ -107,9 +112,13 @@ def test_bad_values_are_usage_errors(tmp_path):
 
 def test_flake8_option(tmp_path):
     pytest.importorskip("flake8")
+    (tmp_path / ".git").mkdir()
     (tmp_path / "train.py").write_text(FIT_MWMS, encoding="utf-8")
     base = [sys.executable, "-m", "flake8", "--select", "TFP", "train.py"]
-    assert "TFP606" in subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout
+    assert "TFP606" not in subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout
+    out = subprocess.run(base + ["--tfp-tf-version", "2.17"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120).stdout
+    assert "TFP606" in out
     out = subprocess.run(base + ["--tfp-tf-version", "2.15"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=120).stdout
     assert "TFP606" not in out

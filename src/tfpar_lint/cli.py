@@ -699,10 +699,20 @@ def _main(argv: list[str]) -> int:
         if r.error is not None:
             errors.append(r.error)
         findings.extend(r.findings)
-    if not quiet:
-        for r in results:
-            for note in getattr(r, "notes", None) or ():
+    from tfpar_lint import versions
+
+    version_notes: dict[str, dict[str, int]] = {}  # path -> findings held back for want of a version
+    for r in results:
+        for note in getattr(r, "notes", None) or ():
+            held = versions.parse_withheld(note)
+            if held is not None:
+                version_notes[r.path] = held
+            elif not quiet:
                 _warn(f"{r.path}: {note}")
+    run_notes = [versions.withheld_summary(version_notes)] if version_notes else []
+    if not quiet:
+        for note in run_notes:  # once for the run, not once per file
+            _warn(note)
     if any(getattr(r, "capped", False) for r in results) and not quiet:
         from tfpar_lint.semantic.project import BUDGET_BASE, BUDGET_FACTOR, MAX_MODULES
 
@@ -752,7 +762,7 @@ def _main(argv: list[str]) -> int:
 
     from tfpar_lint.output import Report, write
 
-    report = Report(findings=findings, errors=errors, runs=runs,
+    report = Report(findings=findings, errors=errors, runs=runs, notes=run_notes,
                     verified=args.verify, root=settings.root if settings.config_path else os.getcwd(),
                     unsafe_fixes=args.unsafe_fixes, show_source=args.show_source, verbose=args.verbose)
     if stdin_result is not None and stdin_source is not None:

@@ -79,7 +79,7 @@ _KNOWN_KEYS = (
 # The TensorFlow version the linted code targets (like ruff's target-version): rules whose truth
 # depends on it read it (``tf.keras`` is Keras 3 from TF 2.16 on, Keras 2 before).  Not set (None):
 # inferred for each file from the project's own files and the code's APIs (tfpar_lint.versions);
-# what a project that states nothing is assumed to run is versions.UNKNOWN.
+# where nothing states it (versions.UNKNOWN) the findings that depend on it are held back.
 DEFAULT_TF_VERSION: Optional[str] = None
 _TF_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
 

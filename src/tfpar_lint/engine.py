@@ -30,7 +30,7 @@ from typing import Any, Callable, Collection, Optional, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from tfpar_lint import deep
+from tfpar_lint import deep, versions
 from tfpar_lint.codetext import code_text
 from tfpar_lint.files import read_bounded, read_regular
 from tfpar_lint.finding import GRAPH_KEY, FileError, FileResult, Finding  # noqa: F401 (re-exported)
@@ -335,7 +335,10 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
     try:
         # mixed tabs and spaces that libcst refused: the tree is of the normalised text; columns are
         # mapped back to the file's, and no fix is offered (its edits would be the other text's)
+        module.version_withheld = {}
         findings = _analyse(module, tree, rules, with_fixes and fixed is None, path)
+        if module.version_withheld and notes is not None:
+            notes.append(versions.withheld_note(module.version_withheld))
         if fixed is not None:
             for f in findings:
                 f.col = fixed.column(f.line, f.col)

@@ -11,11 +11,17 @@ cell stay the ones the user sees:
   (with their ``\\``-continued lines); one that opens a block becomes ``pass``
   so that the block still parses;
 * automagics: a line that IPython runs as a line magic without its ``%`` (``pip install x``,
-  ``cd data``, ``tensorflow_version 1.x``), when it is not valid Python as it stands;
+  ``cd data``, ``env FOO=1``, ``tensorflow_version 1.x``), by IPython's rule: a magic's name followed by
+  neither an assignment (``history = model.fit(x, y,``), a call nor an operator, and not valid
+  Python as it stands; only when the cell does not parse with the line kept (IPython itself runs
+  automagic only in one-line cells);
 * a cell magic whose body is Python (``%%time``, ``%%timeit``, ``%%capture``, ``%%prun``,
   ``%%debug``, ``%%python``, ``%%python3``, ``%%pypy``): its line is blanked and the rest of the
   cell is linted, as ruff does; any other cell magic (``%%bash``, ``%%writefile``...) means the
   cell is not Python here: the whole cell is left out.
+
+As IPython does first, the first line's indentation and the prompts of a pasted session
+(``>>> ``, ``In [3]: ``) are removed.
 
 A magic is masked wherever it stands: alone in a block whose header ends with a comment
 (``if 'google.colab' in sys.modules:  # Colab only`` then ``%tensorflow_version 1.x``) it
@@ -23,7 +29,10 @@ becomes ``pass``.
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import json
+import keyword
 import re
 from typing import Any
 
@@ -43,22 +52,44 @@ psource pushd pwd pycat pylab qtconsole quickref recall rehashx reload_ext rep r
 run save sc set_env shell store sx system tb tensorflow_version time timeit unalias unload_ext uv who who_ls whos
 xdel xmode
 """.split())
-_AUTOMAGIC = re.compile(r"^\s*([A-Za-z_]\w*)(?:\s|$)")
+# IPython's split of an unescaped line (IPython.core.splitinput.line_split): the "function part"
+# (names, dots, ``*``, up to two leading ``%``), then the rest.
+_LINE_SPLIT = re.compile(r"^\s*(%{0,2}[\w.*]*)(.*)$", re.S)
+# What follows a magic's name on a line that is Python all the same: IPython's AssignmentChecker (``=``
+# or ``,``: ``history = model.fit(...``, ``hist, acc = ...``), and, for a statement that goes on over
+# lines (never an automagic: IPython runs automagic in one-line cells only), a call, an index, an
+# annotation, an augmented assignment or a comparison.  A path (``ls ./data``, ``cd /content``), a
+# glob (``ls *.py``) or a redirection stays a magic's argument.
+_PYTHON_AFTER_NAME = re.compile(r"[=,(\[:]|(?:[-+*/%@&|^!]|\*\*|//|<<|>>)=")
+
+
+def _automagic_candidate(stripped: str) -> bool:
+    """IPython's rule for a line that automagic may run as a line magic (``pip install x``, ``cd data``,
+    ``env FOO=1``): its function part is exactly a magic's name (``history.append(x)``'s is not), that
+    name is not a keyword or a builtin (``is_shadowed``), and what follows does not make the line an
+    assignment, a call or an operation."""
+    m = _LINE_SPLIT.match(stripped)
+    if m is None or m.group(1) not in LINE_MAGICS:
+        return False
+    name = m.group(1)
+    if keyword.iskeyword(name) or hasattr(builtins, name):
+        return False
+    rest = m.group(2).lstrip()
+    return _PYTHON_AFTER_NAME.match(rest) is None
 
 
 def _is_automagic(stripped: str) -> bool:
-    """``pip install x``: a line magic's name, then words that are not Python."""
-    m = _AUTOMAGIC.match(stripped)
-    if m is None or m.group(1) not in LINE_MAGICS:
+    """``pip install x``: an automagic candidate that is not Python as it stands (``ls`` alone is)."""
+    if not _automagic_candidate(stripped):
         return False
     try:
         compile(stripped, "<line>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return True
-    return False  # `ls` or `env = {}`: Python as written
+    return False
 
 
-def _is_ipython_line(stripped: str, line: str) -> bool:
+def _is_ipython_line(stripped: str, line: str, automagic: bool = True) -> bool:
     if not stripped:
         return False
     if stripped[0] in "%!?":
@@ -67,9 +98,7 @@ def _is_ipython_line(stripped: str, line: str) -> bool:
         return True
     if ("%" in stripped or "!" in stripped) and _ASSIGN_MAGIC.match(line):
         return True  # `files = !ls`, `t = %time f()`
-    if _is_automagic(stripped):
-        return True
-    return False
+    return automagic and _is_automagic(stripped)
 
 
 def _code_part(line: str) -> str:
@@ -130,17 +159,71 @@ def _bracket_delta(code: str, in_string: str | None) -> tuple[int, str | None]:
 
 def clean_cell(source: str) -> str | None:
     """The cell with IPython-only lines blanked; ``None`` for a cell whose cell magic's body is not
-    Python (``%%bash``, ``%%writefile``)."""
-    lines = source.splitlines(keepends=True)
-    first_index = next((k for k, ln in enumerate(lines) if ln.strip()), None)
-    skip_first = False
-    if first_index is not None and lines[first_index].lstrip().startswith("%%"):
-        name = lines[first_index].lstrip()[2:].split(None, 1)
+    Python (``%%bash``, ``%%writefile``).
+
+    IPython runs automagic only in a cell of one line (``InteractiveShell.transform_cell`` runs its
+    prefilter only then); in a longer cell such a line is a syntax error for IPython too.  So an
+    automagic line is blanked only when the cell does not parse with it kept: a cell that IPython runs
+    as Python is never changed by this."""
+    lines = _cleanup(source.splitlines(keepends=True))
+    # the cell magics that open the cell: `%%time` then `%%bash` runs the bash cell under %%time
+    magic_lines: set[int] = set()
+    k = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    while k is not None and lines[k].lstrip().startswith("%%"):
+        name = lines[k].lstrip()[2:].split(None, 1)
         if not name or name[0] not in TRANSPARENT_CELL_MAGICS:
             return None
-        skip_first = True
+        magic_lines.add(k)
+        k = next((j for j in range(k + 1, len(lines)) if lines[j].strip()), None)
+    cleaned, automagics = _clean_lines(lines, magic_lines, automagic=True)
+    if automagics:
+        as_python, _ = _clean_lines(lines, magic_lines, automagic=False)
+        if _parses(as_python):
+            return as_python
+    return cleaned
+
+
+# IPython's prompts, which it strips from a pasted cell (inputtransformer2.classic_prompt, ipython_prompt).
+_CLASSIC_PROMPT = (re.compile(r"^(>>>|\.\.\.)( |$)"), re.compile(r"^>>>( |$)"))
+_IPYTHON_PROMPT = (re.compile(r"^(In \[\d+\]: |\s*\.{3,}: ?)"),) * 2
+
+
+def _cleanup(lines: list[str]) -> list[str]:
+    """IPython's clean-up of a cell before anything else (inputtransformer2's cleanup_transforms, as
+    IPython 7 and 8 run them): the first line's indentation is removed from each line that starts with
+    it (a cell pasted with its indentation), then the
+    prompts of a pasted session (``>>> ``, ``... ``, ``In [3]: ``, ``   ...: ``) when its first line, or
+    its second, has one.  The lines stay where they are; such a line's columns are counted without
+    what was removed."""
+    first = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    if first is None:
+        return lines
+    head, body = lines[:first], lines[first:]
+    indent = body[0][:len(body[0]) - len(body[0].lstrip(" \t"))]
+    if indent:
+        body = [ln[len(indent):] if ln.startswith(indent) else ln for ln in body]
+    for prompt, initial in (_CLASSIC_PROMPT, _IPYTHON_PROMPT):
+        if initial.match(body[0]) or (len(body) > 1 and prompt.match(body[1])):
+            body = [prompt.sub("", ln, count=1) for ln in body]
+    return head + body
+
+
+def _parses(code: str) -> bool:
+    """Whether IPython's compiler accepts ``code`` (top-level ``await`` included)."""
+    try:
+        compile(code, "<cell>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _clean_lines(lines: list[str], cell_magic_lines: set[int], automagic: bool) -> tuple[str, bool]:
+    """The cell's lines with the IPython ones blanked (automagics too when ``automagic``), and whether
+    an automagic line was blanked."""
     out: list[str] = []
     continuing = False
+    masked_automagic = False
     last_code = ""
     depth = 0  # open brackets of the Python code so far
     open_string: str | None = None  # a triple-quoted string still open
@@ -148,7 +231,7 @@ def clean_cell(source: str) -> str | None:
         body = line.rstrip("\r\n")
         eol = line[len(body):]
         stripped = body.strip()
-        if skip_first and k == first_index:
+        if k in cell_magic_lines:
             out.append(eol)  # the transparent cell magic's line (`%%time`, `%%timeit x = f()`)
             continuing = body.endswith("\\")
             continue
@@ -156,7 +239,9 @@ def clean_cell(source: str) -> str | None:
         if continuing:
             out.append(eol)
             continuing = body.endswith("\\")
-        elif not inside_python and _is_ipython_line(stripped, body):
+        elif not inside_python and _is_ipython_line(stripped, body, automagic):
+            if not _is_ipython_line(stripped, body, automagic=False):
+                masked_automagic = True
             indent = body[:len(body) - len(body.lstrip())]
             # a magic opening a block (`if x:` then `    %time f()`) becomes `pass`
             opens_block = bool(indent) and _code_part(last_code).endswith(":")
@@ -171,7 +256,7 @@ def clean_cell(source: str) -> str | None:
             depth = max(0, depth + d)
             if stripped and not stripped.startswith("#"):
                 last_code = body
-    return "".join(out)
+    return "".join(out), masked_automagic
 
 
 def _source_text(src: Any, where: str) -> str:

@@ -21,8 +21,10 @@ the module's :class:`Target`.  It is decided, first match wins, by:
    container image): used where the project states nothing, else intersected with it;
 3. the APIs the code uses (:func:`api_range`): names that exist only in some versions
    (``tf.estimator`` is gone from 2.16, ``tf.keras.layers.experimental`` and an optimizer's
-   ``lr`` exist only in Keras 2, ``keras.ops`` only in Keras 3);
-4. nothing: :data:`UNKNOWN`, measured on real code (rules/TFP606.md, "TF versions").
+   ``lr`` exist only in Keras 2, ``keras.ops`` only in Keras 3); they bound the version, they do
+   not say what installs (:meth:`Target.at_least`);
+4. nothing: :data:`UNKNOWN`; the rules that depend on the version report nothing there and say
+   so once for the run (:func:`withhold`; issue 28: a version finding needs version evidence).
 
 A range means what pip installs today from it: its newest release (``>=2.4`` installs the
 current TensorFlow).  ``TF_USE_LEGACY_KERAS=1`` (set by the module, by a project module it
@@ -67,6 +69,8 @@ class Target:
     also: tuple[str, ...] = ()  # other statements read (for --show-settings)
     # the upper bound comes from the code's APIs (which Keras it was written for), not a statement
     high_from_code: bool = False
+    # the whole range comes from the code's APIs: bounds on the version, not what installs
+    from_apis: bool = False
 
     @property
     def runs(self) -> Version:
@@ -75,22 +79,38 @@ class Target:
             return self.high
         return max(self.low or KERAS3_TF, _LATEST)
 
-    def at_least(self, v: Version) -> bool:
-        """Does the code run on TensorFlow ``v`` or later?  A range runs its newest release: pip
-        installs it, and code written for Keras 2 (an upper bound from its APIs) runs on the
-        newest TensorFlow with Keras 2, 2.15.  (Answering only when the whole range agrees lost
-        three labelled TFP102 mistakes of the realcode set, in Keras 2 code whose optimizers fail
-        from 2.11 on: measured, rules/TFP102.md.)"""
+    def at_least(self, v: Version) -> Optional[bool]:
+        """Does the code run on TensorFlow ``v`` or later?  None: nothing says.
+
+        A statement of what installs (the setting, a pin or lock file, a requirements range, a
+        Dockerfile's image, the code's own ``pip install``) answers with the release it installs (a
+        range runs its newest release: pip installs it).  The code's APIs only bound the version:
+        ``tf.keras.layers.Normalization`` (2.6 on) says nothing about 2.11 or Keras 3, and a name
+        of Keras 2 only (``optimizers.legacy``, an optimizer's ``lr``) says 2.15 or older, nothing
+        about 2.11 (issue 28: a TF 2.6 notebook's ``Adam(lr=...)`` was reported as a 2.11+
+        mistake).  Nothing stated: None."""
+        if not self.known:
+            return None
+        if self.from_apis or self.high_from_code:
+            if self.low is not None and self.low >= v:
+                return True
+            if self.high is not None and self.high < v:
+                return False
+            return None
         return self.runs >= v
 
-    def tf_keras_is_keras3(self) -> bool:
-        return self.runs >= KERAS3_TF and not self.legacy_keras
+    def tf_keras_is_keras3(self) -> Optional[bool]:
+        """Is ``tf.keras`` Keras 3 (TensorFlow 2.16+ without ``TF_USE_LEGACY_KERAS=1``)?  None: nothing says."""
+        if self.legacy_keras:
+            return False
+        return self.at_least(KERAS3_TF)
 
-    def keras_major(self) -> int:
-        """The major version of the standalone ``keras`` package (``import keras``)."""
+    def keras_major(self) -> Optional[int]:
+        """The major version of the standalone ``keras`` package (``import keras``); None: nothing says."""
         if self.keras is not None:
             return self.keras
-        return 3 if self.runs >= KERAS3_TF else 2
+        k3 = self.at_least(KERAS3_TF)
+        return None if k3 is None else (3 if k3 else 2)
 
     def version_text(self) -> str:
         lo, hi = self.low, self.high
@@ -109,10 +129,10 @@ class Target:
         bits = []
         if keras is not None:
             bits.append(f"Keras {keras}")
-        if self.known:
-            bits.append(f"from {self.source}")
-        else:
-            bits.append("assumed: the project states no version")
+        if not self.known:  # a finding that holds on every version (tf_keras, TF_USE_LEGACY_KERAS=1)
+            bits.append("no version stated")
+            return f"any TensorFlow ({', '.join(bits)})"
+        bits.append(f"from {self.source}")
         return f"TensorFlow {self.version_text()} ({', '.join(bits)})"
 
 
@@ -123,9 +143,9 @@ def _v(v: Version) -> str:
     return f"{v[0]}.{v[1]}"
 
 
-# What an unknown version means: measured both ways on the realcode development set and on the
-# issue-20 shapes (rules/TFP606.md, "TF versions"); the current TensorFlow (Keras 3) kept more true
-# findings and added no false one once the project's files and the code's APIs are read.
+# Nothing states the version: every question about it answers None (Target.at_least), and the
+# findings that depend on it are held back (withhold).  Until issue 28 this was taken to be the
+# current TensorFlow (Keras 3); docs/versions.md has that measurement and why it was dropped.
 UNKNOWN = Target(low=KERAS3_TF, high=None, source="", known=False)
 
 
@@ -373,6 +393,29 @@ def _poetry_lock(path: str) -> Iterator[Spec]:
             yield st
 
 
+_PIPFILE_LINE = re.compile(r"""^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)["']?\s*=\s*"""
+                           r"""(?:["']([^"'\n]*)["']|\{[^}\n]*?\bversion\s*=\s*["']([^"'\n]*)["'])""")
+
+
+def _pipfile_lines(text: str) -> Iterator[Spec]:
+    """A Pipfile that is not valid TOML (a key written twice, a stray character): its
+    ``[packages]`` and ``[dev-packages]`` lines one by one."""
+    section = ""
+    for line in text.splitlines():
+        head = re.match(r"^\s*\[([^\]]+)\]", line)
+        if head:
+            section = head.group(1).strip()
+            continue
+        if section not in ("packages", "dev-packages"):
+            continue
+        mt = _PIPFILE_LINE.match(line)
+        if mt:
+            val = mt.group(2) if mt.group(2) is not None else mt.group(3)
+            st = statement(mt.group(1), val, f"{mt.group(1)} = {val!r}")
+            if st is not None:
+                yield st
+
+
 def _pipfile(path: str) -> Iterator[Spec]:
     text = _read(path)
     if text is None:
@@ -380,6 +423,7 @@ def _pipfile(path: str) -> Iterator[Spec]:
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError):
+        yield from _pipfile_lines(text)
         return
     for key in ("packages", "dev-packages"):
         table = data.get(key)
@@ -483,9 +527,17 @@ def _conda(path: str) -> Iterator[Spec]:
 _IMAGE = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.I | re.M)
 
 
+_AZUREML_ENV = re.compile(r"(?:^|[:/])AzureML-tensorflow-(\d+)\.(\d+)\b", re.I)
+
+
 def image_spec(image: str) -> Optional[Spec]:
     """A base image's TensorFlow: ``tensorflow/tensorflow:2.4.1-gpu``, ``...:latest-gpu``,
-    AWS ``tensorflow-training:2.4.1-gpu-py37``, Google ``tf2-gpu.2-4`` / ``tf-cpu.1-15``."""
+    AWS ``tensorflow-training:2.4.1-gpu-py37``, Google ``tf2-gpu.2-4`` / ``tf-cpu.1-15``, an Azure
+    ML curated environment ``azureml:AzureML-tensorflow-2.16-cuda12@latest``."""
+    az = _AZUREML_ENV.search(image)
+    if az:
+        mm = (int(az.group(1)), int(az.group(2)))
+        return Spec("tensorflow", mm, mm, f"environment {image}", True)
     name, _, tag = image.partition(":")
     base = name.rsplit("/", 1)[-1].lower()
     text = f"FROM {image}"
@@ -504,14 +556,44 @@ def image_spec(image: str) -> Optional[Spec]:
     return None
 
 
+_ARG = re.compile(r"^\s*ARG\s+([A-Za-z_]\w*)(?:\s*=\s*(\S+))?", re.I | re.M)
+_ARG_REF = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
+
+
+def _build_args(dockerfile: str) -> dict[str, str]:
+    """The build arguments a dev container gives the Dockerfile beside it (``devcontainer.json``:
+    ``"build": {"args": {"VERSION": "2.11.0"}}``; JSON with comments, read line by line)."""
+    folder = os.path.dirname(dockerfile)
+    out: dict[str, str] = {}
+    for name in ("devcontainer.json", ".devcontainer.json"):
+        text = _read(os.path.join(folder, name))
+        if not text:
+            continue
+        text = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("//"))
+        block = re.search(r'"args"\s*:\s*\{([^}]*)\}', text)
+        if block:
+            for k, v in re.findall(r'"([A-Za-z_]\w*)"\s*:\s*"([^"]*)"', block.group(1)):
+                out.setdefault(k, v)
+    return out
+
+
 def _dockerfile(path: str) -> tuple[list[Spec], bool]:
     text = _read(path)
     if text is None:
         return [], False
     out: list[Spec] = []
     joined = re.sub(r"\\\r?\n", " ", text)
+    args: Optional[dict[str, str]] = None
     for m in _IMAGE.finditer(joined):
-        st = image_spec(m.group(1))
+        image = m.group(1)
+        if "$" in image:  # FROM tensorflow/tensorflow:${VERSION}: an ARG's default, or a dev container's argument
+            if args is None:
+                args = {k: v.strip("'\"") for k, v in _ARG.findall(joined) if v}
+                args.update(_build_args(path))
+            image = _ARG_REF.sub(lambda r: args.get(r.group(1) or r.group(3), r.group(2) or "\0"), image)
+            if "\0" in image:
+                continue  # an argument nobody gives a value: no evidence
+        st = image_spec(image)
         if st is not None:
             out.append(st)
     for m in re.finditer(r"pip3?\s+install\s+([^\n&;|]+)", joined):
@@ -526,6 +608,24 @@ def _dockerfile(path: str) -> tuple[list[Spec], bool]:
                     out.append(st)
     legacy = re.search(r"^\s*ENV\s+.*\bTF_USE_LEGACY_KERAS\s*[= ]\s*['\"]?(1|true|True)\b", joined, re.M)
     return out, legacy is not None
+
+
+# A job or deployment spec beside the code (a Kubeflow TFJob, a Kubernetes pod, docker-compose, an
+# Azure ML job, a Vertex AI config): the image or environment it runs the code in.
+_SPEC_IMAGE = re.compile(r"""^\s*-?\s*["']?(?:image|imageUri|image_uri|containerUri|container_uri|environment)["']?\s*:"""
+                         r"""\s*["']?([^\s"'#]+)""", re.M)
+
+
+def _spec_images(path: str) -> list[Spec]:
+    text = _read(path, 1 << 20)
+    if not text or ("tensorflow" not in text.lower() and "tf2-" not in text and "tf-" not in text):
+        return []
+    out = []
+    for m in _SPEC_IMAGE.finditer(text):
+        st = image_spec(m.group(1))
+        if st is not None:
+            out.append(st)
+    return out
 
 
 # (priority, matcher, reader): a lower priority number wins a conflict (a lock file says what installs)
@@ -551,6 +651,8 @@ def _folder_files(folder: str) -> list[tuple[int, str, str]]:
             out.append((2, p, low))
         elif re.fullmatch(r"(.*environment.*|conda.*|env)\.ya?ml", low):
             out.append((3, p, "conda"))
+        elif low.endswith((".yml", ".yaml")):
+            out.append((4, p, "spec"))
         elif low == "dockerfile" or low.startswith("dockerfile.") or low.endswith(".dockerfile"):
             out.append((4, p, "docker"))
         elif low in ("docker", ".devcontainer") and os.path.isdir(p):
@@ -591,6 +693,8 @@ def folder_statements(folder: str) -> Statements:
             specs = list(_setup_cfg(path))
         elif kind == "conda":
             specs = list(_conda(path))
+        elif kind == "spec":
+            specs = _spec_images(path)
         elif kind == "docker":
             specs, legacy = _dockerfile(path)
             if legacy and st.legacy is None:
@@ -609,24 +713,37 @@ def _stop_at(folder: str) -> bool:
 
 def project_target(path: str) -> Optional[Target]:
     """The version the project around ``path`` states: the nearest folder at or above the file
-    whose files say anything about TensorFlow, Keras or tf-keras (None when none does)."""
+    whose files state a version of TensorFlow, Keras or tf-keras; a folder that only names them
+    (``tensorflow`` unpinned in a sub-project's requirements) does not stop the search, which
+    goes on up to the repository's root (None when nothing names them)."""
     folder = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
+    walked = _WALKS[folder] = []
     legacy: Optional[str] = None
+    unpinned: Optional[Target] = None  # the nearest folder that names TensorFlow without a version
     for _ in range(64):
+        walked.append(folder)
         st = folder_statements(folder)
         legacy = legacy or st.legacy
         if st.specs:
             t = combine(st.specs, folder)
-            if legacy:
-                t = replace(t, legacy_keras=True, also=t.also + (f"TF_USE_LEGACY_KERAS=1 in "
-                                                                   f"{_rel(legacy, folder)}",))
-            return t
+            if not t.known and unpinned is None:
+                unpinned = t  # `tensorflow` in a sub-project's requirements: the root may pin it
+            if t.known:
+                if unpinned is not None:
+                    t = replace(t, keras=t.keras if t.keras is not None else unpinned.keras,
+                                also=unpinned.also + t.also)
+                if legacy:
+                    t = replace(t, legacy_keras=True, also=t.also + (f"TF_USE_LEGACY_KERAS=1 in "
+                                                                       f"{_rel(legacy, folder)}",))
+                return t
         if _stop_at(folder):
             break
         parent = os.path.dirname(folder)
         if parent == folder:
             break
         folder = parent
+    if unpinned is not None:
+        return replace(unpinned, legacy_keras=True) if legacy else unpinned
     if legacy:
         return Target(low=None, high=None, source=_rel(legacy, os.path.dirname(legacy)),
                       detail="TF_USE_LEGACY_KERAS=1", path=legacy, legacy_keras=True, known=False)
@@ -714,6 +831,12 @@ _TF_RANGES = (
     ("tensorflow.contrib.", None, (1, 15)),  # TensorFlow 1.x
     ("tensorflow.Session", None, (1, 15)),
     ("tensorflow.placeholder", None, (1, 15)),
+    # code written for Keras 2: TensorFlow 1 style sessions (they stay in tf.compat.v1, but Keras 3
+    # has no graph-mode session to run a model in)
+    ("tensorflow.compat.v1.Session", None, (2, 15)),
+    ("tensorflow.compat.v1.InteractiveSession", None, (2, 15)),
+    ("tensorflow.compat.v1.keras.backend.get_session", None, (2, 15)),
+    ("tensorflow.compat.v1.keras.backend.set_session", None, (2, 15)),
     ("tensorflow.keras.ops.", KERAS3_TF, None),
     ("tensorflow.keras.random.", KERAS3_TF, None),
 )
@@ -846,8 +969,9 @@ def _short(q: str) -> str:
 
 def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Optional[Version], int, str]]:
     """Keras 2 members on objects the code makes: an optimizer's ``lr`` (attribute or keyword:
-    Keras 3 has neither) and a model's ``fit_generator``/``evaluate_generator``/``predict_generator``
-    (gone in Keras 3)."""
+    Keras 3 has neither), a model's ``fit_generator``/``evaluate_generator``/``predict_generator``
+    (gone in Keras 3), and a strategy's ``experimental_run_v2`` (the name of ``run`` in TensorFlow
+    2.0 and 2.1: code written for them, and so for Keras 2; the alias itself stays)."""
     import libcst as cst
 
     from tfpar_lint import tfapi as api
@@ -859,6 +983,10 @@ def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Option
         return (None, (2, 15), 2, what) if raw.startswith("keras") else (None, (2, 15), 0, what)
 
     src = m.source
+    if "experimental_run_v2" in src:
+        for _cs, _recv, _meth, _strat in m.strategy_method_calls(("experimental_run_v2",)):
+            yield None, (2, 15), 0, "`strategy.experimental_run_v2`"
+            break
     if re.search(r"_generator\s*\x28", src):  # \x28 is an opening parenthesis, written so for deep.py
         for cs, recv, meth in m.method_calls(("fit_generator", "evaluate_generator", "predict_generator")):
             for v in m.infer_at(recv, cs):
@@ -990,7 +1118,8 @@ def _resolve(m: "Module") -> Target:
             else:
                 base = proj if proj is not None else UNKNOWN
                 t = replace(base, low=lo, high=hi, known=True, source=f"the code's APIs ({names})",
-                            keras=keras if keras is not None else base.keras, high_from_code=hi is not None)
+                            keras=keras if keras is not None else base.keras, high_from_code=hi is not None,
+                            from_apis=True)
         if t is None:
             t = proj if proj is not None else UNKNOWN
             if not t.known:
@@ -1024,16 +1153,20 @@ def _module_sets_legacy(m: "Module") -> Optional[str]:
 
 def flavor(m: "Module", spelling: str) -> str:
     """The Keras an object of ``spelling`` ("tf_keras", "tf.keras", "keras") is under ``m``'s
-    target: "tf_keras" (Keras 2) or "keras" (Keras 3)."""
+    target: "tf_keras" (Keras 2), "keras" (Keras 3), or "unknown" when nothing about the version
+    tells (no statement, no API of one Keras only): the rules that depend on it report nothing
+    there (:func:`withhold`)."""
     if spelling == "tf_keras":
         return "tf_keras"
     t = target_of(m)
     if spelling == "tf.keras":
-        if not t.tf_keras_is_keras3():
-            return "tf_keras"
         legacy = m.sets_env("TF_USE_LEGACY_KERAS")
-        return "tf_keras" if legacy is not None and legacy.strip().lower() in ("1", "true") else "keras"
-    return "keras" if t.keras_major() >= 3 else "tf_keras"
+        if legacy is not None and legacy.strip().lower() in ("1", "true"):
+            return "tf_keras"
+        k3 = t.tf_keras_is_keras3()
+        return "unknown" if k3 is None else ("keras" if k3 else "tf_keras")
+    major = t.keras_major()
+    return "unknown" if major is None else ("keras" if major >= 3 else "tf_keras")
 
 
 def note(m: "Module", v: "Value", sep: str = "") -> str:
@@ -1044,7 +1177,7 @@ def note(m: "Module", v: "Value", sep: str = "") -> str:
         raw = "keras"  # a local subclass: its base's spelling was judged by keras_flavor
     if raw.startswith("tf_keras"):
         return ""
-    keras = 3 if keras_flavor(m, v) == "keras" else 2
+    keras = {"keras": 3, "tf_keras": 2}.get(keras_flavor(m, v))
     if sep:
         return f"{sep}with {target_of(m).describe(keras)}"
     return f" (with {target_of(m).describe(keras)})"
@@ -1053,8 +1186,9 @@ def note(m: "Module", v: "Value", sep: str = "") -> str:
 def keras_flavor(m: "Module", v: "Value") -> str:
     """Which Keras created ``v``: "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when the module
     sets ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
-    targeted TensorFlow is 2.16 or later), or "" when it is not a Keras object or cannot be told
-    (the spelling is the semantic model's, ``Module.keras_spelling``)."""
+    targeted TensorFlow is 2.16 or later), "unknown" for a Keras object whose Keras depends on a
+    version nothing states, or "" when it is not a Keras object or cannot be told (the spelling is
+    the semantic model's, ``Module.keras_spelling``)."""
     spelling = m.keras_spelling(v)
     return flavor(m, spelling) if spelling else ""
 
@@ -1068,9 +1202,10 @@ def is_keras3(m: "Module", v: "Value") -> bool:
     return keras_flavor(m, v) == "keras"
 
 
-def builds_at_first_use(m: "Module", v: "Value") -> bool:
+def builds_at_first_use(m: "Module", v: "Value") -> Optional[bool]:
     """Does the Keras optimizer ``v`` capture the strategy when made and build its state at the
-    first step (Keras 3, and Keras 2's optimizers from TensorFlow 2.11 on; not the legacy ones)?"""
+    first step (Keras 3, and Keras 2's optimizers from TensorFlow 2.11 on; not the legacy ones)?
+    None: it depends on a version nothing states."""
     if ".legacy." in (v.qname or "") or ".legacy." in (v.raw_qname or ""):
         return False
     fl = keras_flavor(m, v)
@@ -1078,22 +1213,84 @@ def builds_at_first_use(m: "Module", v: "Value") -> bool:
         return True
     if not fl and not v.raw_qname.startswith(("tensorflow.", "tf_keras.")):
         # an optimizer of a class the analysis cannot see (a project's wrapper, known by its use):
-        # the Keras optimizers of the TensorFlow it runs on
+        # the Keras optimizers of the TensorFlow it runs on (None: nothing states it)
         return target_of(m).at_least(NEW_OPTIMIZERS_TF)
-    if fl != "tf_keras":
+    if fl not in ("tf_keras", "unknown"):
         return False
     raw = v.raw_qname or ""
     if raw.startswith("tf_keras"):
         return True  # tf_keras exists from 2.14 on
-    return target_of(m).at_least(NEW_OPTIMIZERS_TF)
+    return target_of(m).at_least(NEW_OPTIMIZERS_TF)  # Keras 3 or Keras 2 from 2.11 on: both build then
+
+
+# ============================================================================ findings held back
+# A rule whose finding holds only on some versions reports nothing where no evidence names the
+# version (flavor "unknown", builds_at_first_use None): it calls withhold() instead, and the run
+# says so once (engine: a file's note; cli: one line for all files).
+WITHHELD_NOTE = "version not stated"
+
+
+def withhold(m: "Module", code: str) -> None:
+    """Count a finding of ``code`` that holds only on a version nothing in the project states."""
+    held = getattr(m, "version_withheld", None)
+    if held is None:
+        held = m.version_withheld = {}
+    held[code] = held.get(code, 0) + 1
+
+
+def withheld_note(held: dict[str, int]) -> str:
+    """A file's note for the findings it held back: ``version not stated: TFP102=1, TFP606=2``."""
+    return f"{WITHHELD_NOTE}: " + ", ".join(f"{c}={n}" for c, n in sorted(held.items()))
+
+
+def parse_withheld(note: str) -> Optional[dict[str, int]]:
+    """The counts of a :func:`withheld_note`, or None for any other note."""
+    if not note.startswith(WITHHELD_NOTE + ": "):
+        return None
+    out: dict[str, int] = {}
+    for part in note[len(WITHHELD_NOTE) + 2:].split(", "):
+        code, _, n = part.partition("=")
+        if not n.isdigit():
+            return None
+        out[code] = out.get(code, 0) + int(n)
+    return out
+
+
+def withheld_summary(files: dict[str, dict[str, int]]) -> str:
+    """The one line the run prints for every file whose findings were held back."""
+    total: dict[str, int] = {}
+    for held in files.values():
+        for c, n in held.items():
+            total[c] = total.get(c, 0) + n
+    count = sum(total.values())
+    names = sorted(files)
+    where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    codes = ", ".join(f"{c} ({n})" if n > 1 else c for c, n in sorted(total.items()))
+    return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image, API of one Keras "
+            f"only or tf-version setting), so none is assumed: {count} finding{'s' if count != 1 else ''} that "
+            f"hold{'s' if count == 1 else ''} only on Keras 3 or TensorFlow 2.11+ ({codes}) "
+            f"{'were' if count != 1 else 'was'} not reported; pin tensorflow or set tf-version to check them")
+
+
+# The files a project most often states its TensorFlow in, watched in every folder the search went
+# through: the result cache re-lints a file when one appears (a user pins tensorflow after the note).
+_WATCHED = ("requirements.txt", "pyproject.toml", "Pipfile", "Pipfile.lock", "poetry.lock", "setup.py", "setup.cfg",
+            "environment.yml", "Dockerfile")
+_WALKS: dict[str, list[str]] = {}  # the folder of a linted file -> the folders project_target read
 
 
 def dependency_paths(m: "Module") -> list[str]:
-    """The files the module's target was read from (the result cache re-lints when they change)."""
+    """The files the module's target was read from, and the usual statement files of every folder
+    the search went through (the result cache re-lints when they change or appear)."""
     t = getattr(m, "_target", None)
-    if t is None or t.path is None:
+    if t is None:
         return []
-    return [t.path]
+    out = [t.path] if t.path else []
+    if getattr(m, "tf_setting", None) or not m.path or m.path.startswith("<"):
+        return out
+    for folder in _WALKS.get(os.path.dirname(os.path.abspath(m.path)), ()):
+        out += [p for p in (os.path.join(folder, n) for n in _WATCHED) if p not in out]
+    return out
 
 
 def show(path: str, setting: Optional[str]) -> list[str]:
@@ -1105,11 +1302,13 @@ def show(path: str, setting: Optional[str]) -> list[str]:
         keras = ""
         if t is not None and t.keras:
             keras = f"; keras {t.keras} stated"
-        lines = [f"tf-version: not set; the project states no TensorFlow version{keras}: each file's APIs "
-                 f"narrow it, else {UNKNOWN.describe(3)}"]
+        lines = [f"tf-version: not set; the project states no TensorFlow version{keras}: each file's APIs of "
+                 f"one Keras only may tell; where nothing tells, the findings that hold only on some versions "
+                 f"are not reported"]
     else:
-        k = 3 if t.tf_keras_is_keras3() else 2
-        lines = [f"tf-version: not set; inferred {t.describe(k)}: {t.detail} (files' APIs may narrow a range)"]
+        k3 = t.tf_keras_is_keras3()
+        lines = [f"tf-version: not set; inferred {t.describe(None if k3 is None else (3 if k3 else 2))}: "
+                 f"{t.detail} (files' APIs may narrow a range)"]
     if t is not None:
         lines += [f"  read: {a}" for a in t.also]
     return lines
@@ -1117,3 +1316,4 @@ def show(path: str, setting: Optional[str]) -> list[str]:
 
 def clear_cache() -> None:
     _FOLDERS.clear()
+    _WALKS.clear()

@@ -36,6 +36,7 @@ class Report:
     color: bool = False  # ANSI colours (text, concise, full)
     show_source: bool = False  # text: flake8's --show-source
     sources: dict[str, str] = field(default_factory=dict)  # path -> text, where not read from disk
+    notes: list[str] = field(default_factory=list)  # the run's notes (findings held back: versions.withheld_summary)
 
     def fixable(self, f: Finding) -> bool:
         from tfpar_lint.fix import applicable

@@ -21,6 +21,9 @@
   ``invocations[0].properties.scriptRuns``, and what each verdict (``CONFIRMED``,
   ``RUNTIME``, ``NOT_REPRODUCED``, ``INCONCLUSIVE``, ``COULD_NOT_RUN``) means into
   ``invocations[0].properties.verdicts``.
+* The run's notes (findings held back because nothing states the TensorFlow version they depend
+  on): ``invocations[0].toolExecutionNotifications`` with level ``note`` and ``descriptor.id``
+  ``version-not-stated``.
 """
 from __future__ import annotations
 
@@ -156,6 +159,8 @@ def build(report: Report) -> dict[str, Any]:
             "locations": [_location(err.path, report.root, err.line, err.col, err.line, 0) if not
                           err.path.endswith(".ipynb") else _location(err.path, report.root, 0, 0, 0, 0)],
         })
+    for note in report.notes:  # the run's notes: findings held back for want of a TensorFlow version
+        notifications.append({"level": "note", "message": {"text": note}, "descriptor": {"id": "version-not-stated"}})
     for run in not_run(report):  # --verify: a script that did not run through proves nothing
         tail = "".join(f"\n{ln}" for ln in getattr(run, "stderr_tail", []))
         notifications.append({

@@ -32,7 +32,8 @@ class Keras3CompileOutsideScope(Rule):
             vals = m.infer_at(recv, cs)
             if not vals or not all(v.kind == api.MODEL and v.site is not None for v in vals):
                 continue
-            if not all(versions.keras_flavor(m, v) == "keras" for v in vals):
+            flavors = {versions.keras_flavor(m, v) for v in vals}
+            if not flavors <= {"keras", "unknown"}:
                 continue  # tf_keras (Keras 2) accepts it: measured
             strategies = []
             for v in vals:
@@ -45,6 +46,9 @@ class Keras3CompileOutsideScope(Rule):
                     continue
                 how, name, expr = compile_optimizer(m, cs)
                 if how not in ("name", "default") or not has_slots_by_name(name):
+                    continue
+                if "unknown" in flavors:  # Keras 2 accepts it: no finding without the version
+                    versions.withhold(m, self.CODE)
                     continue
                 given = f"`optimizer={m.code(expr)}`" if how == "name" else \
                     f"no `optimizer=` (the Keras 3 default is `\"{name}\"`)"

@@ -61,8 +61,9 @@ class ShadowVariablesOutsideScope(Rule):
             if not vals or not all(v.kind in (api.VARIABLE, api.VARIABLES) for v in vals):
                 return []
             for v in vals:
-                if versions.keras_flavor(m, v) == "keras":
-                    return []  # Keras 3 variables: EMA rejects them anyway ('str' ... 'base_dtype'), measured
+                if versions.keras_flavor(m, v) in ("keras", "unknown"):
+                    return []  # Keras 3 variables: EMA rejects them anyway ('str' ... 'base_dtype'), measured;
+                    # a Keras variable of a version nothing states: no finding
                 st = created_under(m, v)
                 if not st or not replicated(st):
                     return []

@@ -36,7 +36,8 @@ class OptimizerBuiltInFirstStep(Rule):
             if not vals or not all(v.kind == api.OPTIMIZER for v in vals):
                 continue
             for v in vals:
-                if id(v.origin) in done or versions.keras_flavor(m, v) != "keras" or has_slots(v) is not True:
+                flavor = versions.keras_flavor(m, v)
+                if id(v.origin) in done or flavor not in ("keras", "unknown") or has_slots(v) is not True:
                     continue
                 strategies = created_under(m, v)
                 # measured with MirroredStrategy; MultiWorkerMirroredStrategy (one replica per worker) works; TPU not measured
@@ -49,6 +50,9 @@ class OptimizerBuiltInFirstStep(Rule):
                 if not fns or not m.in_replica_fn(cs.scope) or replica_fn_traced(m, fns[0]) is not True:
                     continue
                 done.add(id(v.origin))
+                if flavor == "unknown":  # Keras 2's optimizers build their slots otherwise
+                    versions.withhold(m, self.CODE)
+                    continue
                 yield Report(
                     v.origin,
                     f"`{m.code(v.origin)}` is a Keras 3 optimizer with slot variables, built under the strategy's "

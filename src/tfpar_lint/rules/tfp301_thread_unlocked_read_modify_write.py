@@ -107,8 +107,12 @@ class ThreadUnlockedReadModifyWrite(Rule):
         if self._locked(m, cs):
             return None
         if f.attr.value in KERAS3_NON_ATOMIC:
-            if not all(versions.keras_flavor(m, v) == "keras" for v in vals):
+            flavors = {versions.keras_flavor(m, v) for v in vals}
+            if not flavors <= {"keras", "unknown"}:
                 return None  # tf.Variable / tf_keras: one atomic update op
+            if "unknown" in flavors:  # Keras 3 only, and no version stated
+                versions.withhold(m, self.CODE)
+                return None
             return Report(
                 cs.node,
                 f"`{m.code(cs.node)}` in `{fn.name}` (run by a Python thread) updates the shared Keras 3 "
@@ -154,8 +158,12 @@ class ThreadUnlockedReadModifyWrite(Rule):
                 f"hold a lock around the read and the write",
                 {"variable": name, "function": fn.name},
             )
-        if not all(versions.keras_flavor(m, v) == "keras" for v in vals):
+        flavors = {versions.keras_flavor(m, v) for v in vals}
+        if not flavors <= {"keras", "unknown"}:
             return None  # tf_keras optimizers and metrics update with an atomic tf.Variable.assign_add
+        if "unknown" in flavors:  # Keras 3 only, and no version stated
+            versions.withhold(m, self.CODE)
+            return None
         if meth == "update_state":
             return Report(
                 cs.node,

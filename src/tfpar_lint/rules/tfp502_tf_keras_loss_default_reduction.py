@@ -21,7 +21,7 @@ class TfKerasLossDefaultReduction(Rule):
         m = self.module
         for cs in m.calls:
             lo = loss_object(m, cs.node, cs.scope, cs.order)
-            if lo is None or not versions.is_legacy(m, lo) or not default_reduction(m, lo):
+            if lo is None or not (versions.is_legacy(m, lo) or versions.keras_flavor(m, lo) == "unknown") or not default_reduction(m, lo):
                 continue
             if m.in_replica_fn(cs.scope):
                 where = "in a function run by `strategy.run`"
@@ -30,6 +30,9 @@ class TfKerasLossDefaultReduction(Rule):
                 if not known:
                     continue
                 where = "under `strategy.scope()`"
+            if not versions.is_legacy(m, lo):  # Keras 2 only, and no version stated
+                versions.withhold(m, self.CODE)
+                continue
             yield Report(
                 cs.node,
                 f"the Keras 2 (tf_keras) loss `{m.code(lo.origin)}` (line {{line}}) uses the default reduction and "

@@ -28,10 +28,14 @@ class Keras3LossDividedByReplicas(Rule):
                     if not isinstance(t.node, cst.Call) or t.summed:
                         continue
                     lo = loss_object(m, t.node, t.scope, t.order)
-                    if lo is None or not versions.is_keras3(m, lo) or not default_reduction(m, lo):
+                    if lo is None or not (versions.is_keras3(m, lo) or versions.keras_flavor(m, lo) == "unknown") \
+                            or not default_reduction(m, lo):
                         continue
                     for d, sc, od in t.divisors:
                         if mentions_replicas(m, d, sc, od):
+                            if not versions.is_keras3(m, lo):  # Keras 3 only, and no version stated
+                                versions.withhold(m, self.CODE)
+                                break
                             yield Report(
                                 d,
                                 f"`{m.code(t.node)}` is a Keras 3 loss with the default reduction: inside "

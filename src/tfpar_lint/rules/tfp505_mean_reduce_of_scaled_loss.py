@@ -56,6 +56,7 @@ class MeanReduceOfScaledLoss(Rule):
     SEVERITY = "warning"
     PROBE = "loss"
     MARKERS = (STRATEGY_MARKERS, ("MEAN", "mean", "Mean"), ("compute_average_loss", "keras", "batch"))
+    _version_unknown = False  # a term was a default-reduction Keras loss of a version nothing states
 
     def check(self) -> Iterator[Report]:
         m = self.module
@@ -69,7 +70,11 @@ class MeanReduceOfScaledLoss(Rule):
             if not vals or not all(v.kind == api.PER_REPLICA for v in vals):
                 continue
             for v in vals:
+                self._version_unknown = False
                 how = self._scaled_by(v)
+                if not how and self._version_unknown:  # a Keras 3 loss only, and no version stated
+                    versions.withhold(m, self.CODE)
+                    break
                 if how:
                     yield Report(
                         cs.node,
@@ -141,6 +146,8 @@ class MeanReduceOfScaledLoss(Rule):
             lo = loss_object(m, node, t.scope, t.order)
             if lo is not None and versions.is_keras3(m, lo) and default_reduction(m, lo):
                 return f"scaled by 1/num_replicas_in_sync (Keras 3 default-reduction loss{versions.note(m, lo, ', ')})"
+            if lo is not None and versions.keras_flavor(m, lo) == "unknown" and default_reduction(m, lo):
+                self._version_unknown = True
         return None
 
     def _global_batch(self, d: cst.BaseExpression, scope, order: int) -> bool:

@@ -26,10 +26,14 @@ class Keras3FitWithMwms(Rule):
             if not vals or any(v.kind != api.MODEL or v.origin is not vals[0].origin for v in vals):
                 continue
             model = vals[0]
-            if versions.keras_flavor(m, model) != "keras":
+            flavor = versions.keras_flavor(m, model)
+            if flavor not in ("keras", "unknown"):
                 continue
             known, _ = m.scope_strategies(cs)
             if not (created_under_mwms(m, model) or any(is_mwms(s) for s in known)):
+                continue
+            if flavor == "unknown":  # Keras 2's fit works here: no finding without the version
+                versions.withhold(m, self.CODE)
                 continue
             spelling = "tf.keras" if model.raw_qname.startswith("tensorflow") else "keras"
             yield Report(
@@ -38,6 +42,5 @@ class Keras3FitWithMwms(Rule):
                 f"MultiWorkerMirroredStrategy: with more than one worker Keras 3 fails with `ValueError: Attempt to "
                 f"convert a value (PerReplica:{{...}}) with an unsupported type ... to a Tensor`; use tf_keras "
                 f"(`TF_USE_LEGACY_KERAS=1`) or a custom training loop",
-                {"keras": spelling, "tf_version": versions.target_of(m).version_text(), "tf_version_source": versions.target_of(m).source
-                 if versions.target_of(m).known else "assumed"},
+                {"keras": spelling, "tf_version": versions.target_of(m).version_text(), "tf_version_source": versions.target_of(m).source},
             )

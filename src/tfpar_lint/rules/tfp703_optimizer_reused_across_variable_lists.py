@@ -109,7 +109,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
                                for v in vals):
                 return None
             v = vals[0]
-            if not versions.builds_at_first_use(m, v):  # Keras 3, and Keras 2 from TF 2.11 on
+            if versions.builds_at_first_use(m, v) is False:  # Keras 3, and Keras 2 from TF 2.11 on
                 return None
             return v
 
@@ -152,6 +152,9 @@ class OptimizerReusedAcrossVariableLists(Rule):
                                   for f in first_own)]
                 if not new:
                     continue
+                if versions.builds_at_first_use(m, opt) is None:  # no version stated: held back
+                    versions.withhold(m, self.CODE)
+                    break
                 flavor = versions.keras_flavor(m, opt)
                 err = ("`ValueError: Unknown variable: ... This optimizer can only be called for the variables it "
                        "was originally built with`" if flavor == "keras" else
