@@ -29,6 +29,7 @@ from tfpar_lint.engine import AnalysisOptions, lint_source
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data_versions"
 
+ASSUMED = "assumed: nothing in the project states a version"
 # project (file) -> (codes, the version the messages name, its source)
 EXPECTED = {
     "req_pinned_2_4": ((), None, None),
@@ -54,8 +55,9 @@ EXPECTED = {
     "nested_examples": (("TFP102", "TFP606"), "2.16", "requirements.txt"),
     "nested_examples/examples/old": ((), None, None),
     "setting_wins": (("TFP102", "TFP606"), "2.16", "the tf-version setting"),
-    "unpinned": ((), None, None),
-    "nothing": ((), None, None),
+    # nothing states a version: the newest release is assumed, and every message says so
+    "unpinned": (("TFP102", "TFP606"), "2.21", ASSUMED),
+    "nothing": (("TFP102", "TFP606"), "2.21", ASSUMED),
     # Keras 2 code: TFP606 does not apply; nothing says 2.11+ (TFP102)
     "unpinned_keras2_preprocessing": ((), None, None),
     "unpinned_keras2_lr": ((), None, None),
@@ -68,7 +70,7 @@ EXPECTED = {
     # an API of Keras 2 only, from 2.9 on: the legacy optimizer is not a TFP102 mistake, the model is Keras 2
     "code_optimizers_legacy": ((), None, None),
     "unpinned_keras3_ops": (("TFP102", "TFP606"), "2.16+", "the code's APIs (tf.keras.ops.mean)"),
-    "code_legacy_env": ((), None, None),
+    "code_legacy_env": (("TFP102",), "2.21", ASSUMED),  # tf_keras of the newest release builds at first use
     "code_tf_keras": (("TFP102",), "2.14+", "the code's APIs (tf_keras.Input"),
     # the Pipfile at the project's root pins 2.8; the file's own folder names tensorflow unpinned
     "pipfile_root_2_8/src": ((), None, None),
@@ -81,7 +83,8 @@ EXPECTED = {
 }
 
 
-# The projects where nothing states the version and a finding was held back: the run's one note names them.
+# The projects where nothing states the version: the run's one note names the findings that rest on the
+# assumed newest release, or that were held back where the code's APIs bound the version without settling it.
 NOTE_PROJECTS = {
     "unpinned": ("TFP102", "TFP606"),
     "nothing": ("TFP102", "TFP606"),
@@ -126,7 +129,7 @@ def test_corpus_findings_follow_the_inferred_version(corpus):
             rel = "train.ipynb"
         proc = _cli(["--output-format", "json", "--exit-zero", rel], corpus / top)
         assert proc.returncode == 0, (name, proc.stderr)
-        notes = [ln for ln in proc.stderr.splitlines() if "no TensorFlow version stated" in ln]
+        notes = [ln for ln in proc.stderr.splitlines() if "TensorFlow version" in ln and "tf-version" in ln]
         held = NOTE_PROJECTS.get(name)
         if held is None and notes:
             problems.append(f"{name}: a version note where the version is stated: {notes}")
@@ -140,7 +143,7 @@ def test_corpus_findings_follow_the_inferred_version(corpus):
             continue
         for f in found:
             msg = f["message"]
-            want_source = f"from {source}"
+            want_source = source if source == ASSUMED else f"from {source}"
             if f"TensorFlow {version} (" not in msg or want_source not in msg:
                 problems.append(f"{name}: {f['code']} message does not name {version} / {source}: {msg}")
     assert not problems, "\n".join(problems)
@@ -179,11 +182,11 @@ def test_result_cache_relints_when_a_pin_appears(tmp_path):
     run = lambda: subprocess.run([sys.executable, "-m", "tfpar_lint", "--exit-zero", "src/train.py"], cwd=tmp_path,
                                  capture_output=True, text=True, timeout=300)
     first = run()
-    assert "TFP606" not in first.stdout and "no TensorFlow version stated" in first.stderr
+    assert "TFP606" in first.stdout and ASSUMED in first.stdout and "no TensorFlow version stated" in first.stderr
     assert "no TensorFlow version stated" in run().stderr  # the cached result keeps its note
-    (tmp_path / "Pipfile").write_text('[packages]\ntensorflow = "==2.17.0"\n', encoding="utf-8")
+    (tmp_path / "Pipfile").write_text('[packages]\ntensorflow = "==2.10.0"\n', encoding="utf-8")
     again = run()
-    assert "TFP606" in again.stdout and "no TensorFlow version stated" not in again.stderr
+    assert "TFP606" not in again.stdout and "no TensorFlow version stated" not in again.stderr
 
 
 def test_flake8_reads_the_project_too(tmp_path):
@@ -191,7 +194,7 @@ def test_flake8_reads_the_project_too(tmp_path):
     (tmp_path / ".git").mkdir()
     shutil.copy(CORPUS / "nothing" / "train.py", tmp_path / "train.py")
     base = [sys.executable, "-m", "flake8", "--select", "TFP", "train.py"]
-    assert "TFP606" not in subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
+    assert ASSUMED in subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
     (tmp_path / "Dockerfile").write_text("FROM tensorflow/tensorflow:2.17.0-gpu\n", encoding="utf-8")
     assert "TFP606" in subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
     (tmp_path / "Dockerfile").write_text("FROM tensorflow/tensorflow:2.4.1-gpu\n", encoding="utf-8")
@@ -265,7 +268,8 @@ def test_conflicting_statements_the_lock_file_wins(tmp_path):
 def test_stdin_and_strings_are_not_located():
     src = (CORPUS / "nothing" / "train.py").read_text(encoding="utf-8")
     res = lint_source(src, "<stdin>", options=AnalysisOptions())
-    assert res.findings == [] and res.notes == [versions.withheld_note({"TFP102": 1, "TFP606": 1})]
+    assert sorted(f.code for f in res.findings) == ["TFP102", "TFP606"]
+    assert res.notes == [versions.assumed_note({"TFP102": 1, "TFP606": 1})]
     res = lint_source(src, "<stdin>", options=AnalysisOptions(tf_version="2.17"))
     assert sorted(f.code for f in res.findings) == ["TFP102", "TFP606"] and res.notes == []
     res = lint_source(src, "<stdin>", options=AnalysisOptions(tf_version="2.10"))
@@ -280,9 +284,9 @@ def test_keras2_api_and_a_keras3_api_in_one_file_is_no_evidence(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(src, encoding="utf-8")
     res = lint_source(src, str(path), options=AnalysisOptions())
-    # a compatibility branch spells both Keras versions: no evidence, nothing reported, one note
-    assert res.findings == []
-    assert res.notes == [versions.withheld_note({"TFP102": 1, "TFP606": 1})]
+    # a compatibility branch spells both Keras versions: no evidence; the newest release is assumed, and said
+    assert sorted(f.code for f in res.findings) == ["TFP102", "TFP606"]
+    assert res.notes == [versions.assumed_note({"TFP102": 1, "TFP606": 1})]
 
 
 # ----------------------------------------------------------------------- evidence (issue 28)
@@ -303,9 +307,11 @@ def test_an_api_bounds_the_version_and_a_statement_says_what_installs():
     narrowed = versions.Target(low=(2, 4), high=(2, 15), source="requirements.txt and the code's APIs",
                                high_from_code=True)
     assert narrowed.tf_keras_is_keras3() is False and narrowed.at_least((2, 11)) is None
-    assert versions.UNKNOWN.at_least((2, 11)) is None and versions.UNKNOWN.tf_keras_is_keras3() is None
+    # nothing stated at all: the newest release (what pip installs today), named as an assumption
+    assert versions.UNKNOWN.at_least((2, 11)) is True and versions.UNKNOWN.tf_keras_is_keras3() is True
+    assert "assumed" in versions.UNKNOWN.describe(3)
     legacy = versions.Target(known=False, legacy_keras=True)
-    assert legacy.tf_keras_is_keras3() is False and legacy.at_least((2, 11)) is None
+    assert legacy.tf_keras_is_keras3() is False and legacy.at_least((2, 11)) is True
 
 
 def test_withheld_notes_round_trip_and_make_one_line():
@@ -317,6 +323,11 @@ def test_withheld_notes_round_trip_and_make_one_line():
                                       "d.py": {"TFP110": 1}})
     assert "a.py, b.py, c.py and 1 more" in line and "5 findings" in line
     assert "(TFP102 (2), TFP110, TFP606 (2))" in line and "pin tensorflow or set tf-version" in line
+    assumed = versions.assumed_note({"TFP606": 2})
+    assert versions.parse_counts(assumed) == ("assumed", {"TFP606": 2})
+    assert versions.parse_counts(note) == ("withheld", {"TFP102": 1, "TFP606": 2})
+    line = versions.assumed_summary({"a.py": {"TFP606": 2}})
+    assert "assumed the newest" in line and "2 findings (TFP606 (2))" in line
 
 
 def test_one_note_for_the_run_and_in_sarif(tmp_path):
@@ -325,7 +336,7 @@ def test_one_note_for_the_run_and_in_sarif(tmp_path):
         shutil.copy(CORPUS / "nothing" / "train.py", tmp_path / name)
     proc = _cli(["--exit-zero", "a.py", "b.py"], tmp_path)
     notes = [ln for ln in proc.stderr.splitlines() if "no TensorFlow version stated" in ln]
-    assert proc.stdout == "" and len(notes) == 1, proc.stderr
+    assert proc.stdout.count(ASSUMED) == 4 and len(notes) == 1, proc.stderr
     assert "for a.py, b.py " in notes[0] and "4 findings" in notes[0] and "(TFP102 (2), TFP606 (2))" in notes[0]
     sarif = json.loads(_cli(["--exit-zero", "--output-format", "sarif", "a.py", "b.py"], tmp_path).stdout)
     notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]

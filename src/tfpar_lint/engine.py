@@ -339,6 +339,13 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         findings = _analyse(module, tree, rules, with_fixes and fixed is None, path)
         if module.version_withheld and notes is not None:
             notes.append(versions.withheld_note(module.version_withheld))
+        if notes is not None and not versions.target_of(module).known:
+            assumed: dict[str, int] = {}
+            for f in findings:
+                if f.code in versions.VERSIONED:
+                    assumed[f.code] = assumed.get(f.code, 0) + 1
+            if assumed:
+                notes.append(versions.assumed_note(assumed))
         if fixed is not None:
             for f in findings:
                 f.col = fixed.column(f.line, f.col)

@@ -89,8 +89,8 @@ class Target:
         of Keras 2 only (``optimizers.legacy``, an optimizer's ``lr``) says 2.15 or older, nothing
         about 2.11 (issue 28: a TF 2.6 notebook's ``Adam(lr=...)`` was reported as a 2.11+
         mistake).  Nothing stated: None."""
-        if not self.known:
-            return None
+        if not self.known:  # nothing at all: the newest release, named as an assumption (describe, the note)
+            return _LATEST >= v
         if self.from_apis or self.high_from_code:
             if self.low is not None and self.low >= v:
                 return True
@@ -129,9 +129,9 @@ class Target:
         bits = []
         if keras is not None:
             bits.append(f"Keras {keras}")
-        if not self.known:  # a finding that holds on every version (tf_keras, TF_USE_LEGACY_KERAS=1)
-            bits.append("no version stated")
-            return f"any TensorFlow ({', '.join(bits)})"
+        if not self.known:
+            bits.append("assumed: nothing in the project states a version; pin tensorflow or set tf-version")
+            return f"TensorFlow {_v(_LATEST)} ({', '.join(bits)})"
         bits.append(f"from {self.source}")
         return f"TensorFlow {self.version_text()} ({', '.join(bits)})"
 
@@ -143,9 +143,11 @@ def _v(v: Version) -> str:
     return f"{v[0]}.{v[1]}"
 
 
-# Nothing states the version: every question about it answers None (Target.at_least), and the
-# findings that depend on it are held back (withhold).  Until issue 28 this was taken to be the
-# current TensorFlow (Keras 3); docs/versions.md has that measurement and why it was dropped.
+# Nothing states the version: the newest release this table knows runs (what `pip install tensorflow`
+# gives today), and every finding that rests on it says so (Target.describe) and is counted in the
+# run's one note (assumed_note).  Code whose APIs bound the version without settling a question (a
+# Keras 2 name says 2.15 or older, nothing about 2.11) answers None there: written for another
+# TensorFlow, it is not judged by today's (withhold).
 UNKNOWN = Target(low=KERAS3_TF, high=None, source="", known=False)
 
 
@@ -1256,6 +1258,42 @@ def parse_withheld(note: str) -> Optional[dict[str, int]]:
     return out
 
 
+ASSUMED_NOTE = "version assumed"
+# the rules whose truth depends on the TensorFlow or Keras version (their findings on code that states
+# none rest on the assumption above)
+VERSIONED = frozenset({"TFP102", "TFP110", "TFP113", "TFP502", "TFP503", "TFP505", "TFP606", "TFP703"})
+
+
+def assumed_note(counts: dict[str, int]) -> str:
+    """A file's note for its findings that rest on the assumed version: ``version assumed: TFP102=1``."""
+    return f"{ASSUMED_NOTE}: " + ", ".join(f"{c}={n}" for c, n in sorted(counts.items()))
+
+
+def parse_counts(note: str) -> Optional[tuple[str, dict[str, int]]]:
+    """(``"withheld"`` or ``"assumed"``, counts) of a :func:`withheld_note` or :func:`assumed_note`."""
+    for kind, head in (("withheld", WITHHELD_NOTE), ("assumed", ASSUMED_NOTE)):
+        if note.startswith(head + ": "):
+            got = parse_withheld(WITHHELD_NOTE + note[len(head):])
+            return (kind, got) if got is not None else None
+    return None
+
+
+def assumed_summary(files: dict[str, dict[str, int]]) -> str:
+    """The one line the run prints for every file whose findings rest on the assumed version."""
+    total: dict[str, int] = {}
+    for held in files.values():
+        for c, n in held.items():
+            total[c] = total.get(c, 0) + n
+    count = sum(total.values())
+    names = sorted(files)
+    where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    codes = ", ".join(f"{c} ({n})" if n > 1 else c for c, n in sorted(total.items()))
+    return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image, API of one Keras "
+            f"only or tf-version setting): assumed the newest, TensorFlow {_v(_LATEST)} with Keras 3; {count} "
+            f"finding{'s' if count != 1 else ''} ({codes}) rest{'s' if count == 1 else ''} on that assumption; "
+            f"pin tensorflow or set tf-version if the code runs on another")
+
+
 def withheld_summary(files: dict[str, dict[str, int]]) -> str:
     """The one line the run prints for every file whose findings were held back."""
     total: dict[str, int] = {}
@@ -1266,8 +1304,8 @@ def withheld_summary(files: dict[str, dict[str, int]]) -> str:
     names = sorted(files)
     where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     codes = ", ".join(f"{c} ({n})" if n > 1 else c for c, n in sorted(total.items()))
-    return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image, API of one Keras "
-            f"only or tf-version setting), so none is assumed: {count} finding{'s' if count != 1 else ''} that "
+    return (f"the TensorFlow version of {where} is bounded by the code's APIs (written for Keras 2, or for an "
+            f"older TensorFlow) but not stated, so today's is not assumed: {count} finding{'s' if count != 1 else ''} that "
             f"hold{'s' if count == 1 else ''} only on Keras 3 or TensorFlow 2.11+ ({codes}) "
             f"{'were' if count != 1 else 'was'} not reported; pin tensorflow or set tf-version to check them")
 
