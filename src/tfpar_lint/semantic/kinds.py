@@ -212,9 +212,10 @@ class Kinds:
             call = cs.node
             cm = call_method(call)
             if cm is None:
-                if _pairs_owner(call) is not None:  # step(zip(grads, net.trainable_variables))
+                owner = _pairs_owner(call, self.m, cs)
+                if owner is not None:  # step(zip(grads, net.trainable_variables))
                     yield call.func, cs, api.OPTIMIZER, ""
-                    yield _pairs_owner(call), cs, api.MODEL, ""
+                    yield owner, cs, api.MODEL, ""
                 continue
             recv, meth = cm
             if meth in _STRATEGY_METHODS:
@@ -240,11 +241,11 @@ class Kinds:
                         yield opt, cs, api.OPTIMIZER, ""
             elif meth in ("apply_gradients", "get_updates"):
                 yield recv, cs, api.OPTIMIZER, meth
-                owner = _pairs_owner(call)
+                owner = _pairs_owner(call, self.m, cs)
                 if owner is not None:
                     yield owner, cs, api.MODEL, ""
             elif meth == "gradient":
-                owner = _variables_owner(arg(call, 1, "sources"))
+                owner = _variables_owner(arg(call, 1, "sources"), self.m, cs)
                 if owner is not None:
                     yield owner, cs, api.MODEL, ""
             elif meth in _DATASET_METHODS and call.args:
@@ -371,24 +372,31 @@ def _judged(v: Value) -> bool:
     return v.kind == api.UNKNOWN and v.origin is not None and not isinstance(v.info, FunctionInfo)
 
 
-def _variables_owner(expr: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
-    """``X`` of ``X.trainable_variables`` (``trainable_weights``), also inside ``list(...)``."""
+def _variables_owner(expr: Optional[cst.BaseExpression], m: Optional["Module"] = None,
+                     cs: Optional[CallSite] = None) -> Optional[cst.BaseExpression]:
+    """``X`` of ``X.trainable_variables`` (``trainable_weights``), also inside ``list(...)`` and
+    through a local name bound once to it (``training_vars = model.trainable_variables``)."""
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") \
             and expr.args:
         expr = expr.args[0].value
+    if isinstance(expr, cst.Name) and m is not None and cs is not None:
+        got = m.reaching_exprs(expr, cs.scope, cs.order)
+        if got and len(got) == 1:
+            expr = got[0][0]
     if isinstance(expr, cst.Attribute) and expr.attr.value in TRAINABLE:
         return expr.value
     return None
 
 
-def _pairs_owner(call: cst.Call) -> Optional[cst.BaseExpression]:
+def _pairs_owner(call: cst.Call, m: Optional["Module"] = None, cs: Optional[CallSite] = None
+                 ) -> Optional[cst.BaseExpression]:
     """``X`` when the call's first argument is (gradient, variable) pairs of ``X``'s trainable
     variables: ``zip(grads, X.trainable_variables)`` (also in ``list(...)``)."""
     a = arg(call, 0, "grads_and_vars")
     if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "list" and a.args:
         a = a.args[0].value
     if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "zip" and len(a.args) == 2:
-        return _variables_owner(a.args[1].value)
+        return _variables_owner(a.args[1].value, m, cs)
     return None
 
 
