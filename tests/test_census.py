@@ -37,11 +37,12 @@ def test_a_known_strategy_function_and_distributed_input_lose_nothing():
     ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
      "def step(x):\n    return x\nfor x in zip(a, b):\n    s.run(step, args=(x,))\n",
      ("replica input", "container", "x")),
-    # a function handed to the replicas through a decorator's wrapper
+    # a decorator's wrapper hands the decorated function to the replicas (the function is known:
+    # whatever wraps it) with the wrapper's *args (not followed)
     ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
      "def on_replicas(fn):\n    def wrapper(*a):\n        return s.run(fn, args=a)\n    return wrapper\n"
      "@on_replicas\ndef step(x):\n    return x\n",
-     ("replica function", "decorator", "fn")),
+     ("replica input", "**kwargs", "a")),
     # an attribute of an object of unknown class, used in a replica function
     ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
      "class T(Base):\n    def step(self, x):\n        return self.net(x)\n"

@@ -432,3 +432,40 @@ def test_a_plain_dataset_stored_on_the_branch_without_a_strategy_never_reaches_i
                       "if self.strategy is None:\n                    self.dist_step(x)")
     assert bad != src
     assert codes(bad, select={"TFP201"}) == [(24, "TFP201")]
+
+
+def test_calling_an_instance_runs_its_call_method():
+    """``stepper(zip(g, v))`` runs ``Stepper.__call__`` (which steps a shared optimizer from threads);
+    ``Trainer()(cfg)`` returns what ``Trainer.__call__`` returns."""
+    src = """
+        import threading
+        import tensorflow as tf
+        class Stepper:
+            def __init__(self, opt):
+                self.opt = opt
+            def __call__(self, pairs):
+                self.opt.apply_gradients(pairs)
+        net = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        stepper = Stepper(tf.keras.optimizers.SGD())
+        def work():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(net(tf.ones((1, 4))))
+            grads = tape.gradient(loss, net.trainable_variables)
+            stepper(zip(grads, net.trainable_variables))
+        for _ in range(4):
+            threading.Thread(target=work).start()
+    """
+    assert any(line == 8 and code.startswith("TFP30") for line, code in codes(src))
+    m = __import__("tfpar_lint.semantic", fromlist=["Module"]).Module
+    import libcst as cst
+    s2 = textwrap.dedent("""
+        import tensorflow as tf
+        class Trainer:
+            def __call__(self, cfg):
+                return tf.distribute.MirroredStrategy()
+        strategy = Trainer()(cfg)
+        use(strategy)
+    """)
+    mod = m(cst.parse_module(s2), s2)
+    cs = next(c for c in mod.calls if mod.tree.code_for_node(c.node).startswith("use("))
+    assert [v.kind for v in mod.infer_at(cs.node.args[0].value, cs)] == ["strategy"]

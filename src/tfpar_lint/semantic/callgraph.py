@@ -43,6 +43,33 @@ class CallGraph:
         for v in self.m.infer(expr, scope, order):
             if v.kind == api.FUNCTION and v.info is not None:
                 out.append(v.info)
+        if not out and isinstance(expr, cst.Name):
+            out = self.decorated_by_param(expr, scope, order)
+        return out
+
+    def decorated_by_param(self, expr: cst.Name, scope: Scope, order: int) -> list[FunctionInfo]:
+        """The functions ``expr`` holds when it is the first parameter of a local decorator
+        (``def on_replicas(fn): def wrapper(*a): return strategy.run(fn, args=a)``): every function
+        of the module decorated with it, directly (``@on_replicas``) or through a decorator factory
+        that defines it (``@distributed(strategy)``, ``def distributed(s): def decorator(fn): ...``)."""
+        bs = self.m.lookup(expr.value, scope, order)
+        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is None:
+            return []
+        deco = bs[0].func
+        if not deco.params or bs[0].node is not deco.params[0] or deco.is_lambda:
+            return []
+        out: list[FunctionInfo] = []
+        for fn in self.m.functions:
+            for d in fn.decorators:
+                target = d.func if isinstance(d, cst.Call) else d
+                for v in self.m.infer(target, fn.parent, fn.order):
+                    f = v.info if v.kind == api.FUNCTION and isinstance(v.info, FunctionInfo) else None
+                    if f is None:
+                        continue
+                    if f is deco and not isinstance(d, cst.Call):
+                        out.append(fn)
+                    elif isinstance(d, cst.Call) and deco.parent is f.scope:
+                        out.append(fn)  # the factory defines the decorator and returns it
         return out
 
     def callers(self, fn: FunctionInfo) -> list[CallSite]:
@@ -81,11 +108,12 @@ class CallGraph:
         """The functions (of any project module) the call site ``cs`` of this module may call,
         when the called name is one of ``names``."""
         f = cs.node.func
+        callable_instances = self._call_classes()
         if isinstance(f, cst.Name):
-            if f.value not in names:
+            if f.value not in names and not callable_instances:
                 return []
         elif isinstance(f, cst.Attribute):
-            if f.attr.value not in names:
+            if f.attr.value not in names and not callable_instances:
                 return []
         out = []
         for v in self.m.infer(f, cs.scope, cs.order):
@@ -93,7 +121,18 @@ class CallGraph:
                 out.append(v.info)
             elif v.kind == api.CLASS and v.info is not None and "__init__" in v.info.methods:
                 out.append(v.info.methods["__init__"])
+            elif callable_instances:
+                meth = self.m.values.call_method_of(v)  # an instance called: its class's __call__
+                if meth is not None and (meth.scope.module is self.m or meth.name in names):
+                    out.append(meth)
         return out
+
+    def _call_classes(self) -> bool:
+        """Some class of this module defines ``__call__`` (its instances may be called)."""
+        memo = getattr(self, "_call_classes_memo", None)
+        if memo is None:
+            memo = self._call_classes_memo = any("__call__" in c.methods for c in self.m.classes)
+        return memo
 
     def function_refs(self, fn: FunctionInfo) -> list[NameRef]:
         """Name references inside ``fn`` (including nested functions and lambdas)."""

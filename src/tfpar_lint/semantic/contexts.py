@@ -427,28 +427,10 @@ class Contexts:
         return table
 
     def decorated_by_param(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[FunctionInfo]:
-        """The functions ``expr`` holds when it is the first parameter of a local decorator
-        (``def on_replicas(fn): def wrapper(*a): return strategy.run(fn, args=a)``): every function
-        of the module decorated with it, directly (``@on_replicas``) or through a decorator factory
-        that defines it (``@distributed(strategy)``, ``def distributed(s): def decorator(fn): ...``)."""
+        """See ``CallGraph.decorated_by_param``."""
         if not isinstance(expr, cst.Name):
             return []
-        bs = self.m.lookup(expr.value, site.scope, site.order)
-        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is None:
-            return []
-        deco = bs[0].func
-        if not deco.params or bs[0].node is not deco.params[0] or deco.is_lambda:
-            return []
-        out: list[FunctionInfo] = []
-        for fn in self.m.functions:
-            for d in fn.decorators:
-                target = d.func if isinstance(d, cst.Call) else d
-                for f in self.m.resolve_function(target, fn.parent, fn.order):
-                    if f is deco and not isinstance(d, cst.Call):
-                        out.append(fn)
-                    elif isinstance(d, cst.Call) and deco.parent is f.scope:
-                        out.append(fn)  # the factory defines the decorator and returns it
-        return out
+        return self.m.callgraph.decorated_by_param(expr, site.scope, site.order)
 
     def replica_run_sites(self, fn: FunctionInfo) -> list[CallSite]:
         """The ``strategy.run``-like call sites (of this module or of the project's modules that

@@ -166,6 +166,8 @@ class Threads(ThreadSharing, ThreadWrites, ThreadLocks):
                 out.append(v.info)
             elif v.kind == api.CLASS and isinstance(v.info, ClassInfo) and "__init__" in v.info.methods:
                 out.append(v.info.methods["__init__"])
+            elif mod.values.call_method_of(v) is not None:  # stepper(pairs): its __call__
+                out.append(mod.values.call_method_of(v))
         f = cs.node.func
         if not out and isinstance(f, cst.Attribute):
             # a method of an object the values do not follow (``self`` handed to a thread's target)

@@ -15,7 +15,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import (_NESTED, open_questions,  # noqa: F401  (re-exported)
-                                        CALLEE, CONTAINER, DEPTH_CAP, UNBOUND, ATTRIBUTE, CallSite, FunctionInfo, Scope,
+                                        ClassInfo, CALLEE, CONTAINER, DEPTH_CAP, UNBOUND, ATTRIBUTE, CallSite, FunctionInfo, Scope,
                                         UNKNOWN, Value, lost)
 from tfpar_lint.semantic.attributes import AttributeValues
 from tfpar_lint.semantic.containers import ContainerValues, _subscript_key
@@ -226,9 +226,19 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 out.append(self._instance_of(cv.info, call, site))
             elif cv.kind == api.API:
                 out.extend(self._infer_api_call(cv.qname, cv.raw_qname, call, scope, order, site))
+            elif self.call_method_of(cv) is not None:  # an instance called: its class's __call__
+                out.extend(self._returns_of(self.call_method_of(cv), call, site))
             else:  # an unknown callee: what it makes is made here (its uses may tell its kind)
                 out.append(self.m.kinds.call_result(cv, call, site))
         return out
+
+    def call_method_of(self, v: Value) -> Optional[FunctionInfo]:
+        """The ``__call__`` a call of the instance ``v`` of a local class runs (``stepper(pairs)``,
+        ``Trainer()(cfg)``), or None."""
+        if v.kind == api.CLASS or not isinstance(v.info, ClassInfo) or v.origin is None:
+            return None
+        got = self._class_member(v.info, "__call__")
+        return got[0].info if got and got[0].kind == api.FUNCTION and isinstance(got[0].info, FunctionInfo) else None
 
     def _returns_of(self, fn: FunctionInfo, call: cst.Call, site: Optional[CallSite]) -> list[Value]:
         if not fn.returns:
