@@ -469,3 +469,115 @@ def test_calling_an_instance_runs_its_call_method():
     mod = m(cst.parse_module(s2), s2)
     cs = next(c for c in mod.calls if mod.tree.code_for_node(c.node).startswith("use("))
     assert [v.kind for v in mod.infer_at(cs.node.args[0].value, cs)] == ["strategy"]
+
+
+def test_objects_made_on_two_branches_both_outside_the_scope():
+    """``net = big() if wide else small()`` (and the same with if/else): a model on every branch, made
+    outside the scope, used in the replica step: each branch's construction is reported."""
+    src = """
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        if wide:
+            net = tf.keras.Sequential([tf.keras.layers.Dense(8)])
+        else:
+            net = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+        opt = tf.keras.optimizers.Adam() if fast else tf.keras.optimizers.SGD()
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(net(x))
+            grads = tape.gradient(loss, net.trainable_variables)
+            opt.apply_gradients(zip(grads, net.trainable_variables))
+        strategy.run(step, args=(1,))
+    """
+    got = codes(src, select={"TFP101", "TFP102"})
+    assert (5, "TFP101") in got and (7, "TFP101") in got
+    assert [c for line, c in got if line == 8] == ["TFP102", "TFP102"]
+
+
+def test_objects_through_keyword_arguments_collected_in_kwargs():
+    """``def train(**kwargs): model = kwargs["model"]`` with ``train(model=...)``: the caller's model."""
+    src = """
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        def train(**kwargs):
+            model = kwargs["model"]
+            opt = kwargs.get("opt")
+            def step(x):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum(model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+            strategy.run(step, args=(1,))
+        train(model=tf.keras.Sequential([tf.keras.layers.Dense(1)]), opt=tf.keras.optimizers.SGD())
+    """
+    got = codes(src, select={"TFP101", "TFP102"})
+    assert (13, "TFP101") in got and (13, "TFP102") in got
+
+
+def test_thread_targets_through_a_default_bound_lambda_and_getters():
+    """``fn = lambda w=w: w.run()`` handed to ``Thread(target=fn)`` runs each worker's ``run``;
+    ``owner.net.get_vars()`` is the variables its method returns."""
+    src = """
+        import threading
+        import tensorflow as tf
+        net = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        opt = tf.keras.optimizers.SGD()
+        class Worker:
+            def __init__(self, net, opt):
+                self.net, self.opt = net, opt
+            def run(self):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum(self.net(tf.ones((1, 4))))
+                grads = tape.gradient(loss, self.net.trainable_variables)
+                self.opt.apply_gradients(zip(grads, self.net.trainable_variables))
+        workers = [Worker(net, opt) for _ in range(4)]
+        for w in workers:
+            fn = lambda w=w: w.run()
+            threading.Thread(target=fn).start()
+    """
+    assert any(line == 13 and code.startswith("TFP30") for line, code in codes(src))
+    getter = """
+        import threading
+        import tensorflow as tf
+        class Net:
+            def __init__(self):
+                self.model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            def get_vars(self):
+                return self.model.trainable_variables
+        class Owner:
+            def __init__(self):
+                self.net = Net()
+                self.opt = tf.keras.optimizers.SGD()
+        owner = Owner()
+        def work():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(owner.net.model(tf.ones((1, 4))))
+            grads = tape.gradient(loss, owner.net.get_vars())
+            owner.opt.apply_gradients(zip(grads, owner.net.get_vars()))
+        for _ in range(4):
+            threading.Thread(target=work).start()
+    """
+    assert any(line == 18 and code.startswith("TFP30") for line, code in codes(getter))
+
+
+def test_attributes_set_through_an_alias_of_self():
+    """``this = self; this.model = ...`` sets the object's ``model`` like ``self.model = ...``: made
+    outside the scope here; under ``with self.strategy.scope():`` in the correct twin."""
+    src = """
+        import tensorflow as tf
+        class T:
+            def __init__(self):
+                self.strategy = tf.distribute.MirroredStrategy()
+                this = self
+                this.model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            def step(self, x):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum(self.model(x))
+                return tape.gradient(loss, self.model.trainable_variables)
+            def go(self, x):
+                return self.strategy.run(self.step, args=(x,))
+    """
+    assert codes(src, select={"TFP101"}) == [(7, "TFP101")]
+    good = src.replace("                this.model = tf.keras", "                with self.strategy.scope():\\n"
+                                                          "                    this.model = tf.keras")
+    assert good != src and codes(good, select={"TFP101"}) == []

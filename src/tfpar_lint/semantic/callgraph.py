@@ -161,9 +161,14 @@ class CallGraph:
         """References to ``fn`` other than the callee of a direct call: the places it is handed
         on as a callback (``strategy.run(step)``, ``Thread(target=work)``, ``self.step`` as an
         argument).  A lambda is its own reference."""
-        if isinstance(fn.node, cst.Lambda):
-            return [fn.node]
         name = fn.name
+        if isinstance(fn.node, cst.Lambda):
+            # a lambda is its own reference, unless it is bound to a name (``fn = lambda w=w: ...``
+            # then ``Thread(target=fn)``): the references to that name
+            holder = self._lambda_name(fn)
+            if holder is None:
+                return [fn.node]
+            name = holder
         direct = {id(cs.node.func) for cs in self.callers(fn)}
         if self._refs_by_name is None:
             self._refs_by_name = {}
@@ -179,6 +184,14 @@ class CallGraph:
         if fn.cls is not None:
             out.extend(self._attr_args.get(name, ()))
         return out
+
+    def _lambda_name(self, fn: FunctionInfo) -> Optional[str]:
+        """The name a lambda is assigned to (``fn = lambda: ...``), or None."""
+        for bs in fn.parent.bindings.values():
+            for b in bs:
+                if b.kind == "assign" and b.value is fn.node and not b.path:
+                    return b.name
+        return None
 
     def _refs_to_function(self, name: str, fn: FunctionInfo, direct: set[int]) -> list[NameRef]:
         """The references named ``name`` (not in ``direct``) that may denote ``fn``, in source order.
@@ -334,7 +347,8 @@ class CallGraph:
 
     def refs_to(self, value_origin: cst.CSTNode, within: FunctionInfo, *, from_module=None) -> list[NameRef]:
         """References inside ``within`` (names, and ``self.attr``-style attributes) whose every
-        possible value was created at ``value_origin``.  With ``from_module`` (another module of
+        possible value was created at ``value_origin`` (or, values of one kind made on several
+        branches, at it among others).  With ``from_module`` (another module of
         the project), those whose values made in that module were all made there: the values this
         module's other importers make are the objects of other programs."""
         key = (id(within), id(from_module))
@@ -352,6 +366,11 @@ class CallGraph:
                 o = vals[0].origin
                 if o is not None and all(v.origin is o for v in vals):
                     table.setdefault(id(o), []).append(r)
+                elif all(v.origin is not None and v.kind == vals[0].kind and v.kind != api.UNKNOWN for v in vals):
+                    # made on two branches (``Adam() if a else SGD()``), the same kind on both: the
+                    # reference uses each of them (what holds on every branch holds)
+                    for oid in {id(v.origin) for v in vals}:
+                        table.setdefault(oid, []).append(r)
         return list(table.get(id(value_origin), ()))
 
     def reaching_exprs(self, name: cst.Name, scope: Scope, order: int,

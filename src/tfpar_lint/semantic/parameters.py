@@ -146,6 +146,29 @@ class BindingValues:
             out.extend(self.infer(e, scope, order, site))
         return out or [lost(PARAMETER)]
 
+    def keyword_values(self, expr: cst.BaseExpression, key: object, scope: Scope, order: int) -> Optional[list[Value]]:
+        """``kwargs["model"]`` / ``kwargs.get("model")`` where ``kwargs`` is a function's ``**``
+        parameter: the values every caller passes as ``model=``; None when ``expr`` is not such a
+        parameter, ``key`` is not a literal, or some caller cannot be seen (or hands a ``**`` dict)."""
+        if not isinstance(expr, cst.Name) or not isinstance(key, str):
+            return None
+        bs = self.m.lookup(expr.value, scope, order)
+        if len(bs) != 1 or bs[0].kind != "param" or not isinstance(bs[0].node, cst.Param) \
+                or bs[0].node.star != "**" or bs[0].func is None:
+            return None
+        fn = bs[0].func
+        callers = self.m.callers(fn)
+        if not callers or self.m.is_passed_around(fn):
+            return None
+        out: list[Value] = []
+        for cs in callers:
+            if any(a.star == "**" for a in cs.node.args):
+                return None
+            got = next((a.value for a in cs.node.args if a.keyword is not None and a.keyword.value == key), None)
+            if got is not None:
+                out.extend(self.infer(got, cs.scope, cs.order, cs))
+        return out or None
+
     def param_args(self, b: Binding) -> Optional[list[tuple[cst.BaseExpression, Scope, int, Optional[CallSite]]]]:
         """The expressions a parameter receives, as (expr, scope, order, call site): the
         arguments of every local call and of every API call that runs the function

@@ -163,6 +163,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             info = self.m.function_of_node.get(id(expr))
             return [Value(api.FUNCTION, info=info, origin=expr)] if info else [UNKNOWN]
         if isinstance(expr, cst.Subscript):
+            got = self.keyword_values(expr.value, _subscript_key(expr), scope, order)
+            if got is not None:  # kwargs["model"]: what every caller passes as model=
+                return got
             items = self.container_items(expr.value, scope, order, _subscript_key(expr))
             if items is not None:
                 out = []
@@ -196,6 +199,10 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         # builtins and local callables
         if isinstance(func, cst.Name) and not self.m.lookup(func.value, scope, order):
             return self._infer_builtin(func.value, call, scope, order, site)
+        if isinstance(func, cst.Attribute) and func.attr.value == "get" and call.args:
+            got = self.keyword_values(func.value, _subscript_key_of(call.args[0].value), scope, order)
+            if got is not None:  # kwargs.get("model")
+                return got
         if isinstance(func, cst.Attribute):
             methods = self._local_methods(func, scope, order)
             if methods:
@@ -350,3 +357,8 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         return UNKNOWN
 
 
+
+
+def _subscript_key_of(expr: cst.BaseExpression) -> object:
+    """A literal string key (``"model"``), else None."""
+    return expr.evaluated_value if isinstance(expr, cst.SimpleString) else None
