@@ -581,3 +581,67 @@ def test_attributes_set_through_an_alias_of_self():
     good = src.replace("                this.model = tf.keras", "                with self.strategy.scope():\\n"
                                                           "                    this.model = tf.keras")
     assert good != src and codes(good, select={"TFP101"}) == []
+
+
+def test_a_per_replica_value_keeps_its_kind_through_arithmetic():
+    """``scaled = out / 255.0`` of a ``strategy.run`` result is still per-replica: ``.numpy()`` of it
+    fails like of the result itself (and the division already does)."""
+    src = """
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        def step(x):
+            return x * 2
+        @tf.function
+        def run(x):
+            return strategy.run(step, args=(x,))
+        ds = strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4))
+        for b in ds:
+            out = run(b)
+            scaled = out / 255.0
+            print(scaled.numpy())
+    """
+    assert codes(src, select={"TFP506"}) == [(12, "TFP506"), (13, "TFP506")]
+
+
+def test_library_returns_config_batch_sizes_and_the_old_auto_shard_spelling():
+    """``tfds.load(name)`` is a dict of datasets and ``with_info=True`` a pair; a batch size read from a
+    config dict is the same value at each read (TFP209); ``auto_shard = False`` turns sharding off
+    (TFP204)."""
+    import libcst as cst
+    from tfpar_lint.semantic import Module
+
+    s = textwrap.dedent("""
+        import tensorflow_datasets as tfds
+        a = tfds.load("mnist")
+        (train, test), info = tfds.load("mnist", split=["train", "test"], with_info=True)
+        use(a["train"], train, test, info)
+    """)
+    m = Module(cst.parse_module(s), s)
+    cs = next(c for c in m.calls if m.tree.code_for_node(c.node).startswith("use("))
+    assert [[v.kind for v in m.infer_at(a.value, cs)] for a in cs.node.args] == [
+        ["dataset"], ["dataset"], ["dataset"], ["unknown"]]
+    conf = """
+        import tensorflow as tf
+        conf = load_config()
+        strategy = tf.distribute.MirroredStrategy()
+        ds = tf.data.Dataset.range(64).batch(conf["batch_size"])
+        dist = strategy.experimental_distribute_dataset(ds)
+        def step(x):
+            noise = tf.random.normal((conf["batch_size"], 4))
+            return x + noise
+        for x in dist:
+            strategy.run(step, args=(x,))
+    """
+    assert codes(conf, select={"TFP209"}) == [(8, "TFP209")]
+    old = """
+        import tensorflow as tf
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard = False
+        ds = tf.data.Dataset.range(64).batch(8).with_options(options)
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            model.compile(loss="mse")
+        model.fit(ds)
+    """
+    assert codes(old, select={"TFP204"}) == [(6, "TFP204")]

@@ -536,6 +536,9 @@ LOSS_FUNCTIONS = _Lazy(lambda: [n for n in table().names
                           "keras.backend.sparse_categorical_crossentropy"])
 # ``tf.grad_pass_through(f)(x)``: ``f`` changes the forward value only; the gradient is ``x``'s
 GRAD_PASS_THROUGH = frozenset({"tensorflow.grad_pass_through"})
+# tensorflow_datasets.load: a dict of datasets (one per split) without ``split=``, a pair (datasets,
+# info) with ``with_info=True``
+TFDS_LOAD = frozenset({"tensorflow_datasets.load"})
 # progress bars that iterate what they wrap: iterating ``tqdm(ds)`` gives ``ds``'s elements
 ITERATION_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm",
                                 "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm", "tqdm.contrib.tenumerate"})

@@ -40,6 +40,7 @@ cleared after, so that values derived from a refined one (the dataset a strategy
 inferred again with it."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
@@ -60,6 +61,22 @@ CALL = "call"  # what calling an unknown callable made (``source``: the callable
 ITEM = "item"  # an item of a made object the analysis cannot take apart
 BY_USE = "by-use"  # a strategy told by its use only (no identity: ``strategy_by_use``)
 OPAQUE = frozenset({FREE, ATTRIBUTE})
+
+
+@dataclass(frozen=True)
+class Parts:
+    """``Value.info`` of what an API returns in parts: a tuple (``tfds.load(..., with_info=True)``:
+    items by position) or a dict of one kind of value (``tfds.load(name)``: a dataset per split)."""
+
+    items: tuple = ()  # the values by position (a tuple)
+    each: Optional[Value] = None  # every value of a dict (by key)
+
+    def item(self, key: object) -> Optional[Value]:
+        if isinstance(key, int) and -len(self.items) <= key < len(self.items):
+            return self.items[key]
+        if self.each is not None and (key is None or isinstance(key, str)):
+            return self.each
+        return None
 
 _CONFLICT = "<conflict>"
 # ``fit`` of an object these libraries made is not a Keras model's
@@ -116,8 +133,14 @@ class Kinds:
 
     def item(self, v: Value, key: object) -> Value:
         """An item of ``v`` (``x[i]``, an element iterated from it, one target of an unpacking)
-        when the analysis cannot take ``v`` apart: a slice of an array is an array; an item of an
-        opaque value is opaque, of a made object made; an item of no value is no value."""
+        when the analysis cannot take ``v`` apart: an API's part (``tfds.load``'s datasets); a
+        slice of an array is an array; an item of an opaque value is opaque, of a made object made;
+        an item of no value is no value."""
+        if isinstance(v.info, Parts):
+            got = v.info.item(key[0] if isinstance(key, tuple) and len(key) == 1 else
+                              (None if key in ("[]", "iter", "element") else key))
+            if got is not None:
+                return got
         if v.origin is None or v.kind in (api.FUNCTION, api.CLASS, api.API, api.MODULE):
             return v if v.why else lost(CONTAINER)
         if self.is_array(v):

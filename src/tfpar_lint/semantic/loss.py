@@ -329,9 +329,27 @@ def value_identity(m: Module, expr: cst.BaseExpression, scope: Scope, order: int
             if base is None:
                 return None
             keys.add((base, e.attr.value))
+        elif isinstance(e, cst.Subscript) and _literal_key(e) is not None:
+            # conf["batch_size"]: the same entry of the same dict read twice is one value
+            base = value_identity(m, e.value, sc, od, _depth + 1)
+            if base is None:
+                return None
+            keys.add((base, "[]", _literal_key(e)))
         else:
             keys.add(id(e))
     return frozenset(keys)
+
+
+def _literal_key(e: cst.Subscript) -> Optional[object]:
+    """The literal string or integer of ``x["k"]`` / ``x[0]``, else None."""
+    if len(e.slice) != 1 or not isinstance(e.slice[0].slice, cst.Index):
+        return None
+    k = e.slice[0].slice.value
+    if isinstance(k, cst.SimpleString):
+        return k.evaluated_value
+    if isinstance(k, cst.Integer):
+        return int(k.value, 0)
+    return None
 
 
 def _origins_to_parameters(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[list]:

@@ -10,7 +10,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import (CONTAINER, PARAMETER, UNBOUND, Binding, CallSite, ClassInfo, FunctionInfo,
                                         Scope, UNKNOWN, Value, lost)
-from tfpar_lint.semantic.kinds import Kinds
+from tfpar_lint.semantic.kinds import Kinds, Parts
 from tfpar_lint.semantic.nodes import arg, dotted_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,6 +81,13 @@ class BindingValues:
 
     def _unpack(self, v: Value, b: Binding) -> Value:
         if v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH):
+            return v
+        if isinstance(v.info, Parts) and b.path:  # (train, test), info = tfds.load(..., with_info=True)
+            for i in b.path:
+                got = v.info.item(i) if isinstance(v.info, Parts) else None
+                if got is None:
+                    return self.m.kinds.item(v, b.path)
+                v = got
             return v
         if v.kind == api.PER_REPLICA:
             # a, b = strategy.run(fn) where fn returns a tuple: each item is per-replica too

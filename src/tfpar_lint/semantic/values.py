@@ -19,7 +19,7 @@ from tfpar_lint.semantic.model import (_NESTED, open_questions,  # noqa: F401  (
                                         UNKNOWN, Value, lost)
 from tfpar_lint.semantic.attributes import AttributeValues
 from tfpar_lint.semantic.containers import ContainerValues, _subscript_key
-from tfpar_lint.semantic.nodes import arg
+from tfpar_lint.semantic.nodes import arg, keyword
 from tfpar_lint.semantic.parameters import BindingValues, _drop_placeholders, _made_object
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -185,6 +185,16 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             return self.infer(expr.body, scope, order) + self.infer(expr.orelse, scope, order)
         if isinstance(expr, cst.Await):
             return [UNKNOWN]
+        if isinstance(expr, cst.BinaryOperation):
+            # arithmetic on a per-replica value (``batch / 255.0``) is per-replica too; on an array, an
+            # array (``x * 2``)
+            for side in (expr.left, expr.right):
+                if isinstance(side, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+                    got = [v for v in self.infer(side, scope, order)
+                           if v.kind in (api.PER_REPLICA, api.DIST_VALUES) or self.m.kinds.is_array(v)]
+                    if got:
+                        return got
+            return [UNKNOWN]
         return [UNKNOWN]
 
     def _infer_call(self, call: cst.Call, scope: Scope, order: int) -> list[Value]:
@@ -289,11 +299,30 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             known, maybe = self.m.scope_strategies(site)
             if known and not maybe:
                 return list(known)
+        if q in api.TFDS_LOAD:
+            return [self._tfds_load(q, raw, call, site)]
         kind = api.kind_of_constructor(q)
         if kind is not None:
             return [Value(kind, q, origin=call, site=site, raw_qname=raw)]
         # tf.data.Dataset.from_tensor_slices(...).batch(...) handled via methods
         return [Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw)]
+
+    def _tfds_load(self, q: str, raw: str, call: cst.Call, site) -> Value:
+        """``tfds.load(name, split=...)``: a dataset (a list of them for a list of splits: their
+        items); without ``split=`` a dict of datasets, one per split; ``with_info=True`` a pair
+        (that, the dataset's info)."""
+        from tfpar_lint.semantic.kinds import Parts
+
+        ds = Value(api.DATASET, q, origin=call, site=site, raw_qname=raw)
+        split = keyword(call, "split") if keyword(call, "split") is not None else arg(call, 1)
+        if split is None or isinstance(split, (cst.List, cst.Tuple)):
+            ds = Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw,
+                       info=Parts(items=tuple(ds for _ in split.elements) if split is not None else (), each=ds))
+        info = keyword(call, "with_info")
+        if isinstance(info, cst.Name) and info.value == "True":
+            return Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw,
+                         info=Parts(items=(ds, Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw))))
+        return ds
 
     def _infer_builtin(self, name: str, call, scope, order, site) -> list[Value]:
         if name == "iter":
