@@ -645,3 +645,31 @@ def test_library_returns_config_batch_sizes_and_the_old_auto_shard_spelling():
         model.fit(ds)
     """
     assert codes(old, select={"TFP204"}) == [(6, "TFP204")]
+
+
+def test_attributes_keras_sets_on_a_model():
+    """In a Keras model subclass, ``self.optimizer`` is what ``compile(optimizer=...)`` was given and
+    ``self.distribute_strategy`` the strategy it was made under: the optimizer made outside the scope
+    is applied in the replica step that strategy runs."""
+    src = """
+        import tensorflow as tf
+        class Net(tf.keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.dense = tf.keras.layers.Dense(1)
+            def call(self, x):
+                return self.dense(x)
+            def step(self, x):
+                with tf.GradientTape() as tape:
+                    loss = self.loss(x, self(x))
+                grads = tape.gradient(loss, self.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+            def train(self, x):
+                return self.distribute_strategy.run(self.step, args=(x,))
+        opt = tf.keras.optimizers.Adam()
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            net = Net()
+        net.compile(optimizer=opt, loss="mse")
+    """
+    assert codes(src, select={"TFP102"}) == [(16, "TFP102")]

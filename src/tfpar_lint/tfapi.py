@@ -539,6 +539,8 @@ GRAD_PASS_THROUGH = frozenset({"tensorflow.grad_pass_through"})
 # tensorflow_datasets.load: a dict of datasets (one per split) without ``split=``, a pair (datasets,
 # info) with ``with_info=True``
 TFDS_LOAD = frozenset({"tensorflow_datasets.load"})
+# attributes Keras sets on a model: what compile() was given, the strategy it was made under
+KERAS_SET_ATTRIBUTES = frozenset({"optimizer", "loss", "distribute_strategy", "_distribution_strategy"})
 # progress bars that iterate what they wrap: iterating ``tqdm(ds)`` gives ``ds``'s elements
 ITERATION_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm",
                                 "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm", "tqdm.contrib.tenumerate"})

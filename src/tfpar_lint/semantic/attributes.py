@@ -10,6 +10,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import ATTRIBUTE, UNBOUND, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value, lost
+from tfpar_lint.semantic.nodes import arg, attr_name, keyword
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module  # noqa: F401
@@ -133,6 +134,41 @@ class AttributeValues:
             if deeper is not None:
                 return deeper
         return None
+
+    def keras_attribute(self, cls: ClassInfo, attr: str) -> Optional[list[Value]]:
+        """What Keras sets on a model (an instance of ``cls``, a Keras model subclass) for ``attr``:
+        ``self.optimizer`` / ``self.loss``, what ``compile(optimizer=..., loss=...)`` of its instances
+        gives (in this module and its importers); ``self.distribute_strategy`` /
+        ``self._distribution_strategy``, the strategy whose scope is open where it is made.  None
+        when ``attr`` is none of those or nothing tells."""
+        if attr not in api.KERAS_SET_ATTRIBUTES or self.class_kind(cls) != api.MODEL:
+            return None
+        out: list[Value] = []
+        for mod in [self.m] + self.m.importers():
+            for cs in mod.calls:
+                f = cs.node.func
+                if attr in ("optimizer", "loss") and isinstance(f, cst.Attribute) and f.attr.value == "compile":
+                    if not self._instances_of(mod, f.value, cs, cls):
+                        continue
+                    e = keyword(cs.node, attr) or (arg(cs.node, 0) if attr == "optimizer" else arg(cs.node, 1))
+                    if e is not None and not isinstance(e, (cst.SimpleString, cst.ConcatenatedString)):
+                        out.extend(mod.infer(e, cs.scope, cs.order, cs))
+                elif attr in ("distribute_strategy", "_distribution_strategy") and attr_name(f) == cls.name:
+                    made = mod.infer(cs.node, cs.scope, cs.order, cs)
+                    if any(v.info is cls and v.origin is cs.node for v in made):
+                        known, maybe = mod.scope_strategies(cs)
+                        if known and not maybe:
+                            out.extend(known)
+        return out or None
+
+    @staticmethod
+    def _instances_of(mod, expr: cst.BaseExpression, cs, cls: ClassInfo) -> bool:
+        """``expr`` is ``self`` in a method of ``cls`` or an instance of it."""
+        if isinstance(expr, cst.Name) and expr.value == "self":
+            meth = mod.values._method_of(cs.scope)
+            return meth is not None and meth.cls is cls
+        vals = mod.infer(expr, cs.scope, cs.order)
+        return bool(vals) and all(v.info is cls and v.kind != api.CLASS for v in vals)
 
     def _method_of(self, scope: Scope) -> Optional[FunctionInfo]:
         """Innermost enclosing method (for ``self`` inside nested functions)."""

@@ -86,6 +86,8 @@ class ContainerValues:
                 if items is None:
                     return None
                 out.extend(items)
+            if key is None and all(isinstance(b.value, cst.List) for b in assigned) and assigned[0].cls is not None:
+                out.extend(self._appended_to_attr(assigned[0].cls, expr.attr.value))  # self.jobs.append(Job(self))
             return out
         if isinstance(expr, cst.Dict):
             out = []
@@ -157,6 +159,29 @@ class ContainerValues:
             if not bs or any(b.value is None for b in bs):
                 return []
             out += [b for b in bs if b not in out]
+        return out
+
+    def _appended_to_attr(self, cls, attr: str) -> list:
+        """``self.<attr>.append(x)`` (``insert``, ``extend`` of a literal) in the methods of ``cls``:
+        the items added."""
+        out = []
+        for meth in cls.methods.values():
+            if not meth.params:
+                continue
+            me = meth.params[0].name.value
+            for cs in meth.calls:
+                f = cs.node.func
+                if not (isinstance(f, cst.Attribute) and f.attr.value in ("append", "insert", "extend")
+                        and isinstance(f.value, cst.Attribute) and f.value.attr.value == attr
+                        and isinstance(f.value.value, cst.Name) and f.value.value.value == me):
+                    continue
+                item = arg(cs.node, 1 if f.attr.value == "insert" else 0)
+                if item is None:
+                    continue
+                if f.attr.value == "extend":
+                    out.extend(self.container_items(item, cs.scope, cs.order) or ())
+                else:
+                    out.append((item, cs.scope, cs.order))
         return out
 
     def _appended_items(self, name: cst.Name, scope: Scope, order: int) -> list:

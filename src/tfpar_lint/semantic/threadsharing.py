@@ -108,6 +108,14 @@ class ThreadSharing:
             if isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") \
                     and not mod.lookup(expr.func.value, scope, order) and expr.args:
                 return self.status(expr.args[0].value, scope, order, ctx, d)
+            if isinstance(expr.func, cst.Name) and expr.func.value == "zip" and len(expr.args) == 1 \
+                    and expr.args[0].star == "*" and not mod.lookup("zip", scope, order):
+                # _, gvars = zip(*grads_and_vars): the variables of those pairs
+                return self.status(expr.args[0].value, scope, order, ctx, d)
+            cm = call_method(expr)
+            if cm is not None and cm[1] == "compute_gradients":
+                # the (gradient, variable) pairs of the variables the optimizer's owner trains
+                return self.status(cm[0], scope, order, ctx, d)
             fns = mod.resolve_function(expr.func, scope, order)
             site = mod.site_of_call.get(id(expr))
             if fns and site is not None and all(fn.returns and not fn.is_lambda for fn in fns) \

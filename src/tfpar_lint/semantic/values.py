@@ -150,6 +150,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 inherited = self._base_member(fn.cls, attr)  # a method or attribute of a base class here
                 if inherited is not None:
                     return inherited
+                keras_set = self.keras_attribute(fn.cls, attr)
+                if keras_set is not None:
+                    return keras_set
                 # set by a base class the module cannot see, or from outside: an unknown value of
                 # the class's instances (its uses may tell its kind)
                 return [self.m.kinds.attribute(fn.cls, attr)]
