@@ -673,3 +673,42 @@ def test_attributes_keras_sets_on_a_model():
         net.compile(optimizer=opt, loss="mse")
     """
     assert codes(src, select={"TFP102"}) == [(16, "TFP102")]
+
+
+def test_pairs_unzipped_and_jobs_appended_to_an_attribute_in_threads():
+    """Workers appended to ``self.jobs``, each applying gradients to the variables of
+    ``zip(*owner.grads_and_vars)`` (what ``compute_gradients`` gave the shared optimizer), run by
+    threads that share one session: the shared variables are updated unlocked."""
+    src = """
+        import threading
+        import tensorflow as tf
+        tf.compat.v1.disable_eager_execution()
+        class Global:
+            def __init__(self):
+                self.net = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+                self.optimizer = tf.compat.v1.train.AdamOptimizer()
+                self.loss = tf.reduce_sum(self.net(tf.ones((1, 4))))
+                self.grads_and_vars = self.optimizer.compute_gradients(self.loss, self.net.trainable_variables)
+        class Job:
+            def __init__(self, owner, sess):
+                self.owner = owner
+                self.sess = sess
+                local = tf.reduce_sum(tf.ones((1,)))
+                grads = [tf.ones_like(v) for v in owner.net.trainable_variables]
+                _, gvars = zip(*owner.grads_and_vars)
+                self.train_op = owner.optimizer.apply_gradients(list(zip(grads, gvars)))
+            def work(self):
+                self.sess.run(self.train_op)
+        class Runner:
+            def __init__(self, sess):
+                self.glob = Global()
+                self.jobs = []
+                for _ in range(4):
+                    self.jobs.append(Job(self.glob, sess))
+            def start(self):
+                for job in self.jobs:
+                    threading.Thread(target=job.work).start()
+        with tf.compat.v1.Session() as sess:
+                    Runner(sess).start()
+    """
+    assert (20, "TFP302") in codes(src)
