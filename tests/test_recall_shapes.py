@@ -712,3 +712,54 @@ def test_pairs_unzipped_and_jobs_appended_to_an_attribute_in_threads():
                     Runner(sess).start()
     """
     assert (20, "TFP302") in codes(src)
+
+
+def test_a_loss_helper_and_a_thread_subclass_of_other_modules(tmp_path):
+    """TFP501 follows a loss helper another module defines (reported at its call); a
+    ``threading.Thread`` subclass defined in one module and started in another is analysed where
+    its update is."""
+    files = {
+        "losses.py": """
+            import tensorflow as tf
+            def my_loss(y, p):
+                return tf.reduce_mean(tf.square(y - p))
+        """,
+        "train.py": """
+            import tensorflow as tf
+            from losses import my_loss
+            strategy = tf.distribute.MirroredStrategy()
+            with strategy.scope():
+                model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+                opt = tf.keras.optimizers.SGD()
+            @tf.function
+            def step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = my_loss(y, model(x))
+                opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+            for x, y in strategy.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4)):
+                strategy.run(step, args=(x, y))
+        """,
+        "workers.py": """
+            import threading
+            import tensorflow as tf
+            class Worker(threading.Thread):
+                def __init__(self, net, opt):
+                    super().__init__()
+                    self.net, self.opt = net, opt
+                def run(self):
+                    with tf.GradientTape() as tape:
+                        loss = tf.reduce_sum(self.net(tf.ones((1, 4))))
+                    grads = tape.gradient(loss, self.net.trainable_variables)
+                    self.opt.apply_gradients(zip(grads, self.net.trainable_variables))
+        """,
+        "main.py": """
+            import tensorflow as tf
+            from workers import Worker
+            net = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            opt = tf.keras.optimizers.SGD()
+            for _ in range(4):
+                Worker(net, opt).start()
+        """,
+    }
+    assert project_codes(tmp_path, files, "train.py") == [(11, "TFP501")]
+    assert project_codes(tmp_path, files, "workers.py") == [(12, "TFP302")]

@@ -50,12 +50,15 @@ class LossMeanInReplicaFn(Rule):
                             )
                         continue
                     node = t.node
+                    at = self._at(node, t)
+                    if at is None:
+                        continue
                     if isinstance(node, cst.Call):
                         q, raw = m.qualified_name(node.func, t.scope, t.order)
                         if q in MEANS and self._whole_batch(node):
                             yield Report(
-                                node,
-                                f"`{m.code(node)}` averages the loss over the per-replica batch inside `{fn.name}`, "
+                                at,
+                                f"`{m.code(node)}`{self._in(at, node)} averages the loss over the per-replica batch inside `{fn.name}`, "
                                 f"which runs on every replica: the replicas' gradients are summed, so the update is "
                                 f"num_replicas_in_sync times too large; use `tf.nn.compute_average_loss(per_example_loss, "
                                 f"global_batch_size=...)`",
@@ -65,8 +68,8 @@ class LossMeanInReplicaFn(Rule):
                             continue
                         if q in api.LOSS_FUNCTIONS and not t.summed and not t.divisors:
                             yield Report(
-                                node,
-                                f"`{m.code(node)}` (a Keras loss function called directly: one loss per example, "
+                                at,
+                                f"`{m.code(node)}`{self._in(at, node)} (a Keras loss function called directly: one loss per example, "
                                 f"or the mean of a flattened batch) is the loss of `{fn.name}`, which runs on every "
                                 f"replica, and nothing divides it by the global batch size: the replicas' gradients "
                                 f"are summed, so the update is too large; use `tf.nn.compute_average_loss("
@@ -77,8 +80,8 @@ class LossMeanInReplicaFn(Rule):
                             continue
                         if raw in V1_LOSSES and v1_mean_loss(node):  # as spelled: tf.losses is Keras' in TF 2
                             yield Report(
-                                node,
-                                f"`{m.code(node)}` (a `tf.compat.v1.losses` loss, averaged over its batch by its "
+                                at,
+                                f"`{m.code(node)}`{self._in(at, node)} (a `tf.compat.v1.losses` loss, averaged over its batch by its "
                                 f"default reduction) is the loss of `{fn.name}`, which runs on every replica: the "
                                 f"replicas' gradients are summed, so the update is num_replicas_in_sync times too "
                                 f"large; pass `reduction=tf.compat.v1.losses.Reduction.NONE` and use "
@@ -100,6 +103,20 @@ class LossMeanInReplicaFn(Rule):
                                     related=cs.node,
                                 )
                                 break
+
+    def _at(self, node, t):
+        """Where to report a loss term: itself, or, when a helper of another module makes it, the
+        call of that helper here (None: neither is in this module)."""
+        m = self.module
+        if not isinstance(node, cst.Call) or id(node) in m.site_of_call:
+            return node
+        if t.via is not None and id(t.via) in m.site_of_call:
+            return t.via
+        return None
+
+    def _in(self, at, node) -> str:
+        """" (returned by `helper(...)`)" when the term is reported at the helper call."""
+        return "" if at is node else f" (returned by `{self.module.code(at)}`)"
 
     def _divides(self, call: cst.Call, scope, order) -> bool:
         """``tf.grad_pass_through(f)(loss)`` whose ``f`` divides (or rescales by the replicas)."""

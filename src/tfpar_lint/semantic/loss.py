@@ -176,7 +176,8 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         if cm is not None and cm[1] in PASS_THROUGH_METHODS and arg(expr, 0) is not None:
             yield from rec(arg(expr, 0))
             return
-        if not q:
+        if not q or not api.canonical(q).startswith(("tensorflow.", "keras.")):
+            # a helper of this module, or of another module of the project (from losses import my_loss)
             fns = m.resolve_function(expr.func, scope, order)
             if fns and all(f.returns for f in fns):
                 for f in fns:

@@ -79,10 +79,12 @@ class Threads(ThreadSharing, ThreadWrites, ThreadLocks):
                     continue
                 sites = [cs for cs in mod.calls if attr_name(cs.node.func) == cls.name and any(
                     v.kind == api.CLASS and v.info is cls for v in mod.infer(cs.node.func, cs.scope, cs.order))]
-                if mod is not self.m:
-                    sites += [cs for cs in self.m.calls if attr_name(cs.node.func) == cls.name and any(
+                # built (and started) in the other modules: this one for an importer's class, the
+                # importers for this module's class
+                for other in ([self.m] if mod is not self.m else self.m.importers()):
+                    sites += [cs for cs in other.calls if attr_name(cs.node.func) == cls.name and any(
                         v.kind == api.CLASS and v.info is cls
-                        for v in self.m.infer(cs.node.func, cs.scope, cs.order))]
+                        for v in other.infer(cs.node.func, cs.scope, cs.order))]
                 conc = len(sites) > 1 or any(self._runs_many(s, 0) for s in sites)
                 for cs in sites:
                     out.append(ThreadRun(cs, run, PER_THREAD, conc))
