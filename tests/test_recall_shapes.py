@@ -763,3 +763,32 @@ def test_a_loss_helper_and_a_thread_subclass_of_other_modules(tmp_path):
     }
     assert project_codes(tmp_path, files, "train.py") == [(11, "TFP501")]
     assert project_codes(tmp_path, files, "workers.py") == [(12, "TFP302")]
+
+
+def test_a_checkpoint_callback_subclassed_in_another_module(tmp_path):
+    """A ``ModelCheckpoint`` subclass defined in another package of the project, built only on the
+    chief for a multi-worker fit: its save is a collective the other workers never join."""
+    files = {
+        "utils/__init__.py": "",
+        "utils/callbacks.py": """
+            import tensorflow as tf
+            class BestCheckpoint(tf.keras.callbacks.ModelCheckpoint):
+                def __init__(self, path):
+                    super().__init__(path, save_best_only=True)
+        """,
+        "train.py": """
+            import json, os
+            import tensorflow as tf
+            from utils.callbacks import BestCheckpoint
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+            with strategy.scope():
+                model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+                model.compile(loss="mse")
+            callbacks = []
+            if strategy.cluster_resolver.task_id == 0:
+                callbacks.append(BestCheckpoint("/ckpt"))
+            model.fit(tf.data.Dataset.range(8).batch(4), callbacks=callbacks)
+        """,
+        "requirements.txt": "tensorflow==2.15.0\n",
+    }
+    assert (11, "TFP603") in project_codes(tmp_path, files, "train.py")

@@ -328,6 +328,24 @@ class AttributeValues:
             return ""
         return api.keras_flavor(raw)
 
+    def derives_from(self, cls: ClassInfo, qnames, _depth: int = 0) -> bool:
+        """``cls`` (of this module or another of the project) derives from one of the API classes
+        ``qnames`` (canonical names), directly or through local and project classes."""
+        if cls.scope.module is not self.m and cls.scope.module is not None:
+            return cls.scope.module.values.derives_from(cls, qnames, _depth)
+        if _depth > 8:
+            return False
+        scope = cls.scope.parent or self.m.scope
+        for base in cls.bases:
+            q, _ = self.m.qualified_name(base, scope, 10**9)
+            if q and api.canonical(q) in qnames:
+                return True
+            for v in self.infer(base, scope, 10**9):
+                if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls \
+                        and (v.info.scope.module or self.m).values.derives_from(v.info, qnames, _depth + 1):
+                    return True
+        return False
+
     def _keras_base_raw(self, cls: ClassInfo, _depth: int = 0) -> str:
         if _depth > 8:
             return ""
