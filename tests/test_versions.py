@@ -58,20 +58,20 @@ EXPECTED = {
     # nothing states a version: the newest release is assumed, and every message says so
     "unpinned": (("TFP102", "TFP606"), "2.21", ASSUMED),
     "nothing": (("TFP102", "TFP606"), "2.21", ASSUMED),
-    # Keras 2 code: TFP606 does not apply; nothing says 2.11+ (TFP102)
-    "unpinned_keras2_preprocessing": ((), None, None),
-    "unpinned_keras2_lr": ((), None, None),
-    "unpinned_keras2_lr_kwarg": ((), None, None),
-    "unpinned_estimator": ((), None, None),
-    "code_run_v2": ((), None, None),
-    "code_compat_v1_session": ((), None, None),
-    # an API that exists from 2.6 on says nothing about Keras 3 or 2.11
-    "unpinned_api_since_2_6": ((), None, None),
+    # Keras 2 code: TFP606 does not apply; TFP102 assumes the newest Keras 2 release (2.15) and says so
+    "unpinned_keras2_preprocessing": (("TFP102",), "2.15 or older", "the code's APIs (tf.keras.layers.experimental.preprocessing.Rescaling), 2.15 assumed"),
+    "unpinned_keras2_lr": (("TFP102",), "2.15 or older", "the code's APIs (an optimizer's `lr`), 2.15 assumed"),
+    "unpinned_keras2_lr_kwarg": (("TFP102",), "2.15 or older", "the code's APIs (an optimizer made with `lr=`), 2.15 assumed"),
+    "unpinned_estimator": (("TFP102",), "2.15 or older", "the code's APIs (tf.estimator.export.ServingInputReceiver), 2.15 assumed"),
+    "code_run_v2": (("TFP102",), "2.15 or older", "the code's APIs (`strategy.experimental_run_v2`), 2.15 assumed"),
+    "code_compat_v1_session": (("TFP102",), "2.15 or older", "the code's APIs (tf.compat.v1.Session), 2.15 assumed"),
+    # an API that exists from 2.6 on says nothing about Keras 3 or 2.11: the newest release is assumed, and said
+    "unpinned_api_since_2_6": (("TFP102", "TFP606"), "2.6+", "the code's APIs (tf.keras.layers.Normalization), 2.21 assumed"),
     # an API of Keras 2 only, from 2.9 on: the legacy optimizer is not a TFP102 mistake, the model is Keras 2
     "code_optimizers_legacy": ((), None, None),
     "unpinned_keras3_ops": (("TFP102", "TFP606"), "2.16+", "the code's APIs (tf.keras.ops.mean)"),
     "code_legacy_env": (("TFP102",), "2.21", ASSUMED),  # tf_keras of the newest release builds at first use
-    "code_tf_keras": (("TFP102",), "2.14+", "the code's APIs (tf_keras.Input"),
+    "code_tf_keras": (("TFP102",), "2.14+", "the code's APIs (tf_keras.Input"),  # (2.14+ says 2.11+)
     # the Pipfile at the project's root pins 2.8; the file's own folder names tensorflow unpinned
     "pipfile_root_2_8/src": ((), None, None),
     "pipfile_root_2_17/src": (("TFP102", "TFP606"), "2.17", "Pipfile"),
@@ -96,6 +96,7 @@ NOTE_PROJECTS = {
     "code_compat_v1_session": ("TFP102",),
     "unpinned_api_since_2_6": ("TFP102", "TFP606"),
     "code_legacy_env": ("TFP102",),
+    "code_tf_keras": ("TFP102",),  # 2.14+: which side of 2.16 is assumed (the note counts it)
 }
 
 
@@ -292,21 +293,24 @@ def test_keras2_api_and_a_keras3_api_in_one_file_is_no_evidence(tmp_path):
 # ----------------------------------------------------------------------- evidence (issue 28)
 def test_an_api_bounds_the_version_and_a_statement_says_what_installs():
     since_2_6 = versions.Target(low=(2, 6), source="the code's APIs (tf.keras.layers.Normalization)", from_apis=True)
-    assert since_2_6.tf_keras_is_keras3() is None and since_2_6.at_least((2, 11)) is None
-    assert since_2_6.at_least((2, 6)) is True and since_2_6.keras_major() is None
+    # bounded below only: the newest release is assumed (and said: assumes, describe)
+    assert since_2_6.tf_keras_is_keras3() is True and since_2_6.at_least((2, 11)) is True and since_2_6.assumes
+    assert since_2_6.at_least((2, 6)) is True and since_2_6.keras_major() == 3
+    assert "2.21 assumed" in since_2_6.describe(3)
     keras2 = versions.Target(high=(2, 15), source="the code's APIs (an optimizer's `lr`)", from_apis=True,
                              high_from_code=True)
-    assert keras2.tf_keras_is_keras3() is False and keras2.at_least((2, 11)) is None
+    # written for Keras 2: never Keras 3; 2.11 or not is open, and the newest Keras 2 release is assumed
+    assert keras2.tf_keras_is_keras3() is False and keras2.at_least((2, 11)) is True and keras2.assumes
     assert keras2.at_least((2, 16)) is False and keras2.keras_major() == 2
     keras3 = versions.Target(low=(2, 16), source="the code's APIs (keras.ops.mean)", from_apis=True)
-    assert keras3.tf_keras_is_keras3() is True and keras3.at_least((2, 11)) is True
+    assert keras3.tf_keras_is_keras3() is True and keras3.at_least((2, 11)) is True and not keras3.assumes
     # a range the project states runs its newest release: pip installs it
     stated = versions.Target(low=(2, 4), source="requirements.txt")
-    assert stated.tf_keras_is_keras3() is True and stated.at_least((2, 11)) is True
-    # narrowed by Keras 2 code: 2.4-2.15, Keras 2, nothing about 2.11
+    assert stated.tf_keras_is_keras3() is True and stated.at_least((2, 11)) is True and not stated.assumes
+    # narrowed by Keras 2 code: 2.4-2.15, Keras 2; 2.15 assumed
     narrowed = versions.Target(low=(2, 4), high=(2, 15), source="requirements.txt and the code's APIs",
                                high_from_code=True)
-    assert narrowed.tf_keras_is_keras3() is False and narrowed.at_least((2, 11)) is None
+    assert narrowed.tf_keras_is_keras3() is False and narrowed.at_least((2, 11)) is True and narrowed.assumes
     # nothing stated at all: the newest release (what pip installs today), named as an assumption
     assert versions.UNKNOWN.at_least((2, 11)) is True and versions.UNKNOWN.tf_keras_is_keras3() is True
     assert "assumed" in versions.UNKNOWN.describe(3)
@@ -354,7 +358,9 @@ def test_a_message_names_the_evidence_it_used(corpus):
     msgs = [f["message"] for f in json.loads(proc.stdout)]
     assert msgs and all("Keras 3, from the code's APIs (tf.keras.ops.mean)" in m for m in msgs), msgs
     proc = _cli(["--output-format", "json", "--exit-zero", "train.py"], corpus / "unpinned_api_since_2_6")
-    assert json.loads(proc.stdout) == [] and "Normalization" not in proc.stderr
+    msgs = [f["message"] for f in json.loads(proc.stdout)]
+    # the API bounds the version from below; Keras 3 is the assumption, and said so, never its evidence
+    assert msgs and all("from the code's APIs (tf.keras.layers.Normalization), 2.21 assumed" in m for m in msgs), msgs
 
 
 def test_a_pipfile_that_is_not_valid_toml_is_read_line_by_line(tmp_path):

@@ -339,7 +339,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
         findings = _analyse(module, tree, rules, with_fixes and fixed is None, path)
         if module.version_withheld and notes is not None:
             notes.append(versions.withheld_note(module.version_withheld))
-        if notes is not None and not versions.target_of(module).known:
+        if notes is not None and versions.target_of(module).assumes:
             assumed: dict[str, int] = {}
             for f in findings:
                 if f.code in versions.VERSIONED:

@@ -96,8 +96,20 @@ class Target:
                 return True
             if self.high is not None and self.high < v:
                 return False
-            return None
+        # what pip installs within the range: its newest release (an assumption where only the code's
+        # APIs bound it: describe() and the run's note say so)
         return self.runs >= v
+
+    @property
+    def assumes(self) -> bool:
+        """Does an answer rest on an assumption: nothing states the version, or only the code's APIs
+        bound it (the newest release they allow is taken)?"""
+        if not self.known:
+            return True
+        if not (self.from_apis or self.high_from_code):
+            return False
+        low, high = self.low or (2, 0), self.high or _LATEST
+        return any(low < b <= high for b in _BOUNDARIES)  # a question the rules ask is left open
 
     def tf_keras_is_keras3(self) -> Optional[bool]:
         """Is ``tf.keras`` Keras 3 (TensorFlow 2.16+ without ``TF_USE_LEGACY_KERAS=1``)?  None: nothing says."""
@@ -133,10 +145,13 @@ class Target:
             bits.append("assumed: nothing in the project states a version; pin tensorflow or set tf-version")
             return f"TensorFlow {_v(_LATEST)} ({', '.join(bits)})"
         bits.append(f"from {self.source}")
+        if self.assumes:
+            bits.append(f"{_v(self.runs)} assumed: nothing states which; pin tensorflow or set tf-version")
         return f"TensorFlow {self.version_text()} ({', '.join(bits)})"
 
 
 _LATEST = (2, 21)  # the newest TensorFlow this table knows (a range without an upper bound runs it)
+_BOUNDARIES = ((2, 11), (2, 16))  # the releases the rules ask about: new Keras optimizers, Keras 3
 
 
 def _v(v: Version) -> str:
@@ -1288,10 +1303,11 @@ def assumed_summary(files: dict[str, dict[str, int]]) -> str:
     names = sorted(files)
     where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     codes = ", ".join(f"{c} ({n})" if n > 1 else c for c, n in sorted(total.items()))
-    return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image, API of one Keras "
-            f"only or tf-version setting): assumed the newest, TensorFlow {_v(_LATEST)} with Keras 3; {count} "
-            f"finding{'s' if count != 1 else ''} ({codes}) rest{'s' if count == 1 else ''} on that assumption; "
-            f"pin tensorflow or set tf-version if the code runs on another")
+    return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image or tf-version "
+            f"setting): assumed the newest release the code's APIs allow (TensorFlow {_v(_LATEST)} with Keras 3 "
+            f"where they say nothing; each message names it); {count} finding{'s' if count != 1 else ''} ({codes}) "
+            f"rest{'s' if count == 1 else ''} on that assumption; pin tensorflow or set tf-version if the code "
+            f"runs on another")
 
 
 def withheld_summary(files: dict[str, dict[str, int]]) -> str:
