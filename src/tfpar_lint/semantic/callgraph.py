@@ -366,9 +366,10 @@ class CallGraph:
                 o = vals[0].origin
                 if o is not None and all(v.origin is o for v in vals):
                     table.setdefault(id(o), []).append(r)
-                elif all(v.origin is not None and v.kind == vals[0].kind and v.kind != api.UNKNOWN for v in vals):
-                    # made on two branches (``Adam() if a else SGD()``), the same kind on both: the
-                    # reference uses each of them (what holds on every branch holds)
+                elif all(v.origin is not None and v.kind == vals[0].kind and v.kind != api.UNKNOWN for v in vals) \
+                        and _alternatives(vals):
+                    # made on two branches (``Adam() if a else SGD()``, if/else), the same kind on
+                    # both: the reference uses each of them (what holds on every branch holds)
                     for oid in {id(v.origin) for v in vals}:
                         table.setdefault(oid, []).append(r)
         return list(table.get(id(value_origin), ()))
@@ -553,3 +554,20 @@ def _indirect_in(mod: "Module") -> Iterator[tuple[FunctionInfo, IndirectCall]]:
             kws = None if kw is None else {**prekw, **kw}
             for f in mod.resolve_function(via, cs.scope, cs.order):
                 yield f, IndirectCall(cs, via, args, kws)
+
+
+def _alternatives(vals) -> bool:
+    """The values were made on alternative paths: in one statement (``a() if c else b()``) or in
+    opposite arms of one ``if`` (not one rebinding another later, which a function reading the
+    name may see either of)."""
+    sites = [v.site for v in vals]
+    if any(s is None for s in sites):
+        return False
+    for i, a in enumerate(sites):
+        for b in sites[i + 1:]:
+            if a.stmt is not None and a.stmt is b.stmt:
+                continue
+            arms = {id(node): arm for node, arm in a.ifs}
+            if not any(id(node) in arms and arms[id(node)] != arm for node, arm in b.ifs):
+                return False
+    return True
