@@ -157,3 +157,14 @@ def test_a_numpy_batch_keeps_its_kind_through_slicing_and_astype():
     """)
     cs = next(c for c in m.calls if m.tree.code_for_node(c.node).startswith("use("))
     assert all(m.kinds.is_array(v) for v in m.infer_at(cs.node.args[0].value, cs))
+
+
+def test_the_values_of_a_dict_iterated_by_items():
+    m = module("""
+        import tensorflow as tf
+        s = tf.distribute.MirroredStrategy()
+        d = {"clean": s.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(2))}
+        for name, ds in d.items():
+            use(ds)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.DIST_DATASET}

@@ -63,6 +63,13 @@ class BindingValues:
                     els = self.elements(arg(it, 0), b.scope, b.order, b.node, None)
                     return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
                 return [lost(CONTAINER)]
+            if b.path and isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
+                    and it.func.attr.value == "items" and not it.args:
+                # for name, ds in datasets.items(): the dict's values (its keys are not followed)
+                items = self.container_items(it.func.value, b.scope, b.order)
+                if items is not None and b.path[0] == 1:
+                    els = [v for e, s, o in items for v in self.infer(e, s, o)]
+                    return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
             if builtin == "zip":  # for g, v in zip(grads, model.trainable_variables)
                 if b.path and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
                     els = self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
