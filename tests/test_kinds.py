@@ -168,3 +168,18 @@ def test_the_values_of_a_dict_iterated_by_items():
             use(ds)
     """)
     assert kinds_of(m, "use(", "0") == {api.DIST_DATASET}
+
+
+def test_items_of_containers_taken_from_a_loop_over_a_list_of_them():
+    """``for t, metrics in zip(ts, all_metrics): metrics["acc"].update_state(...)`` where each element of
+    ``all_metrics`` is a dict literal appended in another loop: the dict's entry."""
+    m = module("""
+        import tensorflow as tf
+        all_metrics = []
+        for _ in range(3):
+            metrics = {"acc": tf.keras.metrics.Mean()}
+            all_metrics.append(metrics)
+        for t, metrics in zip(range(3), all_metrics):
+            use(metrics["acc"])
+    """)
+    assert kinds_of(m, "use(", "0") == {api.METRIC}

@@ -60,7 +60,8 @@ class ContainerValues:
         if isinstance(expr, cst.Name):
             reaching = self.m.reaching_exprs(expr, scope, order)
             if not reaching:
-                return self._param_items(expr, scope, order, key, _depth)
+                got = self._param_items(expr, scope, order, key, _depth)
+                return got if got is not None else self._loop_items(expr, scope, order, key, _depth)
             out: list = []
             for e, s, o in reaching:
                 if isinstance(e, cst.Name) and e.value == expr.value:
@@ -115,6 +116,33 @@ class ContainerValues:
         if isinstance(expr, cst.DictComp):
             return [(expr.value, scope, order)]
         return None
+
+    def _loop_items(self, name: cst.Name, scope: Scope, order: int, key: object,
+                    _depth: int) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """The items of the containers a ``for`` target takes from what it iterates (``for metrics
+        in all_metrics:`` / ``for t, metrics in zip(ts, all_metrics):`` where each element is a
+        dict literal): None when the target or the elements cannot be told."""
+        bs = self.m.lookup(name.value, scope, order)
+        if len(bs) != 1 or bs[0].kind not in ("for", "comp") or bs[0].value is None:
+            return None
+        b = bs[0]
+        it = b.value
+        if b.path:
+            if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip"
+                    and not self.m.lookup("zip", b.scope, b.order) and len(b.path) == 1
+                    and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star):
+                return None
+            it = it.args[b.path[0]].value
+        elements = self.container_items(it, b.scope, b.order, None, _depth + 1)
+        if not elements:
+            return None
+        out: list = []
+        for e, s, o in elements:
+            items = self.container_items(e, s, o, key, _depth + 1)
+            if items is None:
+                return None
+            out.extend(items)
+        return out
 
     def _param_items(self, name: cst.Name, scope: Scope, order: int, key: object,
                      _depth: int) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
