@@ -31,17 +31,17 @@ def test_a_known_strategy_function_and_distributed_input_lose_nothing():
 @pytest.mark.parametrize("src,want", [
     # a name bound nowhere (a star import): the data handed to the replicas
     ("from loaders import *\nimport tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
-     "def step(x):\n    return x\ns.run(step, args=(batch,))\n",
+     "m = tf.keras.Sequential()\ndef step(x):\n    return m(x)\ns.run(step, args=(batch,))\n",
      ("replica input", "unbound name", "batch")),
     # an item of something the analysis cannot take apart
     ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
-     "def step(x):\n    return x\nfor x in zip(a, b):\n    s.run(step, args=(x,))\n",
+     "m = tf.keras.Sequential()\ndef step(x):\n    return m(x)\nfor x in zip(a, b):\n    s.run(step, args=(x,))\n",
      ("replica input", "container", "x")),
     # a decorator's wrapper hands the decorated function to the replicas (the function is known:
     # whatever wraps it) with the wrapper's *args (not followed)
     ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
      "def on_replicas(fn):\n    def wrapper(*a):\n        return s.run(fn, args=a)\n    return wrapper\n"
-     "@on_replicas\ndef step(x):\n    return x\n",
+     "m = tf.keras.Sequential()\n@on_replicas\ndef step(x):\n    return m(x)\n",
      ("replica input", "**kwargs", "a")),
     # an attribute of an object of unknown class, used in a replica function
     ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
@@ -56,9 +56,9 @@ def test_each_loss_is_listed_with_its_reason(src, want):
 def test_the_cli_lists_the_losses_and_counts_them(tmp_path):
     (tmp_path / "train.py").write_text(
         "from loaders import *\nimport tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
-        "def step(x):\n    return x\ns.run(step, args=(batch,))\n")
+        "m = tf.keras.Sequential()\ndef step(x):\n    return m(x)\ns.run(step, args=(batch,))\n")
     r = subprocess.run([sys.executable, "-m", "tfpar_lint", "--explain-silence", "--no-cache", "train.py"],
                        cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
-    assert "train.py:6:19: replica input: unbound name: `batch`" in r.stdout
+    assert "train.py:7:19: replica input: unbound name: `batch`" in r.stdout
     assert "1 question(s) got no kind" in r.stdout and "unbound name" in r.stdout.splitlines()[-1]

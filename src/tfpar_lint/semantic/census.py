@@ -5,7 +5,8 @@ module, and for each one that got no kind, why (``tfpar-lint --explain-silence``
 The questions are the ones every rule family rests on (not the ones a use answers by itself):
 
 * ``replica function``: which function ``strategy.run(fn, ...)`` runs;
-* ``replica input``: what each argument handed to the replicas (``args=``, ``kwargs=``) is;
+* ``replica input``: what each argument handed to the replicas (``args=``, ``kwargs=``) that the
+  replica function feeds to a model is (not a step number or a flag);
 * ``strategy``: that the receiver of ``run`` / ``experimental_run_v2`` / ``scope()`` is a strategy;
 * ``object in replica function``: what the objects a replica function trains, steps, updates,
   calls or takes the variables of are (a model, an optimizer, a metric, a variable...);
@@ -85,7 +86,10 @@ def questions(m: "Module") -> list[Question]:
         fn = arg(cs.node, 0, "fn")
         if fn is not None and not m.resolve_function(fn, cs.scope, cs.order):
             add(REPLICA_FUNCTION, fn, _function_reason(m, fn, cs))
-        for e in _handed(cs.node):
+        fns = m.resolve_function(fn, cs.scope, cs.order) if fn is not None else []
+        for i, e in enumerate(_handed(cs.node)):
+            if fns and not _fed(m, fns, i, cs.node):
+                continue  # a step number, a flag, `self`: no rule asks what it is
             add(REPLICA_INPUT, e, reason(m, e, cs))
     for cs in m.calls:
         for target, _a, _k, how in m.handed_over(cs):
@@ -99,6 +103,22 @@ def questions(m: "Module") -> list[Question]:
         for cs, recv in _receivers(m, m.thread_fn_infos[fid]):
             add(THREAD_OBJECT, recv, reason(m, recv, cs))
     return out
+
+
+def _fed(m: "Module", fns: list, index: int, call: cst.Call) -> bool:
+    """Argument ``index`` of ``call``'s ``args=`` reaches a model's forward pass in some function it
+    runs (the input the rules ask about); kwargs count as fed."""
+    args = arg(call, 1, "args")
+    n = len(args.elements) if isinstance(args, (cst.Tuple, cst.List)) else (1 if args is not None else 0)
+    if index >= n:
+        return True
+    for fn in fns:
+        params = [p for p in fn.params if not p.star]
+        if fn.cls is not None and params and not fn.is_lambda:
+            params = params[1:]
+        if index < len(params) and m.feeds_model(fn, params[index].name.value) is not None:
+            return True
+    return False
 
 
 def _handed(call: cst.Call) -> Iterator[cst.BaseExpression]:
