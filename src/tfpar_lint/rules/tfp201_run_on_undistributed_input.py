@@ -248,15 +248,18 @@ class RunOnUndistributedInput(Rule):
         m = self.module
         cs = m.site_of_call.get(id(report.node))
         call = report.node
-        if cs is None or not isinstance(call.func, cst.Attribute) or report.data.get("host"):
+        if report.data.get("host"):
+            # reported at the host call: the strategy is the related run's, the data the host's argument
+            call = report.related
+            exprs = [a.value for a in report.node.args]
+        else:
+            e = arg(call, 1, "args") if isinstance(call, cst.Call) else None
+            exprs = [el.value for el in e.elements] if isinstance(e, (cst.Tuple, cst.List)) else [e]
+        if cs is None or not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
             return None
         recv = call.func.value
         if not isinstance(recv, cst.Name):
             return None
-        e = None
-        for ex in [arg(call, 1, "args")]:
-            e = ex
-        exprs = [el.value for el in e.elements] if isinstance(e, (cst.Tuple, cst.List)) else [e]
         wanted = report.data.get("argument")
         datasets = set()
         for ex in exprs:
