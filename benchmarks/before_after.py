@@ -12,7 +12,8 @@ warm run: it is not cached).
 
 Both trees lint the installed tensorflow, keras and tf_keras plus the OLD tree's fixtures/ (the
 same files); 3 rounds alternating, -j1 and -j2; median wall and CPU (``os.wait4`` rusage: the
-process and its children)."""
+process and its children), and the CPU per file the pre-filter passed (each tree's own count, from
+its ``-v`` log: the trees' rules may pass different files)."""
 import os
 import site
 import statistics
@@ -27,12 +28,22 @@ SP = next(p for p in site.getsitepackages() if os.path.isdir(os.path.join(p, "te
 CORPUS = [os.path.join(SP, p) for p in ("tensorflow", "keras", "tf_keras")] + [os.path.join(OLD, "fixtures")]
 
 
+PARSED: dict = {}  # tree -> files the pre-filter passed (parsed), from the -v log
+
+
 def timed(tree: str, j: int) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=os.path.join(tree, "src"))
     t = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "tfpar_lint", "--no-cache", "-j", str(j), "--exit-zero", *CORPUS],
-                         cwd="/tmp", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen([sys.executable, "-m", "tfpar_lint", "--no-cache", "-v", "-j", str(j), "--exit-zero", *CORPUS],
+                         cwd="/tmp", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
     _pid, _status, ru = os.wait4(p.pid, 0)
+    import re
+
+    total = re.search(r"(\d+) file\(s\) to lint", err)
+    skipped = re.search(r"(\d+) file\(s\) skipped by the pre-filter", err)
+    if total and skipped:
+        PARSED[tree] = int(total.group(1)) - int(skipped.group(1))
     return time.perf_counter() - t, ru.ru_utime + ru.ru_stime
 
 
@@ -87,8 +98,17 @@ def main() -> None:
             for j in (1, 2):
                 res.setdefault((tree, j), []).append(timed(tree, j))
     for (tree, j), v in res.items():
+        n = PARSED.get(tree)
+        cpu = statistics.median(x[1] for x in v)
         print(tree, f"-j{j}", "wall", round(statistics.median(x[0] for x in v), 2),
-              "cpu", round(statistics.median(x[1] for x in v), 2), [tuple(round(a, 1) for a in x) for x in v])
+              "cpu", round(cpu, 2), [tuple(round(a, 1) for a in x) for x in v],
+              f"parsed {n} files, CPU {1000 * cpu / n:.1f} ms per parsed file" if n else "")
+    for j in (1, 2):
+        old, new = res.get((OLD, j)), res.get((NEW, j))
+        if old and new and PARSED.get(OLD) and PARSED.get(NEW):
+            a = statistics.median(x[1] for x in old) / PARSED[OLD]
+            b = statistics.median(x[1] for x in new) / PARSED[NEW]
+            print(f"-j{j}: CPU per parsed file new/old = {b / a:.2f}x")
 
 
 if __name__ == "__main__":

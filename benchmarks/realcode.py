@@ -4,8 +4,9 @@
 
 The labelled set lives outside this repository (it is third-party code): a rebuilt copy of
 ../shared/realcode (see its README.md) at DIR, by default ../realcode next to the repository root.
-For each set (v1, v2, and v1+v2 together) this runs the set's own `DIR/score` over its manifests with
-`<linter> --exit-zero --no-cache` and parses the score's last line. It prints one summary line per set;
+For each set (v1, v2, v1+v2 together, v3, and v3 in project mode) this runs the set's own `DIR/score`
+over its manifests with `<linter> --exit-zero --no-cache` (v3 project: through `DIR/projlint`, which lints
+each case from a checkout of its repository) and parses the score's last line. It prints one summary line per set;
 --show also prints the score's full hit/miss/false-positive listing; --append adds one table row per set
 to benchmarks/realcode.md (created with its header if missing). Standard library only.
 """
@@ -24,7 +25,11 @@ MARKDOWN = REPO / "benchmarks" / "realcode.md"
 
 V1 = ["v1/MANIFEST.tsv"]
 V2 = ["v2/MANIFEST_good.tsv", "v2/MANIFEST_bad.tsv", "v2/MANIFEST_variants.tsv"]
-SETS = {"v1": V1, "v2": V2, "v1+v2": V1 + V2}
+V3 = ["v3/MANIFEST.tsv"]
+# "v3 project": each case linted inside a checkout of its own repository (the set's projlint, as a user
+# runs the tool on a checkout); needs the mirrors (--mirrors, default DIR/LINKS)
+SETS = {"v1": V1, "v2": V2, "v1+v2": V1 + V2, "v3": V3, "v3 project": V3}
+PROJECT_SETS = {"v3 project"}
 
 # exit=0 files=N findings=N precision=0.92 recall_core=13/43 A=5/22 B=3/8 C=5/12 D=0/1 other=5/44
 # fp=N good_files_with_fp=N/M missing=N
@@ -69,15 +74,27 @@ def git_commit() -> str:
     return head + ("+dirty" if status.strip() else "")
 
 
-def run_set(realcode: Path, linter: list[str], manifests: list[str], show: bool) -> tuple[dict, str]:
-    """Run DIR/score on the manifests; return the parsed summary and the listing printed before it."""
+def run_set(realcode: Path, linter: list[str], manifests: list[str], show: bool,
+            project: bool = False, mirrors: Path | None = None) -> tuple[dict, str]:
+    """Run DIR/score on the manifests; return the parsed summary and the listing printed before it.
+    ``project``: through DIR/projlint (each case linted from its repository's checkout)."""
+    import os
+    import tempfile
+
     cmd = [str(realcode / "score")]
     for m in manifests:
         cmd += ["--manifest", str(realcode / m)]
     if show:
         cmd.append("--show")
-    cmd += ["--", *linter, "--exit-zero", "--no-cache"]
-    proc = subprocess.run(cmd, cwd=realcode, capture_output=True, text=True)
+    env = None
+    if project:
+        env = dict(os.environ, HELD_MANIFEST=str(realcode / manifests[0]), MIRRORS=str(mirrors or realcode / "LINKS"),
+                   PROJ_CACHE=os.environ.get("PROJ_CACHE", os.path.join(tempfile.gettempdir(), "tfpar-projlint")),
+                   LINTER=shlex.join([*linter, "--exit-zero", "--no-cache"]))
+        cmd += ["--", sys.executable, str(realcode / "projlint")]
+    else:
+        cmd += ["--", *linter, "--exit-zero", "--no-cache"]
+    proc = subprocess.run(cmd, cwd=realcode, capture_output=True, text=True, env=env)
     if proc.stderr.strip():
         sys.stderr.write(proc.stderr if proc.stderr.endswith("\n") else proc.stderr + "\n")
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
@@ -100,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linter", default=str(REPO / ".venv" / "bin" / "tfpar-lint"),
                         help="linter command, split like a shell would (default: .venv/bin/tfpar-lint)")
     parser.add_argument("--set", dest="sets", action="append", choices=list(SETS),
-                        help="set to score (repeatable; default: v1, v2 and v1+v2)")
+                        help="set to score (repeatable; default: v1, v2, v1+v2, v3 and v3 project)")
+    parser.add_argument("--mirrors", type=Path, default=None,
+                        help="folder of owner+repo links to the repositories' mirrors (v3 project; default: DIR/LINKS)")
     parser.add_argument("--show", action="store_true", help="print the full hit/miss/false-positive listing")
     parser.add_argument("--append", action="store_true", help=f"append the rows to {MARKDOWN.relative_to(REPO)}")
     args = parser.parse_args(argv)
@@ -116,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in names:
         try:
-            summary, listing = run_set(realcode, linter, SETS[name], args.show)
+            summary, listing = run_set(realcode, linter, SETS[name], args.show, name in PROJECT_SETS, args.mirrors)
         except RuntimeError as exc:
             print(exc, file=sys.stderr)
             return 2

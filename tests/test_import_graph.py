@@ -119,3 +119,24 @@ def test_no_import_cycle():
 def test_a_cycle_is_found():
     assert find_cycle({"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b": 1}, "b": {}}) is None
+
+
+def test_the_semantic_model_is_below_the_version_logic():
+    """``versions`` reads the semantic model (the APIs a module uses tell its TensorFlow); the model
+    never asks ``versions`` (no module of ``tfpar_lint.semantic`` imports it, at any level, even for
+    type checking), so the two never call each other in a circle."""
+    import ast
+
+    for name, (path, _is_pkg) in _modules().items():
+        if not name.startswith("tfpar_lint.semantic"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.module:
+                names = [f"{n.module}.{a.name}" for a in n.names]
+            elif isinstance(n, ast.Import):
+                names = [a.name for a in n.names]
+            else:
+                continue
+            assert not any(x == "tfpar_lint.versions" or x.startswith("tfpar_lint.versions.") for x in names), \
+                f"{name} imports tfpar_lint.versions (line {n.lineno})"

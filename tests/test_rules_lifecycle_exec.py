@@ -12,6 +12,7 @@ import textwrap
 import libcst as cst
 import pytest
 
+from tfpar_lint import versions
 from tfpar_lint.engine import lint_source
 from tfpar_lint.registry import rules_by_code
 from tfpar_lint.semantic import Module
@@ -113,10 +114,10 @@ def test_keras_flavor(imports, expr, flavor):
     what they are on any version."""
     m = _module(f"{imports}\nx = {expr}\n", tf_version="2.17")
     b = m.scope.bindings["x"][-1]
-    assert m.keras_flavor(m.binding_values(b)[0]) == flavor
+    assert versions.keras_flavor(m, m.binding_values(b)[0]) == flavor
     m = _module(f"{imports}\nx = {expr}\n")
     b = m.scope.bindings["x"][-1]
-    assert m.keras_flavor(m.binding_values(b)[0]) == flavor
+    assert versions.keras_flavor(m, m.binding_values(b)[0]) == flavor
 
 
 # =========================================================================== TFP601

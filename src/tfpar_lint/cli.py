@@ -183,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--explain", metavar="CODE", help="print a rule's page and exit")
     info.add_argument("--list-rules", action="store_true", help="list the rules and exit")
     info.add_argument("--show-settings", action="store_true", help="print the resolved settings and exit")
+    info.add_argument("--explain-silence", action="store_true",
+                      help="list every place where a rule's question about a value got no kind, with the reason "
+                           "(the census of lost values), then a count per reason, and exit")
     info.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     cfg = p.add_argument_group("configuration")
     cfg.add_argument("--config", metavar="PATH", help="read settings from this TOML file")
@@ -622,6 +625,10 @@ def _main(argv: list[str]) -> int:
     found = discover(paths, settings.all_excludes, settings.root, force_exclude=args.force_exclude)
     log(f"{len(found.files)} file(s) to lint" + (" and standard input" if found.stdin else ""))
     options = settings.analysis_options()
+    if args.explain_silence:
+        from tfpar_lint import census
+
+        return census.main_lines(found.files, options, settings.base_enabled(), sys.stdout)
     results: list[Any] = []
     errors: list[FileError] = [FileError(p.path, p.message) for p in found.problems]
 

@@ -92,7 +92,7 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
             mod.normalised = fixed  # its indentation, rewritten for libcst (columns map back)
             mod.original_source = src
             mod.pieces = deep.take_pieces(tree)  # parsed in pieces: where they start (positions)
-            mod.uses.enabled = False  # kinds from use: only for the module being linted (analyse)
+            mod.kinds.enabled = False  # kinds from use: only for the module being linted (analyse)
             return mod
 
         store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
@@ -329,7 +329,7 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
                         options.dataset_distributors, tf_version=options.tf_version, project=project)
         module.normalised, module.original_source = fixed, source
         module.pieces = deep.take_pieces(tree)
-    module.uses.enabled = True  # built as an import before, it is the one linted now
+    module.kinds.enabled = True  # built as an import before, it is the one linted now
     if opaque and notes is not None:
         notes.append(deep.note(opaque))
     try:
@@ -401,6 +401,7 @@ def _analyse(module: Module, tree: cst.Module, rules: Sequence[type[Rule]], with
             if rel is not None:
                 # "{line}" stays until the caller knows how to name lines (notebooks: cell and line)
                 data.setdefault("related_line", rel.start.line)
+                data.setdefault("related_col", rel.start.column + 1)
             else:  # the related place is in another file of the project
                 where = _place_in_project(module, rep.related)
                 message = message.replace("{line}", where)

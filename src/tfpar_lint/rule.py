@@ -14,7 +14,7 @@ import libcst as cst
 
 from tfpar_lint import versions
 from tfpar_lint.fix import Fix, move_into_with, scope_with_after, statement_of
-from tfpar_lint.semantic.scope_use import outside_scope_uses
+from tfpar_lint.semantic.scope_use import outside_scope_uses, wrapped_params
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -33,9 +33,9 @@ class Report:
         self.related = related
 
 
-# A strategy is made here, or used (a receiver the module cannot resolve is a strategy by its use:
-# ``semantic.contexts.strategy_by_use``, and semantic/uses.py: its scope entered, data distributed,
-# a replica function run, a ReduceOp reduction).
+# A strategy is made here, or used (a receiver the module cannot resolve is a strategy by its use,
+# semantic/kinds.py: its scope entered, data distributed, a replica function run, a ReduceOp
+# reduction).
 STRATEGY_MARKERS: tuple[str, ...] = ("Strategy", "get_strategy", "strategy", "num_replicas_in_sync",
                                      "experimental_run", "ReduceOp", ".scope():", "distribute_dataset",
                                      "distribute_datasets_from_function", "call_for_each_replica")
@@ -104,6 +104,16 @@ class CreatedOutsideScopeRule(Rule):
                 f"{use.how}; create it inside `with {use.strategy}.scope():`{self.why(v)}",
                 {"object": m.code(v.origin), "kind": self.KIND, **self.data(v)},
                 related=use.node,
+            )
+        for w in wrapped_params(m, self.KIND):
+            # made by the caller before this function made its strategy: reported where it is wrapped
+            yield Report(
+                w.arg,
+                f"{self.WHAT} `{w.param}` is made by the caller of `{w.fn.name}`, before `{w.fn.name}` creates its "
+                f"strategy, but it is built into `{m.code(w.build.node.func)}(...)` under `{w.strategy}.scope()`: "
+                f"its variables stay outside that strategy; create it under the scope (or take the strategy it "
+                f"was made under)",
+                {"object": w.param, "kind": self.KIND},
             )
 
     def applies(self, v) -> Optional[bool]:

@@ -517,6 +517,35 @@ STATELESS_RNG_EXTRA = frozenset(
 # strategy methods that run a function on every replica; TF 1.x's ``experimental_run(fn, iterator)``
 # hands ``fn`` the iterator's next element instead of ``args=``
 RUN_METHODS = frozenset({"run", "experimental_run_v2", "experimental_run"})
+# Keras model methods whose body Keras traces (an override runs in a ``tf.function``)
+KERAS_TRACED_METHODS = frozenset({"train_step", "test_step", "predict_step", "call"})
+# Keras model methods a user calls from Python with host data: an override runs eagerly, and these
+# parameters receive the caller's arrays or tensors, whole (never a distributed value)
+KERAS_HOST_DATA_METHODS = {"train_on_batch": ("x", "y", "sample_weight"), "test_on_batch": ("x", "y", "sample_weight"),
+                           "predict_on_batch": ("x",)}
+# Keras loss functions called directly (``keras.losses.mse(y, p)``, ``keras.metrics.mse``,
+# ``K.binary_crossentropy``): reduced over the last axis only, one loss per example (or the mean of
+# a flattened batch), never divided by a batch size
+_NOT_LOSS_FUNCTIONS = frozenset({"get", "serialize", "deserialize"})
+LOSS_FUNCTIONS = _Lazy(lambda: [n for n in table().names
+                                if n.startswith(("keras.losses.", "keras.metrics."))
+                                and n.count(".") == 2 and n.rsplit(".", 1)[1][:1].islower()
+                                and n.rsplit(".", 1)[1] not in _NOT_LOSS_FUNCTIONS
+                                and ("keras.losses." + n.rsplit(".", 1)[1]) in table().names]
+                       + ["keras.backend.binary_crossentropy", "keras.backend.categorical_crossentropy",
+                          "keras.backend.sparse_categorical_crossentropy"])
+# ``tf.grad_pass_through(f)(x)``: ``f`` changes the forward value only; the gradient is ``x``'s
+GRAD_PASS_THROUGH = frozenset({"tensorflow.grad_pass_through"})
+# tensorflow_datasets.load: a dict of datasets (one per split) without ``split=``, a pair (datasets,
+# info) with ``with_info=True``
+TFDS_LOAD = frozenset({"tensorflow_datasets.load"})
+# attributes Keras sets on a model: what compile() was given, the strategy it was made under
+KERAS_SET_ATTRIBUTES = frozenset({"optimizer", "loss", "distribute_strategy", "_distribution_strategy"})
+# progress bars that iterate what they wrap: iterating ``tqdm(ds)`` gives ``ds``'s elements
+ITERATION_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm",
+                                "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm", "tqdm.contrib.tenumerate"})
+# makes a strategy the global default: every variable created after it is in its scope
+SET_STRATEGY = frozenset({"tensorflow.distribute.experimental_set_strategy"})
 DISTRIBUTE_DATASET_METHODS = frozenset({"experimental_distribute_dataset"})
 DISTRIBUTE_FN_METHODS = frozenset({"distribute_datasets_from_function", "experimental_distribute_datasets_from_function"})
 DISTRIBUTE_VALUES_METHODS = frozenset({"experimental_distribute_values_from_function"})

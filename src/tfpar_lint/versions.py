@@ -1194,10 +1194,29 @@ def note(m: "Module", v: "Value", sep: str = "") -> str:
         raw = "keras"  # a local subclass: its base's spelling was judged by keras_flavor
     if raw.startswith("tf_keras"):
         return ""
-    keras = {"keras": 3, "tf_keras": 2}.get(m.keras_flavor(v))
+    keras = {"keras": 3, "tf_keras": 2}.get(keras_flavor(m, v))
     if sep:
         return f"{sep}with {target_of(m).describe(keras)}"
     return f" (with {target_of(m).describe(keras)})"
+
+
+def keras_flavor(m: "Module", v: "Value") -> str:
+    """Which Keras created ``v``: "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when the module
+    sets ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
+    targeted TensorFlow is 2.16 or later), "unknown" for a Keras object whose Keras depends on a
+    version nothing states, or "" when it is not a Keras object or cannot be told (the spelling is
+    the semantic model's, ``Module.keras_spelling``)."""
+    spelling = m.keras_spelling(v)
+    return flavor(m, spelling) if spelling else ""
+
+
+def is_legacy(m: "Module", v: "Value") -> bool:
+    """Keras 2 (``tf_keras``, or ``tf.keras`` with ``TF_USE_LEGACY_KERAS=1`` or a ``tf-version`` before 2.16)."""
+    return keras_flavor(m, v) == "tf_keras"
+
+
+def is_keras3(m: "Module", v: "Value") -> bool:
+    return keras_flavor(m, v) == "keras"
 
 
 def builds_at_first_use(m: "Module", v: "Value") -> Optional[bool]:
@@ -1206,9 +1225,13 @@ def builds_at_first_use(m: "Module", v: "Value") -> Optional[bool]:
     None: it depends on a version nothing states."""
     if ".legacy." in (v.qname or "") or ".legacy." in (v.raw_qname or ""):
         return False
-    fl = m.keras_flavor(v)
+    fl = keras_flavor(m, v)
     if fl == "keras":
         return True
+    if not fl and not v.raw_qname.startswith(("tensorflow.", "tf_keras.")):
+        # an optimizer of a class the analysis cannot see (a project's wrapper, known by its use):
+        # the Keras optimizers of the TensorFlow it runs on (None: nothing states it)
+        return target_of(m).at_least(NEW_OPTIMIZERS_TF)
     if fl not in ("tf_keras", "unknown"):
         return False
     raw = v.raw_qname or ""

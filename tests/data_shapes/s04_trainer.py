@@ -15,8 +15,8 @@ class Trainer:
         self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
     @tf.function
     def train_step(self, batch):
-        self.strategy.run(self.step, args=(batch,))  # expect: TFP201
+        self.strategy.run(self.step, args=(batch,))
     def fit(self):
         for batch in self.ds:
-            self.train_step(batch)
+            self.train_step(batch)  # expect: TFP201
 Trainer().fit()

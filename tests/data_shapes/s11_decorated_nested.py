@@ -6,7 +6,7 @@ def outer():
         return x * 2
     @tf.function
     def train(batch):
-        return strategy.run(step, args=(batch,))  # expect: TFP201
+        return strategy.run(step, args=(batch,))
     for b in ds:
-        train(b)
+        train(b)  # expect: TFP201
 outer()

@@ -18,8 +18,8 @@ def step(x):
 
 @tf.function
 def train(x):
-    return strategy.run(step, args=(x,))  # expect: TFP201
+    return strategy.run(step, args=(x,))
 
 
 for batch in ds:
-    train(batch)
+    train(batch)  # expect: TFP201

@@ -126,6 +126,13 @@ def build(report: Report) -> dict[str, Any]:
             "message": {"text": text},
             "locations": [_finding_location(f, report.root)],
         }
+        related = f.data.get("related_line") if isinstance(f.data, dict) and f.cell is None else None
+        if isinstance(related, int) and related >= 1:
+            # the other place the message names ("strategy.run (line 61)"): SARIF's related location
+            col = f.data.get("related_col", 1)
+            res["relatedLocations"] = [{"id": 1, **_location(f.path, report.root, related, col if isinstance(col, int)
+                                                             else 1, related, 0),
+                                        "message": {"text": f"line {related}"}}]
         if f.fix and f.cell is None:
             res["fixes"] = [sarif_fix(f, report.root)]
         props: dict[str, Any] = {}

@@ -21,10 +21,10 @@ class OptimizerOutsideScope(CreatedOutsideScopeRule):
 
     def why(self, v) -> str:
         m = self.module
-        keras = {"keras": 3, "tf_keras": 2}.get(m.keras_flavor(v))  # None: either, both build at first use
-        return (f" (with {m.target.describe(keras)}: from TensorFlow 2.11 on, a Keras optimizer takes the strategy "
+        keras = {"keras": 3, "tf_keras": 2}.get(versions.keras_flavor(m, v))  # None: either, both build at first use
+        return (f" (with {versions.target_of(m).describe(keras)}: from TensorFlow 2.11 on, a Keras optimizer takes the strategy "
                 f"in force when it is made)")
 
     def data(self, v) -> dict:
-        t = self.module.target
+        t = versions.target_of(self.module)
         return {"tf_version": t.version_text(), "tf_version_source": t.source}

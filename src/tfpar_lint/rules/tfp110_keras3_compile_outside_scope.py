@@ -33,7 +33,7 @@ class Keras3CompileOutsideScope(Rule):
             vals = m.infer_at(recv, cs)
             if not vals or not all(v.kind == api.MODEL and v.site is not None for v in vals):
                 continue
-            flavors = {m.keras_flavor(v) for v in vals}
+            flavors = {versions.keras_flavor(m, v) for v in vals}
             if not flavors <= {"keras", "unknown"}:
                 continue  # tf_keras (Keras 2) accepts it: measured
             strategies = []

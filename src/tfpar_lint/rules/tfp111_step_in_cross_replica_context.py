@@ -5,6 +5,7 @@ from typing import Iterator
 import libcst as cst
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import arg, replicated
 from tfpar_lint.semantic.crossreplica import created_under, cross_replica_context
@@ -38,7 +39,7 @@ class StepInCrossReplicaContext(Rule):
             in_scope = [(v, s) for v, s in scoped if s and replicated(s)]
             if not in_scope:
                 continue
-            if kind == api.METRIC and not all(m.keras_flavor(v) == "tf_keras" for v, _ in in_scope):
+            if kind == api.METRIC and not all(versions.keras_flavor(m, v) == "tf_keras" for v, _ in in_scope):
                 continue  # a Keras 3 metric updates in cross-replica context (measured)
             if kind == api.OPTIMIZER and self._tfp106_reports(cs, vals):
                 continue

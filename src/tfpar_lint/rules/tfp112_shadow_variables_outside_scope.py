@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from tfpar_lint import tfapi as api
+from tfpar_lint import versions
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import arg, replicated
 from tfpar_lint.semantic.crossreplica import created_under
@@ -62,7 +63,7 @@ class ShadowVariablesOutsideScope(Rule):
             if not vals or not all(v.kind in (api.VARIABLE, api.VARIABLES) for v in vals):
                 return []
             for v in vals:
-                if m.keras_flavor(v) in ("keras", "unknown"):
+                if versions.keras_flavor(m, v) in ("keras", "unknown"):
                     return []  # Keras 3 variables: EMA rejects them anyway ('str' ... 'base_dtype'), measured;
                     # a Keras variable of a version nothing states: no finding
                 st = created_under(m, v)

@@ -37,7 +37,7 @@ class OptimizerBuiltInFirstStep(Rule):
             if not vals or not all(v.kind == api.OPTIMIZER for v in vals):
                 continue
             for v in vals:
-                flavor = m.keras_flavor(v)
+                flavor = versions.keras_flavor(m, v)
                 if id(v.origin) in done or flavor not in ("keras", "unknown") or has_slots(v) is not True:
                     continue
                 strategies = created_under(m, v)

@@ -7,6 +7,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic import Value, arg, is_constant, one_replica, replicated
+from tfpar_lint.semantic.kinds import Kinds
 
 
 def _path(m, vals: list[Value]) -> str:
@@ -26,18 +27,25 @@ def _path(m, vals: list[Value]) -> str:
 
 def _array(v: Value) -> bool:
     """An array a data library made (``np.load(...)``, ``pd.read_csv(...)``): whole, on the host."""
-    from tfpar_lint.semantic.inputs import DATA_LIBRARIES
-
-    return v.kind == api.UNKNOWN and isinstance(v.origin, cst.Call) and v.qname.split(".", 1)[0] in DATA_LIBRARIES
+    return Kinds.is_array(v)
 
 
 def _maker(v: Value):
     """The expression that made the object a batch ``v`` was drawn from (``train_generator``'s
     ``flow_from_directory(...)``)."""
     seen = 0
-    while v is not None and seen < 20 and v.kind in (api.BATCH, api.PLAIN_ITERATOR):
+    while v is not None and seen < 20 and v.kind in (api.BATCH, api.PLAIN_ITERATOR) and v.source is not None:
         v, seen = v.source, seen + 1
+    if v is not None and v.kind == api.BATCH and isinstance(v.origin, cst.Param):
+        return v.origin  # host data a parameter receives (train_on_batch's x)
     return v.origin if v is not None else None
+
+def _host_method(m, src):
+    """The Keras model method whose parameter ``src`` is (``train_on_batch``'s ``x``), or None."""
+    if not isinstance(src, cst.Param):
+        return None
+    return next((fn for fn in m.functions if any(p is src for p in fn.params)), None)
+
 
 PLAIN = (api.ELEMENT, api.ITERATOR, api.DATASET)
 
@@ -70,7 +78,7 @@ class RunOnUndistributedInput(Rule):
                 exprs += [el.value for el in kwargs.elements if isinstance(el, cst.DictElement)]
             fns = m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order)
             for i, e in enumerate(exprs):
-                vals = m.infer_at(e, cs)
+                vals = [v for v in m.infer_at(e, cs) if not m.contexts.contradicts(v, cs)]
                 if isinstance(e, (cst.Tuple, cst.List)) and not vals[0].kind in PLAIN + (api.BATCH,):
                     # args=((x, y), lr): the items of a literal (the nested loop targets of a dataset)
                     for el in e.elements:
@@ -79,6 +87,20 @@ class RunOnUndistributedInput(Rule):
                             vals = got
                             break
                 if vals and any(v.kind in PLAIN for v in vals):  # on every path: one plain path is enough
+                    hosts = self._host_calls(cs, e, lambda got: any(v.kind in PLAIN for v in got))
+                    for h, he, hvals in hosts:
+                        path = "" if all(v.kind in PLAIN for v in hvals) else _path(m, hvals)
+                        yield Report(
+                            h.node,
+                            f"`{m.code(h.node.func)}` passes `{m.code(he)}`, drawn from a tf.data dataset that was "
+                            f"never distributed{path}, to `{m.code(cs.node.func)}` ({{line}}) in the `tf.function` "
+                            f"`{cs.func.name}`: every replica gets the same full batch (N-times updates, no "
+                            f"speed-up); iterate `{m.code(recv)}.experimental_distribute_dataset(...)` instead",
+                            {"argument": m.code(he), "host": True},
+                            related=cs.node,
+                        )
+                    if hosts or self._hosts_all_told(cs, e):
+                        break  # at the hosts; or every host passes distributed data on its own path
                     path = "" if all(v.kind in PLAIN for v in vals) else _path(m, vals)
                     yield Report(
                         cs.node,
@@ -93,10 +115,14 @@ class RunOnUndistributedInput(Rule):
                         and isinstance(args, (cst.Tuple, cst.List)) and self._fed_to_model(fns, i):
                     src = _maker(vals[0])
                     what = "a batch drawn from" if vals[0].kind == api.BATCH else "an array made by"
+                    made = f"`{m.code(src) if src is not None else m.code(e)}`"
+                    host = _host_method(m, src)
+                    if host is not None:
+                        what, made = "the host data", f"`{host.name}` gets as `{src.name.value}`"
                     yield Report(
                         cs.node,
                         f"`{m.code(cs.node.func)}` receives `{m.code(e)}`, {what} "
-                        f"`{m.code(src) if src is not None else m.code(e)}`, which no distribution API made: "
+                        f"{made}, which no distribution API made: "
                         f"every replica gets the same full batch (N-times updates, no speed-up); feed a "
                         f"`tf.data.Dataset` through `{m.code(recv)}.experimental_distribute_dataset(...)` "
                         f"(or `distribute_datasets_from_function`)",
@@ -132,6 +158,49 @@ class RunOnUndistributedInput(Rule):
                         f"`{m.code(recv)}.experimental_distribute_dataset(...)` and pass its elements in `args=`",
                         {"argument": m.code(read)},
                     )
+
+    def _host_calls(self, cs, e, plain) -> list:
+        """When ``e``, an argument of the run at ``cs``, is a parameter of the ``tf.function`` that
+        makes the run (a wrapper the host code calls with each batch), the calls of that wrapper in
+        this module that pass it a plain value: (call site, argument, its values) each.  The user
+        acts there; the run is named as the related place."""
+        m = self.module
+        fn = cs.func
+        if fn is None or not isinstance(e, cst.Name) or m.runs_traced(fn) is not True:
+            return []
+        bs = m.lookup(e.value, cs.scope, cs.order)
+        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is not fn:
+            return []
+        params = [p for p in fn.params if not p.star]
+        if fn.cls is not None and params:
+            params = params[1:]  # self
+        idx = next((i for i, p in enumerate(params) if p is bs[0].node), None)
+        if idx is None:
+            return []
+        out = []
+        for h in m.callers(fn):
+            if h.scope.module is not m:
+                continue
+            he = arg(h.node, idx, e.value)
+            if he is None:
+                continue
+            got = [v for v in m.infer_at(he, h) if not m.contexts.contradicts(v, h)]
+            if got and plain(got):
+                out.append((h, he, got))
+        return out
+
+    def _hosts_all_told(self, cs, e) -> bool:
+        """Every call of the ``tf.function`` wrapper that runs ``cs`` (and passes ``e``) is in this
+        module: what reaches the run is what they pass (judged at each of them, on its path)."""
+        m = self.module
+        fn = cs.func
+        if fn is None or not isinstance(e, cst.Name) or m.runs_traced(fn) is not True:
+            return False
+        bs = m.lookup(e.value, cs.scope, cs.order)
+        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is not fn:
+            return False
+        callers = m.callers(fn)
+        return bool(callers) and all(h.scope.module is m for h in callers) and not m.is_passed_around(fn)
 
     def _fed_to_model(self, fns, index: int) -> bool:
         """Argument ``index`` of the run goes, in every function it runs, into a model's forward
@@ -181,15 +250,18 @@ class RunOnUndistributedInput(Rule):
         m = self.module
         cs = m.site_of_call.get(id(report.node))
         call = report.node
-        if cs is None or not isinstance(call.func, cst.Attribute):
+        if report.data.get("host"):
+            # reported at the host call: the strategy is the related run's, the data the host's argument
+            call = report.related
+            exprs = [a.value for a in report.node.args]
+        else:
+            e = arg(call, 1, "args") if isinstance(call, cst.Call) else None
+            exprs = [el.value for el in e.elements] if isinstance(e, (cst.Tuple, cst.List)) else [e]
+        if cs is None or not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
             return None
         recv = call.func.value
         if not isinstance(recv, cst.Name):
             return None
-        e = None
-        for ex in [arg(call, 1, "args")]:
-            e = ex
-        exprs = [el.value for el in e.elements] if isinstance(e, (cst.Tuple, cst.List)) else [e]
         wanted = report.data.get("argument")
         datasets = set()
         for ex in exprs:

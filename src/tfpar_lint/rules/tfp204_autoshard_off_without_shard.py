@@ -14,7 +14,7 @@ class AutoshardOffWithoutShard(Rule):
                 "`ds.shard(num_workers, worker_index)` before batching.")
     SEVERITY = "warning"
     PROBE = "input"
-    MARKERS = (STRATEGY_MARKERS, ("AutoShardPolicy",), ("MultiWorker",))
+    MARKERS = (STRATEGY_MARKERS, ("AutoShardPolicy", ".auto_shard ="), ("MultiWorker",))
 
     def check(self) -> Iterator[Report]:
         m = self.module

@@ -109,7 +109,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
         if self._locked(m, cs):
             return None
         if f.attr.value in KERAS3_NON_ATOMIC:
-            flavors = {m.keras_flavor(v) for v in vals}
+            flavors = {versions.keras_flavor(m, v) for v in vals}
             if not flavors <= {"keras", "unknown"}:
                 return None  # tf.Variable / tf_keras: one atomic update op
             if "unknown" in flavors:  # Keras 3 only, and no version stated
@@ -125,7 +125,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
         value = arg(cs.node, 0, "value")
         if value is None or not self._rmw(m, cs, body, value, recv):
             return None
-        keras3 = all(m.keras_flavor(v) == "keras" for v in vals)
+        keras3 = all(versions.keras_flavor(m, v) == "keras" for v in vals)
         advice = "hold a lock (Keras 3's `assign_add` is not atomic either)" if keras3 else \
             f"use `{var}.assign_add(...)` or hold a lock"
         return Report(
@@ -160,7 +160,7 @@ class ThreadUnlockedReadModifyWrite(Rule):
                 f"hold a lock around the read and the write",
                 {"variable": name, "function": fn.name},
             )
-        flavors = {m.keras_flavor(v) for v in vals}
+        flavors = {versions.keras_flavor(m, v) for v in vals}
         if not flavors <= {"keras", "unknown"}:
             return None  # tf_keras optimizers and metrics update with an atomic tf.Variable.assign_add
         if "unknown" in flavors:  # Keras 3 only, and no version stated

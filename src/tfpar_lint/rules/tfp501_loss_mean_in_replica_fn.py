@@ -4,6 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic.loss import (MEANS, V1_LOSSES, gradient_targets, is_per_replica_batch, loss_terms,
                                     mentions_replicas, replica_fn_strategies, replica_fns, replicated, v1_mean_loss)
@@ -30,18 +31,36 @@ class LossMeanInReplicaFn(Rule):
             if not replicated(replica_fn_strategies(m, fn)):
                 continue
             for cs, target in gradient_targets(m, fn):
+                passed: set[int] = set()
                 for t in loss_terms(m, target, cs.scope, cs.order):
                     if any(mentions_replicas(m, d, sc, od) for d, sc, od in t.divisors):
                         continue  # already divided by the number of replicas
                     if gathered_only(m, t.node, t.scope, t.order) is not None:
                         continue  # the same global-batch loss on every replica: TFP514's
+                    if t.forward_only is not None:
+                        if id(t.forward_only) not in passed and self._divides(t.forward_only, t.scope, t.order):
+                            passed.add(id(t.forward_only))
+                            yield Report(
+                                t.forward_only,
+                                f"`{m.code(t.forward_only)}` divides the loss of `{fn.name}` (run on every replica) "
+                                f"in the forward pass only: `tf.grad_pass_through` passes the gradient of the "
+                                f"undivided loss, so the replicas' summed gradients are num_replicas_in_sync times "
+                                f"too large; divide the loss itself (`tf.nn.compute_average_loss(..., "
+                                f"global_batch_size=...)`)",
+                                {"function": fn.name},
+                                related=cs.node,
+                            )
+                        continue
                     node = t.node
+                    at = self._at(node, t)
+                    if at is None:
+                        continue
                     if isinstance(node, cst.Call):
                         q, raw = m.qualified_name(node.func, t.scope, t.order)
                         if q in MEANS and self._whole_batch(node):
                             yield Report(
-                                node,
-                                f"`{m.code(node)}` averages the loss over the per-replica batch inside `{fn.name}`, "
+                                at,
+                                f"`{m.code(node)}`{self._in(at, node)} averages the loss over the per-replica batch inside `{fn.name}`, "
                                 f"which runs on every replica: the replicas' gradients are summed, so the update is "
                                 f"num_replicas_in_sync times too large; use `tf.nn.compute_average_loss(per_example_loss, "
                                 f"global_batch_size=...)`",
@@ -49,10 +68,22 @@ class LossMeanInReplicaFn(Rule):
                                 related=cs.node,
                             )
                             continue
+                        if q in api.LOSS_FUNCTIONS and not t.summed and not t.divisors:
+                            yield Report(
+                                at,
+                                f"`{m.code(node)}`{self._in(at, node)} (a Keras loss function called directly: one loss per example, "
+                                f"or the mean of a flattened batch) is the loss of `{fn.name}`, which runs on every "
+                                f"replica, and nothing divides it by the global batch size: the replicas' gradients "
+                                f"are summed, so the update is too large; use `tf.nn.compute_average_loss("
+                                f"per_example_loss, global_batch_size=...)`",
+                                {"function": fn.name},
+                                related=cs.node,
+                            )
+                            continue
                         if raw in V1_LOSSES and v1_mean_loss(node):  # as spelled: tf.losses is Keras' in TF 2
                             yield Report(
-                                node,
-                                f"`{m.code(node)}` (a `tf.compat.v1.losses` loss, averaged over its batch by its "
+                                at,
+                                f"`{m.code(node)}`{self._in(at, node)} (a `tf.compat.v1.losses` loss, averaged over its batch by its "
                                 f"default reduction) is the loss of `{fn.name}`, which runs on every replica: the "
                                 f"replicas' gradients are summed, so the update is num_replicas_in_sync times too "
                                 f"large; pass `reduction=tf.compat.v1.losses.Reduction.NONE` and use "
@@ -74,6 +105,29 @@ class LossMeanInReplicaFn(Rule):
                                     related=cs.node,
                                 )
                                 break
+
+    def _at(self, node, t):
+        """Where to report a loss term: itself, or, when a helper of another module makes it, the
+        call of that helper here (None: neither is in this module)."""
+        m = self.module
+        if not isinstance(node, cst.Call) or id(node) in m.site_of_call:
+            return node
+        if t.via is not None and id(t.via) in m.site_of_call:
+            return t.via
+        return None
+
+    def _in(self, at, node) -> str:
+        """" (returned by `helper(...)`)" when the term is reported at the helper call."""
+        return "" if at is node else f" (returned by `{self.module.code(at)}`)"
+
+    def _divides(self, call: cst.Call, scope, order) -> bool:
+        """``tf.grad_pass_through(f)(loss)`` whose ``f`` divides (or rescales by the replicas)."""
+        f = call.func.args[0].value if isinstance(call.func, cst.Call) and call.func.args else None
+        body = f.body if isinstance(f, cst.Lambda) else None
+        if body is None:
+            fns = self.module.resolve_function(f, scope, order) if f is not None else []
+            body = fns[0].returns[0][0] if len(fns) == 1 and len(fns[0].returns) == 1 else None
+        return isinstance(body, cst.BinaryOperation) and isinstance(body.operator, (cst.Divide, cst.Multiply))
 
     @staticmethod
     def _whole_batch(call: cst.Call) -> bool:

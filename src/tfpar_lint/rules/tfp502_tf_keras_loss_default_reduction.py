@@ -4,7 +4,7 @@ from typing import Iterator
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint import versions
-from tfpar_lint.semantic.loss import default_reduction, is_legacy, loss_object
+from tfpar_lint.semantic.loss import default_reduction, loss_object
 
 
 class TfKerasLossDefaultReduction(Rule):
@@ -22,7 +22,7 @@ class TfKerasLossDefaultReduction(Rule):
         m = self.module
         for cs in m.calls:
             lo = loss_object(m, cs.node, cs.scope, cs.order)
-            if lo is None or not (is_legacy(m, lo) or m.keras_flavor(lo) == "unknown") or not default_reduction(m, lo):
+            if lo is None or not (versions.is_legacy(m, lo) or versions.keras_flavor(m, lo) == "unknown") or not default_reduction(m, lo):
                 continue
             if m.in_replica_fn(cs.scope):
                 where = "in a function run by `strategy.run`"
@@ -31,7 +31,7 @@ class TfKerasLossDefaultReduction(Rule):
                 if not known:
                     continue
                 where = "under `strategy.scope()`"
-            if not is_legacy(m, lo):  # Keras 2 only, and no version stated
+            if not versions.is_legacy(m, lo):  # Keras 2 only, and no version stated
                 versions.withhold(m, self.CODE)
                 continue
             yield Report(

@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint import versions
-from tfpar_lint.semantic.loss import (default_reduction, gradient_targets, is_keras3, loss_object, loss_terms,
+from tfpar_lint.semantic.loss import (default_reduction, gradient_targets, loss_object, loss_terms,
                                     mentions_replicas, replica_fns)
 
 
@@ -30,12 +30,12 @@ class Keras3LossDividedByReplicas(Rule):
                     if not isinstance(t.node, cst.Call) or t.summed:
                         continue
                     lo = loss_object(m, t.node, t.scope, t.order)
-                    if lo is None or not (is_keras3(m, lo) or m.keras_flavor(lo) == "unknown") \
+                    if lo is None or not (versions.is_keras3(m, lo) or versions.keras_flavor(m, lo) == "unknown") \
                             or not default_reduction(m, lo):
                         continue
                     for d, sc, od in t.divisors:
                         if mentions_replicas(m, d, sc, od):
-                            if not is_keras3(m, lo):  # Keras 3 only, and no version stated
+                            if not versions.is_keras3(m, lo):  # Keras 3 only, and no version stated
                                 versions.withhold(m, self.CODE)
                                 break
                             yield Report(

@@ -7,7 +7,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint import versions
-from tfpar_lint.semantic.loss import (AVERAGE_LOSS, default_reduction, is_keras3, loss_object, loss_terms,
+from tfpar_lint.semantic.loss import (AVERAGE_LOSS, default_reduction, loss_object, loss_terms,
                                     mentions_replicas, replicated, run_calls)
 from tfpar_lint.semantic import CallSite, arg, call_method
 
@@ -146,9 +146,9 @@ class MeanReduceOfScaledLoss(Rule):
             if q in AVERAGE_LOSS:
                 return "divided by the global batch size (`tf.nn.compute_average_loss`)"
             lo = loss_object(m, node, t.scope, t.order)
-            if lo is not None and is_keras3(m, lo) and default_reduction(m, lo):
+            if lo is not None and versions.is_keras3(m, lo) and default_reduction(m, lo):
                 return f"scaled by 1/num_replicas_in_sync (Keras 3 default-reduction loss{versions.note(m, lo, ', ')})"
-            if lo is not None and m.keras_flavor(lo) == "unknown" and default_reduction(m, lo):
+            if lo is not None and versions.keras_flavor(m, lo) == "unknown" and default_reduction(m, lo):
                 self._version_unknown = True
         return None
 

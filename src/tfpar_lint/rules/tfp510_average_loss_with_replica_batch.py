@@ -30,8 +30,8 @@ class AverageLossWithReplicaBatch(Rule):
             if g is None:
                 continue
             strategies = m.replica_strategies(cs.scope)
-            if strategies and not replicated(strategies):
-                continue
+            if strategies and not any(replicated([s]) for s in strategies):
+                continue  # one replica on every path (a MirroredStrategy on one of them is enough)
             why = per_replica_size(m, g, cs.scope, cs.order)
             if why is None and is_per_replica_batch(m, g, cs.scope, cs.order):
                 why = f"`{m.code(g)}` is the batch this replica sees"

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic.lifecycle import mwms_state, others_save, save_calls, task_guard
-from tfpar_lint.semantic import keyword
+from tfpar_lint.semantic import ClassInfo, keyword
 
 CHECKPOINT_CALLBACKS = frozenset({"keras.callbacks.ModelCheckpoint"})
 
@@ -44,6 +46,20 @@ class ChiefOnlySave(Rule):
             )
         yield from self._checkpoint_callbacks()
 
+    def _checkpoint_callback_calls(self):
+        """``ModelCheckpoint(...)`` calls, and calls of a class (here or in another module of the
+        project) that derives from it."""
+        m = self.module
+        out = [cs for cs, _q in m.calls_to(CHECKPOINT_CALLBACKS)]
+        for cs in m.calls:
+            if cs in out or not isinstance(cs.node.func, (cst.Name, cst.Attribute)):
+                continue
+            vals = m.infer_at(cs.node.func, cs)
+            if vals and all(v.kind == api.CLASS and isinstance(v.info, ClassInfo)
+                            and m.values.derives_from(v.info, CHECKPOINT_CALLBACKS) for v in vals):
+                out.append(cs)
+        return out
+
     def _checkpoint_callbacks(self) -> Iterator[Report]:
         """``ModelCheckpoint(...)`` built only on the chief for a model that ``fit``s with
         ``callbacks=`` under a MultiWorkerMirroredStrategy: the chief's save waits for the others."""
@@ -52,7 +68,7 @@ class ChiefOnlySave(Rule):
                 and any(v.kind == api.MODEL and mwms_state(m, v) for v in m.infer_at(recv, cs))]
         if not fits:
             return
-        for cs, _q in m.calls_to(CHECKPOINT_CALLBACKS):
+        for cs in self._checkpoint_callback_calls():
             guard = task_guard(m, cs)
             if guard is None or not guard.chief_only:
                 continue

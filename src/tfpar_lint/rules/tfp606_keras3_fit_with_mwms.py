@@ -26,7 +26,7 @@ class Keras3FitWithMwms(Rule):
             if not vals or any(v.kind != api.MODEL or v.origin is not vals[0].origin for v in vals):
                 continue
             model = vals[0]
-            flavor = m.keras_flavor(model)
+            flavor = versions.keras_flavor(m, model)
             if flavor not in ("keras", "unknown"):
                 continue
             known, _ = m.scope_strategies(cs)
@@ -38,9 +38,9 @@ class Keras3FitWithMwms(Rule):
             spelling = "tf.keras" if model.raw_qname.startswith("tensorflow") else "keras"
             yield Report(
                 cs.node,
-                f"with {m.target.describe(3)}, `{m.code(recv)}` is a Keras 3 model (`{spelling}`) trained with `fit` under a "
+                f"with {versions.target_of(m).describe(3)}, `{m.code(recv)}` is a Keras 3 model (`{spelling}`) trained with `fit` under a "
                 f"MultiWorkerMirroredStrategy: with more than one worker Keras 3 fails with `ValueError: Attempt to "
                 f"convert a value (PerReplica:{{...}}) with an unsupported type ... to a Tensor`; use tf_keras "
                 f"(`TF_USE_LEGACY_KERAS=1`) or a custom training loop",
-                {"keras": spelling, "tf_version": m.target.version_text(), "tf_version_source": m.target.source},
+                {"keras": spelling, "tf_version": versions.target_of(m).version_text(), "tf_version_source": versions.target_of(m).source},
             )

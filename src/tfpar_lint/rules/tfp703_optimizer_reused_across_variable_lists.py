@@ -157,7 +157,7 @@ class OptimizerReusedAcrossVariableLists(Rule):
                 if versions.builds_at_first_use(m, opt) is None:  # no version stated: held back
                     versions.withhold(m, self.CODE)
                     break
-                flavor = m.keras_flavor(opt)
+                flavor = versions.keras_flavor(m, opt)
                 err = ("`ValueError: Unknown variable: ... This optimizer can only be called for the variables it "
                        "was originally built with`" if flavor == "keras" else
                        "`KeyError: 'The optimizer cannot recognize variable ...'`")

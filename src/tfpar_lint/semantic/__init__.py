@@ -28,7 +28,6 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint import versions
 from tfpar_lint.semantic.bindings import Bindings
 from tfpar_lint.semantic.builder import Builder
 from tfpar_lint.semantic.callgraph import CallGraph
@@ -44,7 +43,7 @@ from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
 )
 from tfpar_lint.semantic.inputs import Inputs
 from tfpar_lint.semantic.threads import Threads
-from tfpar_lint.semantic.uses import Uses
+from tfpar_lint.semantic.kinds import Kinds
 from tfpar_lint.semantic.values import Inference
 
 # ============================================================================ strategy facts
@@ -90,15 +89,16 @@ def one_replica(strategies: list[Value]) -> bool:
 _DELEGATES = {
     "bindings": ("lookup", "qualified_name"),
     "values": ("infer_at", "infer", "infer_one", "kinds", "created_within", "class_kind", "binding_values",
-               "container_items", "keras_flavor"),
+               "container_items", "keras_spelling"),
     "callgraph": ("resolve_function", "callers", "callees", "function_refs", "function_attr_refs",
                   "passing_refs", "is_passed_around", "indirect_calls", "handed_over", "enclosing_method", "enclosing_functions", "calls_within", "calls_to",
                   "method_calls", "param_used", "refs_to", "reaching_exprs", "traces"),
     "contexts": ("scope_items", "scope_strategies", "function_scope", "replica_runs", "replica_functions",
                  "replica_strategies", "in_replica_fn", "thread_targets", "in_tf_function", "runs_traced",
-                 "strategies", "strategy_method_calls", "strategy_by_use", "receiver_key", "exclusive", "caught",
+                 "strategies", "strategy_method_calls", "exclusive", "caught",
                  "owns_scope", "single_replica_path", "path_text", "strategies_made_in", "scope_entered",
                  "replica_run_sites"),
+    "kinds": ("strategy_by_use", "receiver_key"),
     "environment": ("sets_env", "env_writes", "env_unsets"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings", "depends_on_replica_id"),
     "inputs": ("made_with_strategy", "forward_calls", "feeds_model", "captured_data"),
@@ -154,10 +154,11 @@ class Module:
         self.with_items: list[tuple] = []
         # order -> the enclosing if branches in its function, as (id(If), in body); absent: none
         self.if_context: dict[int, tuple[tuple[int, bool], ...]] = {}
+        self.if_nodes: dict[int, cst.If] = {}  # id(If) -> the If (of if_context's ids)
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)
-        self.uses = Uses(self)
+        self.kinds = Kinds(self)
         self.values = Inference(self)
         self.callgraph = CallGraph(self)
         self.contexts = Contexts(self)
@@ -169,16 +170,6 @@ class Module:
         self.rule_memo: dict[str, dict] = {}
         if project is not None:
             project.add(path, self)
-
-    @property
-    def target(self) -> "versions.Target":
-        """The TensorFlow version this module targets and where that came from."""
-        return versions.target_of(self)
-
-    @property
-    def tf_version(self) -> tuple[int, int]:
-        """The TensorFlow (major, minor) that runs this module (the newest its target allows)."""
-        return versions.target_of(self).runs
 
     def module_imports(self) -> list[Binding]:
         return self.imports

@@ -9,8 +9,8 @@ from typing import Optional, TYPE_CHECKING
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint import versions
-from tfpar_lint.semantic.model import ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.model import ATTRIBUTE, UNBOUND, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value, lost
+from tfpar_lint.semantic.nodes import arg, attr_name, keyword
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module  # noqa: F401
@@ -18,6 +18,40 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class AttributeValues:
     """Mixed into :class:`tfpar_lint.semantic.values.Inference` (``self.m`` is the module)."""
+
+    def live_attr_bindings(self, bs: list, scope: Optional[Scope] = None, order: int = 10**9) -> list:
+        """The ``self.<attr> = value`` bindings ``bs`` that a read at (``scope``, ``order``) may see.
+        A binding its own method rebinds later on every path (``self.ds = load(); self.ds =
+        strategy.experimental_distribute_dataset(self.ds)``) is seen only by reads in that method
+        before the rebinding; a read in that method sees its own earlier bindings, and every other
+        method's."""
+        if len(bs) < 2:
+            return bs
+        ctx = self.m.if_context
+        reader = scope
+        while reader is not None and reader.kind not in ("function", "lambda"):
+            reader = reader.parent
+        out = []
+        for b in bs:
+            if b.scope is reader or (reader is not None and self._inside(reader, b.scope)):
+                if b.order < order:
+                    out.append(b)
+                continue
+            ifs = ctx.get(b.order, ())
+            if any(o is not b and o.scope is b.scope and o.order > b.order
+                   and ifs[:len(ctx.get(o.order, ()))] == ctx.get(o.order, ()) for o in bs):
+                continue  # rebound later in its own method, on every path
+            out.append(b)
+        return out or bs
+
+    @staticmethod
+    def _inside(scope: Scope, outer: Scope) -> bool:
+        s: Optional[Scope] = scope
+        while s is not None:
+            if s is outer:
+                return True
+            s = s.parent
+        return False
 
     def _local_methods(self, func: cst.Attribute, scope: Scope, order: int) -> list[FunctionInfo]:
         """The methods of local classes ``func`` (``self.step``, ``trainer.fit``) certainly denotes."""
@@ -60,7 +94,7 @@ class AttributeValues:
         if name in cls.methods:
             fn = cls.methods[name]
             return [Value(api.FUNCTION, info=fn, origin=fn.node)]
-        bs = cls.attrs.get(name)
+        bs = self.live_attr_bindings(cls.attrs.get(name) or [])
         if bs:
             out: list[Value] = []
             for b in bs:
@@ -100,6 +134,41 @@ class AttributeValues:
             if deeper is not None:
                 return deeper
         return None
+
+    def keras_attribute(self, cls: ClassInfo, attr: str) -> Optional[list[Value]]:
+        """What Keras sets on a model (an instance of ``cls``, a Keras model subclass) for ``attr``:
+        ``self.optimizer`` / ``self.loss``, what ``compile(optimizer=..., loss=...)`` of its instances
+        gives (in this module and its importers); ``self.distribute_strategy`` /
+        ``self._distribution_strategy``, the strategy whose scope is open where it is made.  None
+        when ``attr`` is none of those or nothing tells."""
+        if attr not in api.KERAS_SET_ATTRIBUTES or self.class_kind(cls) != api.MODEL:
+            return None
+        out: list[Value] = []
+        for mod in [self.m] + self.m.importers():
+            for cs in mod.calls:
+                f = cs.node.func
+                if attr in ("optimizer", "loss") and isinstance(f, cst.Attribute) and f.attr.value == "compile":
+                    if not self._instances_of(mod, f.value, cs, cls):
+                        continue
+                    e = keyword(cs.node, attr) or (arg(cs.node, 0) if attr == "optimizer" else arg(cs.node, 1))
+                    if e is not None and not isinstance(e, (cst.SimpleString, cst.ConcatenatedString)):
+                        out.extend(mod.infer(e, cs.scope, cs.order, cs))
+                elif attr in ("distribute_strategy", "_distribution_strategy") and attr_name(f) == cls.name:
+                    made = mod.infer(cs.node, cs.scope, cs.order, cs)
+                    if any(v.info is cls and v.origin is cs.node for v in made):
+                        known, maybe = mod.scope_strategies(cs)
+                        if known and not maybe:
+                            out.extend(known)
+        return out or None
+
+    @staticmethod
+    def _instances_of(mod, expr: cst.BaseExpression, cs, cls: ClassInfo) -> bool:
+        """``expr`` is ``self`` in a method of ``cls`` or an instance of it."""
+        if isinstance(expr, cst.Name) and expr.value == "self":
+            meth = mod.values._method_of(cs.scope)
+            return meth is not None and meth.cls is cls
+        vals = mod.infer(expr, cs.scope, cs.order)
+        return bool(vals) and all(v.info is cls and v.kind != api.CLASS for v in vals)
 
     def _method_of(self, scope: Scope) -> Optional[FunctionInfo]:
         """Innermost enclosing method (for ``self`` inside nested functions)."""
@@ -177,9 +246,12 @@ class AttributeValues:
                     out.append(Value(api.LAYERS, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
                                      source=v))
                     continue
-                bs = cls.attrs.get(attr) if cls is not None else None
+                bs = self.live_attr_bindings(cls.attrs.get(attr) or []) if cls is not None else None
                 if not bs:
-                    return [UNKNOWN]
+                    # an attribute of an object of unknown class (or one its class does not set): an
+                    # unknown value of that object's (its uses may tell its kind)
+                    out.append(self.m.kinds.attribute(v.origin, attr, v) if _held(v) else lost(ATTRIBUTE))
+                    continue
                 for b in bs:
                     out.extend(self.binding_values(b))
             return out or [UNKNOWN]
@@ -188,7 +260,8 @@ class AttributeValues:
             if v.kind not in (api.MODEL, api.LAYER) and not (
                     attr in api.VARIABLE_LIST_ATTRS and isinstance(v.info, ClassInfo) and v.kind != api.CLASS
                     and self._tf_module_class(v.info)):
-                return [UNKNOWN]
+                out.append(self.m.kinds.attribute(v.origin, attr, v) if _held(v) else lost(ATTRIBUTE))
+                continue
             kind = api.VARIABLES if attr in api.VARIABLE_LIST_ATTRS else api.VARIABLE
             # the variables belong to the object: they share its origin and creation context
             out.append(Value(kind, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, source=v))
@@ -215,7 +288,7 @@ class AttributeValues:
         other = v.info
         bs = other.lookup(attr, other.scope, 10**9)
         if not bs:
-            return [UNKNOWN]
+            return [lost(UNBOUND)]
         out: list[Value] = []
         for b in bs:
             out.extend(other.binding_values(b))
@@ -239,23 +312,39 @@ class AttributeValues:
         vals = self._module_attr(module, rest[0])
         for attr in rest[1:]:  # pkg.mod.obj.attr: the chain, member by member
             if all(v.kind == api.UNKNOWN and v.info is None for v in vals):
-                return [UNKNOWN]
+                return [lost(ATTRIBUTE)]
             vals = self._attr_values(vals, attr)
         return vals
 
-    def keras_flavor(self, v: Value) -> str:
-        """Which Keras created ``v`` (an API-created object or an instance of a local subclass):
-        "tf_keras" (Keras 2: ``tf_keras``, or ``tf.keras`` when this module sets
-        ``TF_USE_LEGACY_KERAS=1``), "keras" (Keras 3: ``import keras``, or ``tf.keras`` when the
-        targeted TensorFlow is 2.16 or later: :mod:`tfpar_lint.versions`), "unknown" for a Keras
-        object whose Keras depends on a version nothing states, or "" when it is not a Keras object
-        or cannot be told."""
+    def keras_spelling(self, v: Value) -> str:
+        """How the code spells the Keras that created ``v`` (an API-created object or an instance of
+        a local subclass): "tf_keras", "tf.keras" or "keras" (``tfapi.keras_flavor`` of its import),
+        or "" when it is not a Keras object or cannot be told.  Which Keras that is depends on the
+        TensorFlow the code runs on: ``versions.keras_flavor``."""
         raw = v.raw_qname
         if not raw and isinstance(v.info, ClassInfo):
             raw = self._keras_base_raw(v.info)
         if not raw or not (api.canonical(raw) + ".").startswith("keras."):
             return ""
-        return versions.flavor(self.m, api.keras_flavor(raw))  # tf.keras / keras by the targeted version
+        return api.keras_flavor(raw)
+
+    def derives_from(self, cls: ClassInfo, qnames, _depth: int = 0) -> bool:
+        """``cls`` (of this module or another of the project) derives from one of the API classes
+        ``qnames`` (canonical names), directly or through local and project classes."""
+        if cls.scope.module is not self.m and cls.scope.module is not None:
+            return cls.scope.module.values.derives_from(cls, qnames, _depth)
+        if _depth > 8:
+            return False
+        scope = cls.scope.parent or self.m.scope
+        for base in cls.bases:
+            q, _ = self.m.qualified_name(base, scope, 10**9)
+            if q and api.canonical(q) in qnames:
+                return True
+            for v in self.infer(base, scope, 10**9):
+                if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls \
+                        and (v.info.scope.module or self.m).values.derives_from(v.info, qnames, _depth + 1):
+                    return True
+        return False
 
     def _keras_base_raw(self, cls: ClassInfo, _depth: int = 0) -> str:
         if _depth > 8:
@@ -272,3 +361,8 @@ class AttributeValues:
                         if r:
                             return r
         return ""
+
+
+def _held(v: Value) -> bool:
+    """An object with an identity (an origin) that is not a function, class or module."""
+    return v.origin is not None and v.kind not in (api.FUNCTION, api.CLASS, api.API, api.MODULE)

@@ -76,6 +76,8 @@ class Bindings:
             earlier.sort(key=lambda x: x.order)
         for b in reversed(earlier[-64:]):  # a name rebound many times: the last 64 are enough
             ifs = ctx.get(b.order, ())
+            if ifs[:len(b_ifs)] == b_ifs:
+                continue  # bound in ``before``'s block (or an if inside it) earlier: ``before`` rebinds it
             if use[:len(ifs)] == ifs:
                 out.append(b)  # on every path: nothing earlier reaches
                 break

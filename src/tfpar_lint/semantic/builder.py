@@ -39,6 +39,7 @@ class Builder(TaskVisitor):
         self.stack: list[tuple] = []
         self.skip_names: set[int] = set()
         self.stmt: Optional[cst.CSTNode] = None
+        self.self_aliases: dict[int, set[str]] = {}  # id(method) -> names bound to its self
 
     # ---------------------------------------------------------------- utilities
     def _order(self) -> int:
@@ -66,6 +67,9 @@ class Builder(TaskVisitor):
             if isinstance(target, cst.Name):
                 self.skip_names.add(id(target))
                 self._bind(target.value, kind, node, value=value, path=path)
+                method = self._method() if isinstance(value, cst.Name) and not path else None
+                if method is not None and method.params and value.value in self._self_names(method):
+                    self.self_aliases.setdefault(id(method), set()).add(target.value)  # this = self
             elif isinstance(target, (cst.Tuple, cst.List)):
                 for i in reversed(range(len(target.elements))):
                     t = target.elements[i].value
@@ -77,10 +81,14 @@ class Builder(TaskVisitor):
             elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
                 # self.attr = value inside a method (or a function nested in one)
                 method = self._method()
-                if method is not None and method.params and target.value.value == method.params[0].name.value:
+                if method is not None and method.params and target.value.value in self._self_names(method):
                     b = Binding(name=target.attr.value, kind=kind, scope=self.scope, order=self._order(),
                                 node=node, value=value, path=path, cls=method.cls)
                     method.cls.attrs.setdefault(target.attr.value, []).append(b)
+
+    def _self_names(self, method: FunctionInfo) -> set[str]:
+        """The method's ``self`` and the names bound to it so far (``this = self``)."""
+        return {method.params[0].name.value} | self.self_aliases.get(id(method), set())
 
     def _method(self) -> Optional[FunctionInfo]:
         """The innermost enclosing method (a function defined in a class body)."""
@@ -290,6 +298,7 @@ class Builder(TaskVisitor):
 
     def _push_if(self, entry: tuple) -> None:
         self.ifs.append(entry)
+        self.m.if_nodes[id(entry[0])] = entry[0]
 
     def _pop_if(self) -> None:
         self.ifs.pop()

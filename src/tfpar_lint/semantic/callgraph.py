@@ -27,7 +27,7 @@ class CallGraph:
         self._attr_args: dict[str, list[cst.Attribute]] = {}
         self._indirect: Optional[dict[int, list[IndirectCall]]] = None
         self._nested: Optional[dict[int, list[FunctionInfo]]] = None
-        self._refs_by_origin: dict[int, dict[int, list[NameRef]]] = {}
+        self._refs_by_origin: dict[tuple, dict[int, list[NameRef]]] = {}
         # name -> (id(function) -> [(index, ref)], refs not yet filed): see _refs_to_function
         self._name_refs_state: dict[str, tuple[dict[int, list], list]] = {}
 
@@ -43,6 +43,33 @@ class CallGraph:
         for v in self.m.infer(expr, scope, order):
             if v.kind == api.FUNCTION and v.info is not None:
                 out.append(v.info)
+        if not out and isinstance(expr, cst.Name):
+            out = self.decorated_by_param(expr, scope, order)
+        return out
+
+    def decorated_by_param(self, expr: cst.Name, scope: Scope, order: int) -> list[FunctionInfo]:
+        """The functions ``expr`` holds when it is the first parameter of a local decorator
+        (``def on_replicas(fn): def wrapper(*a): return strategy.run(fn, args=a)``): every function
+        of the module decorated with it, directly (``@on_replicas``) or through a decorator factory
+        that defines it (``@distributed(strategy)``, ``def distributed(s): def decorator(fn): ...``)."""
+        bs = self.m.lookup(expr.value, scope, order)
+        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is None:
+            return []
+        deco = bs[0].func
+        if not deco.params or bs[0].node is not deco.params[0] or deco.is_lambda:
+            return []
+        out: list[FunctionInfo] = []
+        for fn in self.m.functions:
+            for d in fn.decorators:
+                target = d.func if isinstance(d, cst.Call) else d
+                for v in self.m.infer(target, fn.parent, fn.order):
+                    f = v.info if v.kind == api.FUNCTION and isinstance(v.info, FunctionInfo) else None
+                    if f is None:
+                        continue
+                    if f is deco and not isinstance(d, cst.Call):
+                        out.append(fn)
+                    elif isinstance(d, cst.Call) and deco.parent is f.scope:
+                        out.append(fn)  # the factory defines the decorator and returns it
         return out
 
     def callers(self, fn: FunctionInfo) -> list[CallSite]:
@@ -81,11 +108,12 @@ class CallGraph:
         """The functions (of any project module) the call site ``cs`` of this module may call,
         when the called name is one of ``names``."""
         f = cs.node.func
+        callable_instances = self._call_classes()
         if isinstance(f, cst.Name):
-            if f.value not in names:
+            if f.value not in names and not callable_instances:
                 return []
         elif isinstance(f, cst.Attribute):
-            if f.attr.value not in names:
+            if f.attr.value not in names and not callable_instances:
                 return []
         out = []
         for v in self.m.infer(f, cs.scope, cs.order):
@@ -93,7 +121,18 @@ class CallGraph:
                 out.append(v.info)
             elif v.kind == api.CLASS and v.info is not None and "__init__" in v.info.methods:
                 out.append(v.info.methods["__init__"])
+            elif callable_instances:
+                meth = self.m.values.call_method_of(v)  # an instance called: its class's __call__
+                if meth is not None and (meth.scope.module is self.m or meth.name in names):
+                    out.append(meth)
         return out
+
+    def _call_classes(self) -> bool:
+        """Some class of this module defines ``__call__`` (its instances may be called)."""
+        memo = getattr(self, "_call_classes_memo", None)
+        if memo is None:
+            memo = self._call_classes_memo = any("__call__" in c.methods for c in self.m.classes)
+        return memo
 
     def function_refs(self, fn: FunctionInfo) -> list[NameRef]:
         """Name references inside ``fn`` (including nested functions and lambdas)."""
@@ -122,9 +161,14 @@ class CallGraph:
         """References to ``fn`` other than the callee of a direct call: the places it is handed
         on as a callback (``strategy.run(step)``, ``Thread(target=work)``, ``self.step`` as an
         argument).  A lambda is its own reference."""
-        if isinstance(fn.node, cst.Lambda):
-            return [fn.node]
         name = fn.name
+        if isinstance(fn.node, cst.Lambda):
+            # a lambda is its own reference, unless it is bound to a name (``fn = lambda w=w: ...``
+            # then ``Thread(target=fn)``): the references to that name
+            holder = self._lambda_name(fn)
+            if holder is None:
+                return [fn.node]
+            name = holder
         direct = {id(cs.node.func) for cs in self.callers(fn)}
         if self._refs_by_name is None:
             self._refs_by_name = {}
@@ -140,6 +184,14 @@ class CallGraph:
         if fn.cls is not None:
             out.extend(self._attr_args.get(name, ()))
         return out
+
+    def _lambda_name(self, fn: FunctionInfo) -> Optional[str]:
+        """The name a lambda is assigned to (``fn = lambda: ...``), or None."""
+        for bs in fn.parent.bindings.values():
+            for b in bs:
+                if b.kind == "assign" and b.value is fn.node and not b.path:
+                    return b.name
+        return None
 
     def _refs_to_function(self, name: str, fn: FunctionInfo, direct: set[int]) -> list[NameRef]:
         """The references named ``name`` (not in ``direct``) that may denote ``fn``, in source order.
@@ -293,21 +345,33 @@ class CallGraph:
         pname = fn.params[index].name.value
         return any(r.node.value == pname for r in self.function_refs(fn))
 
-    def refs_to(self, value_origin: cst.CSTNode, within: FunctionInfo) -> list[NameRef]:
+    def refs_to(self, value_origin: cst.CSTNode, within: FunctionInfo, *, from_module=None) -> list[NameRef]:
         """References inside ``within`` (names, and ``self.attr``-style attributes) whose every
-        possible value was created at ``value_origin``."""
-        table = self._refs_by_origin.get(id(within))
+        possible value was created at ``value_origin`` (or, values of one kind made on several
+        branches, at it among others).  With ``from_module`` (another module of
+        the project), those whose values made in that module were all made there: the values this
+        module's other importers make are the objects of other programs."""
+        key = (id(within), id(from_module))
+        table = self._refs_by_origin.get(key)
         if table is None:
             # every reference of ``within`` sorted by its one origin, once per function: asked for
             # each object of a module, the answer costs a look-up, not a pass over the function
-            table = self._refs_by_origin[id(within)] = {}
+            table = self._refs_by_origin[key] = {}
             for r in itertools.chain(self.function_refs(within), self.function_attr_refs(within)):
                 vals = self.m.infer(r.node, r.scope, r.order)
+                if from_module is not None:
+                    vals = [v for v in vals if v.site is not None and v.site.scope.module is from_module]
                 if not vals:
                     continue
                 o = vals[0].origin
                 if o is not None and all(v.origin is o for v in vals):
                     table.setdefault(id(o), []).append(r)
+                elif all(v.origin is not None and v.kind == vals[0].kind and v.kind != api.UNKNOWN for v in vals) \
+                        and _alternatives(vals):
+                    # made on two branches (``Adam() if a else SGD()``, if/else), the same kind on
+                    # both: the reference uses each of them (what holds on every branch holds)
+                    for oid in {id(v.origin) for v in vals}:
+                        table.setdefault(oid, []).append(r)
         return list(table.get(id(value_origin), ()))
 
     def reaching_exprs(self, name: cst.Name, scope: Scope, order: int,
@@ -490,3 +554,20 @@ def _indirect_in(mod: "Module") -> Iterator[tuple[FunctionInfo, IndirectCall]]:
             kws = None if kw is None else {**prekw, **kw}
             for f in mod.resolve_function(via, cs.scope, cs.order):
                 yield f, IndirectCall(cs, via, args, kws)
+
+
+def _alternatives(vals) -> bool:
+    """The values were made on alternative paths: in one statement (``a() if c else b()``) or in
+    opposite arms of one ``if`` (not one rebinding another later, which a function reading the
+    name may see either of)."""
+    sites = [v.site for v in vals]
+    if any(s is None for s in sites):
+        return False
+    for i, a in enumerate(sites):
+        for b in sites[i + 1:]:
+            if a.stmt is not None and a.stmt is b.stmt:
+                continue
+            arms = {id(node): arm for node, arm in a.ifs}
+            if not any(id(node) in arms and arms[id(node)] != arm for node, arm in b.ifs):
+                return False
+    return True

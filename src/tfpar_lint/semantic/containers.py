@@ -8,7 +8,7 @@ from typing import Optional, TYPE_CHECKING
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import Binding, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.model import CONTAINER, Binding, ClassInfo, Scope, Value, lost
 from tfpar_lint.semantic.nodes import arg, literal_str
 from tfpar_lint.semantic.parameters import _made_object
 
@@ -44,7 +44,7 @@ class ContainerValues:
         if v.kind == api.PLAIN_ITERATOR or _made_object(v):
             # drawn from something no distribution API made (next(iter(train_generator)))
             return Value(api.BATCH, origin=node, site=site, source=v)
-        return UNKNOWN
+        return self.m.kinds.item(v, "element")
 
     def container_items(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int,
                         key: object = None, _depth: int = 0) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
@@ -60,7 +60,8 @@ class ContainerValues:
         if isinstance(expr, cst.Name):
             reaching = self.m.reaching_exprs(expr, scope, order)
             if not reaching:
-                return None
+                got = self._param_items(expr, scope, order, key, _depth)
+                return got if got is not None else self._loop_items(expr, scope, order, key, _depth)
             out: list = []
             for e, s, o in reaching:
                 if isinstance(e, cst.Name) and e.value == expr.value:
@@ -75,8 +76,9 @@ class ContainerValues:
                     out.extend(self._appended_items(expr, scope, order))
             return out
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-            # self.buffers = [tf.Variable(...) for ...] set in another method
-            assigned = self._self_attr_bindings(expr, scope)
+            # self.buffers = [tf.Variable(...) for ...] set in another method; g.steps of an instance
+            # of a local class
+            assigned = self._self_attr_bindings(expr, scope) or self._instance_attr_bindings(expr, scope, order)
             if not assigned:
                 return None
             out = []
@@ -85,6 +87,8 @@ class ContainerValues:
                 if items is None:
                     return None
                 out.extend(items)
+            if key is None and all(isinstance(b.value, cst.List) for b in assigned) and assigned[0].cls is not None:
+                out.extend(self._appended_to_attr(assigned[0].cls, expr.attr.value))  # self.jobs.append(Job(self))
             return out
         if isinstance(expr, cst.Dict):
             out = []
@@ -113,14 +117,100 @@ class ContainerValues:
             return [(expr.value, scope, order)]
         return None
 
+    def _loop_items(self, name: cst.Name, scope: Scope, order: int, key: object,
+                    _depth: int) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """The items of the containers a ``for`` target takes from what it iterates (``for metrics
+        in all_metrics:`` / ``for t, metrics in zip(ts, all_metrics):`` where each element is a
+        dict literal): None when the target or the elements cannot be told."""
+        bs = self.m.lookup(name.value, scope, order)
+        if len(bs) != 1 or bs[0].kind not in ("for", "comp") or bs[0].value is None:
+            return None
+        b = bs[0]
+        it = b.value
+        if b.path:
+            if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip"
+                    and not self.m.lookup("zip", b.scope, b.order) and len(b.path) == 1
+                    and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star):
+                return None
+            it = it.args[b.path[0]].value
+        elements = self.container_items(it, b.scope, b.order, None, _depth + 1)
+        if not elements:
+            return None
+        out: list = []
+        for e, s, o in elements:
+            items = self.container_items(e, s, o, key, _depth + 1)
+            if items is None:
+                return None
+            out.extend(items)
+        return out
+
+    def _param_items(self, name: cst.Name, scope: Scope, order: int, key: object,
+                     _depth: int) -> Optional[list[tuple[cst.BaseExpression, Scope, int]]]:
+        """The items of the containers every caller passes to the parameter ``name`` holds
+        (``Agent(self.steps)`` with ``self.steps = [f, g]``); None when some caller cannot be seen
+        or passes something else."""
+        bs = self.m.lookup(name.value, scope, order)
+        if len(bs) != 1 or bs[0].kind != "param":
+            return None
+        args = self.param_args(bs[0])
+        if not args:
+            return None
+        out: list = []
+        for e, s, o, _site in args:
+            if e is None or (isinstance(e, cst.Name) and e.value == "None"):
+                continue
+            items = self.container_items(e, s, o, key, _depth + 1)
+            if items is None:
+                return None
+            out.extend(items)
+        return out or None
+
     def _self_attr_bindings(self, expr: cst.Attribute, scope: Scope) -> list[Binding]:
         """``self.<name>`` inside a method: the class's ``self.<name> = value`` bindings (with values)."""
         fn = self._method_of(scope)
         if fn is None or not fn.params or not isinstance(expr.value, cst.Name) \
                 or fn.params[0].name.value != expr.value.value:
             return []
-        bs = fn.cls.attrs.get(expr.attr.value) or []
+        bs = self.live_attr_bindings(fn.cls.attrs.get(expr.attr.value) or [], scope)
         return bs if bs and all(b.value is not None for b in bs) else []
+
+    def _instance_attr_bindings(self, expr: cst.Attribute, scope: Scope, order: int) -> list[Binding]:
+        """``obj.<name>`` where ``obj`` is certainly an instance of a local class: the class's
+        ``self.<name> = value`` bindings (with values)."""
+        recv = self.infer(expr.value, scope, order)
+        if not recv or not all(isinstance(v.info, ClassInfo) and v.kind != api.CLASS and v.origin is not None
+                               for v in recv):
+            return []
+        out: list[Binding] = []
+        for v in recv:
+            bs = self.live_attr_bindings(v.info.attrs.get(expr.attr.value) or [])
+            if not bs or any(b.value is None for b in bs):
+                return []
+            out += [b for b in bs if b not in out]
+        return out
+
+    def _appended_to_attr(self, cls, attr: str) -> list:
+        """``self.<attr>.append(x)`` (``insert``, ``extend`` of a literal) in the methods of ``cls``:
+        the items added."""
+        out = []
+        for meth in cls.methods.values():
+            if not meth.params:
+                continue
+            me = meth.params[0].name.value
+            for cs in meth.calls:
+                f = cs.node.func
+                if not (isinstance(f, cst.Attribute) and f.attr.value in ("append", "insert", "extend")
+                        and isinstance(f.value, cst.Attribute) and f.value.attr.value == attr
+                        and isinstance(f.value.value, cst.Name) and f.value.value.value == me):
+                    continue
+                item = arg(cs.node, 1 if f.attr.value == "insert" else 0)
+                if item is None:
+                    continue
+                if f.attr.value == "extend":
+                    out.extend(self.container_items(item, cs.scope, cs.order) or ())
+                else:
+                    out.append((item, cs.scope, cs.order))
+        return out
 
     def _appended_items(self, name: cst.Name, scope: Scope, order: int) -> list:
         """``workers = []; workers.append(Worker(...))`` (and ``insert``, ``extend`` of a literal)

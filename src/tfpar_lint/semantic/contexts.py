@@ -86,7 +86,81 @@ class Contexts:
             fk, fmaybe = self.function_scope(site.func)
             known = known + fk
             maybe = maybe or fmaybe
+        if not known and self.default_strategy_set():
+            maybe = True  # the strategy may be the global default by then: in its scope everywhere
         return known, maybe
+
+    def stable_conds(self, order: int, scope: Scope, value: Optional[cst.BaseExpression] = None) -> tuple:
+        """The enclosing ``if`` branches at ``order`` (in ``scope``'s method) whose tests hold the
+        same in every method of the class once it is built: pure tests reading only attributes of
+        ``self`` that no method but the constructor binds.  ((test text, in the body?), ...).  With
+        the ``value`` stored there: in the ``else`` of ``if A and x is not None:``, what ``x = ...``
+        stores is not None only where ``A`` is false (A's else branch)."""
+        ctx = self.m.if_context.get(order)
+        if not ctx:
+            return ()
+        meth = self.m.values._method_of(scope)
+        if meth is None or meth.cls is None or not meth.params:
+            return ()
+        me = meth.params[0].name.value
+        out = []
+        for iid, in_body in ctx:
+            node = self.m.if_nodes.get(iid)
+            if node is None:
+                continue
+            if self._stable_test(node.test, me, meth.cls):
+                out.append((self._text(node.test), in_body))
+            elif not in_body and isinstance(value, cst.Name) and isinstance(node.test, cst.BooleanOperation) \
+                    and isinstance(node.test.operator, cst.And) and _not_none_test(node.test.right, value.value) \
+                    and self._stable_test(node.test.left, me, meth.cls):
+                out.append((self._text(node.test.left), False))
+        return tuple(out)
+
+    def _text(self, e: cst.BaseExpression) -> str:
+        return " ".join(self.m.tree.code_for_node(e).split())
+
+    def _stable_test(self, test: cst.BaseExpression, me: str, cls: ClassInfo) -> bool:
+        if not _pure(test):
+            return False
+        stack: list[cst.CSTNode] = [test]
+        seen_attr = False
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == me:
+                bs = cls.attrs.get(n.attr.value) or []
+                if not bs or any(b.scope.func is None or b.scope.func.name != "__init__" for b in bs):
+                    return False
+                seen_attr = True
+                continue
+            if isinstance(n, cst.Name) and n.value not in ("None", "True", "False"):
+                return False
+            stack.extend(syntax_children(n))
+        return seen_attr
+
+    def contradicts(self, v: Value, site: CallSite) -> bool:
+        """``v`` (or what it was drawn from) was stored under a branch of a stable test (see
+        :meth:`stable_conds`) that the code at ``site`` runs only on the other branch of."""
+        here = dict(self.stable_conds(site.order, site.scope)) if site.ifs else {}
+        if not here:
+            return False
+        seen = 0
+        while v is not None and seen < 30:
+            for text, branch in v.conds:
+                if text in here and here[text] != branch:
+                    return True
+            v, seen = v.source, seen + 1
+        return False
+
+    def default_strategy_set(self) -> bool:
+        """The module makes a strategy the global default
+        (``tf.distribute.experimental_set_strategy(strategy)``): from then on, every object is
+        created in its scope, wherever the code stands."""
+        memo = getattr(self, "_set_strategy_memo", None)
+        if memo is None:
+            memo = self._set_strategy_memo = any(
+                not (isinstance(arg(cs.node, 0, "strategy"), cst.Name) and arg(cs.node, 0, "strategy").value == "None")
+                for cs, _q in self.m.calls_to(api.SET_STRATEGY))
+        return memo
 
     def function_scope(self, fn: FunctionInfo, _seen: Optional[set] = None) -> tuple[list[Value], bool]:
         """Strategies in scope for the whole body of ``fn`` (from its callers)."""
@@ -104,13 +178,17 @@ class Contexts:
             # it makes its strategy, or enters a strategy's scope itself: no caller runs it under
             # that scope (the strategy does not exist yet, or its scope would be entered twice)
             res = ([], False)
+        elif not self.m.callers(fn) and fn.name == "__init__" and fn.cls is not None and self._class_owns_scope(fn.cls):
+            # the constructor of a class that enters its strategy's scope itself (``with
+            # self.strategy.scope():`` in a method): it is built before that scope is entered
+            res = ([], False)
         else:
             callers = self.m.callers(fn)
             if not callers and self.m.enclosing_method(fn) is not None:
                 # a method (or a function in one) that no code here calls: its object is built and
                 # driven from elsewhere, maybe under a scope (a trainer built in `with strategy.scope()`)
                 res = ([], True)
-            elif not callers and self._takes_strategy(fn):
+            elif not callers and self.m.kinds.takes_strategy(fn):
                 # a function called from elsewhere with the strategy as an argument
                 # (`build(args, model, strategy)`): its caller may well hold the scope
                 res = ([], True)
@@ -161,6 +239,24 @@ class Contexts:
                 break
         memo[id(fn)] = found
         return found
+
+    def _class_owns_scope(self, cls: ClassInfo) -> bool:
+        """A method of ``cls`` (not its constructor) enters the scope of a strategy the object holds
+        (``with self.distribute_strategy.scope():``)."""
+        methods = {id(meth): meth for name, meth in cls.methods.items() if name != "__init__" and meth.params}
+        for item, scope, order, func, _ifs in self.m.with_items:
+            meth = methods.get(id(func))
+            e = item.item
+            if meth is None or not isinstance(e, cst.Call) or e.args:
+                continue
+            cm = call_method(e)
+            if cm is None or cm[1] != "scope" or not isinstance(cm[0], cst.Attribute) \
+                    or not isinstance(cm[0].value, cst.Name) or cm[0].value.value != meth.params[0].name.value:
+                continue
+            recv = self.m.infer(cm[0], scope, order)
+            if recv and all(v.kind == api.STRATEGY for v in recv):
+                return True
+        return False
 
     def strategies_made_in(self, fn: Optional[FunctionInfo]) -> list[tuple[CallSite, Value]]:
         """The strategies the body of ``fn`` (None: module-level code) creates, with the call that
@@ -299,93 +395,10 @@ class Contexts:
                     continue
                 strat = [v for v in self.m.infer(recv, cs.scope, cs.order) if v.kind == api.STRATEGY]
                 if not strat and self.m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
-                    strat = self.strategy_by_use(recv, cs)
+                    strat = self.m.kinds.strategy_by_use(recv, cs)
                 if strat:
                     self._runs.append((cs, recv, meth, strat))
         return self._runs
-
-    # ---------------------------------------------------------------- strategies by their use
-    # Methods and attributes only a tf.distribute.Strategy has (a receiver the module cannot
-    # resolve that is used this way is a strategy of unknown class).
-    _STRATEGY_ONLY_METHODS = frozenset({
-        "experimental_run_v2", "experimental_run", "experimental_local_results", "make_dataset_iterator",
-        "make_input_fn_iterator"}) | api.DISTRIBUTE_DATASET_METHODS | api.DISTRIBUTE_FN_METHODS \
-        | api.DISTRIBUTE_VALUES_METHODS
-    _STRATEGY_ONLY_ATTRS = frozenset({"num_replicas_in_sync"})
-
-    def receiver_key(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int) -> Optional[tuple]:
-        """What a receiver denotes, so that its other uses can be found: a name's bindings (a name
-        bound nowhere: the name itself), ``self.<attr>`` of a class."""
-        if isinstance(expr, cst.Name):
-            bs = self.m.lookup(expr.value, scope, order)
-            return ("free", expr.value) if not bs else ("bound", frozenset(id(b) for b in bs))
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-            fn = self.m.values._method_of(scope)
-            if fn is not None and fn.params and fn.params[0].name.value == expr.value.value:
-                return ("self", id(fn.cls), expr.attr.value)
-        return None
-
-    def _strategy_uses(self) -> dict[tuple, set[str]]:
-        """receiver key -> the strategy-only uses made of it in this module."""
-        memo = getattr(self, "_uses_memo", None)
-        if memo is not None:
-            return memo
-        memo = {}
-        for cs in self.m.calls:
-            cm = call_method(cs.node)
-            if cm is None:
-                continue
-            recv, meth = cm
-            use = None
-            if meth in self._STRATEGY_ONLY_METHODS:
-                use = meth
-            elif meth == "reduce":
-                op = arg(cs.node, 0, "reduce_op")
-                q = self.m.qualified_name(op, cs.scope, cs.order)[0] if op is not None else ""
-                if q.startswith("tensorflow.distribute.ReduceOp."):
-                    use = "reduce"
-            elif meth == "run" and (keyword(cs.node, "args") is not None or keyword(cs.node, "kwargs") is not None) \
-                    and self.m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
-                use = "run"  # run(<local function>, args=...): strategy.run's signature
-            if use is None:
-                continue
-            key = self.receiver_key(recv, cs.scope, cs.order)
-            if key is not None:
-                memo.setdefault(key, set()).add(use)
-        for ref in self.m.attr_refs:
-            node = ref.node
-            if isinstance(node, cst.Attribute) and node.attr.value in self._STRATEGY_ONLY_ATTRS:
-                key = self.receiver_key(node.value, ref.scope, ref.order)
-                if key is not None:
-                    memo.setdefault(key, set()).add(node.attr.value)
-        self._uses_memo = memo
-        return memo
-
-    def _takes_strategy(self, fn: FunctionInfo) -> bool:
-        """A parameter of ``fn`` is used as a strategy (``def build(model, strategy): ...
-        strategy.run(step, args=...)``)."""
-        uses = self._strategy_uses()
-        for bs in fn.scope.bindings.values():
-            for b in bs:
-                if b.kind == "param" and uses.get(("bound", frozenset({id(b)}))):
-                    return True
-        return False
-
-    def strategy_by_use(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
-        """``expr`` holds a strategy by its use: the module cannot resolve it (a parameter of a
-        function called from elsewhere, ``self.strategy`` set from one, a name a snippet never
-        binds), and it is used as only a strategy is (``experimental_run_v2``,
-        ``experimental_distribute_dataset``, ``num_replicas_in_sync``, ``reduce(ReduceOp...)``,
-        ``run(<local function>, args=...)``).  Its class is unknown: [Value(STRATEGY, "")]."""
-        if expr is None:
-            return []
-        vals = self.m.infer_at(expr, site)
-        if any(v.kind != api.UNKNOWN for v in vals):
-            return []
-        key = self.receiver_key(expr, site.scope, site.order)
-        if key is None or not self._strategy_uses().get(key):
-            return []
-        return [Value(api.STRATEGY, "", origin=None, info="by-use")]
 
     def replica_functions(self) -> dict[int, list[Value]]:
         """id(FunctionInfo) -> strategies whose ``run`` executes it (transitively
@@ -414,28 +427,10 @@ class Contexts:
         return table
 
     def decorated_by_param(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[FunctionInfo]:
-        """The functions ``expr`` holds when it is the first parameter of a local decorator
-        (``def on_replicas(fn): def wrapper(*a): return strategy.run(fn, args=a)``): every function
-        of the module decorated with it, directly (``@on_replicas``) or through a decorator factory
-        that defines it (``@distributed(strategy)``, ``def distributed(s): def decorator(fn): ...``)."""
+        """See ``CallGraph.decorated_by_param``."""
         if not isinstance(expr, cst.Name):
             return []
-        bs = self.m.lookup(expr.value, site.scope, site.order)
-        if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is None:
-            return []
-        deco = bs[0].func
-        if not deco.params or bs[0].node is not deco.params[0] or deco.is_lambda:
-            return []
-        out: list[FunctionInfo] = []
-        for fn in self.m.functions:
-            for d in fn.decorators:
-                target = d.func if isinstance(d, cst.Call) else d
-                for f in self.m.resolve_function(target, fn.parent, fn.order):
-                    if f is deco and not isinstance(d, cst.Call):
-                        out.append(fn)
-                    elif isinstance(d, cst.Call) and deco.parent is f.scope:
-                        out.append(fn)  # the factory defines the decorator and returns it
-        return out
+        return self.m.callgraph.decorated_by_param(expr, site.scope, site.order)
 
     def replica_run_sites(self, fn: FunctionInfo) -> list[CallSite]:
         """The ``strategy.run``-like call sites (of this module or of the project's modules that
@@ -566,9 +561,13 @@ class Contexts:
             if id(f) in wrapped or self.in_tf_function(f.scope):
                 res = True
                 break
-            if f.cls is not None and f.name in ("train_step", "test_step", "predict_step", "call") \
+            if f.cls is not None and f.name in api.KERAS_TRACED_METHODS \
                     and self.m.class_kind(f.cls) in (api.MODEL, api.LAYER):
                 res = True
+                break
+            if f.cls is not None and f.name in api.KERAS_HOST_DATA_METHODS and f is fn \
+                    and not self.m.callers(fn) and self.m.class_kind(f.cls) == api.MODEL:
+                res = False  # an override of train_on_batch...: Keras never traces it, the user calls it
                 break
         else:
             callers = self.m.callers(fn)
@@ -624,11 +623,11 @@ class Contexts:
 
     def strategies(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
         """The strategy values ``expr`` holds at ``site``; [] unless every possibility is a strategy
-        (or the module cannot resolve it and uses it as a strategy: :meth:`strategy_by_use`)."""
+        (or the module cannot resolve it and uses it as a strategy: ``Kinds.strategy_by_use``)."""
         vals = self.m.infer_at(expr, site)
         if vals and all(v.kind == api.STRATEGY for v in vals):
             return vals
-        return self.strategy_by_use(expr, site)
+        return self.m.kinds.strategy_by_use(expr, site)
 
     def strategy_method_calls(self, names: Iterable[str]) -> Iterator[tuple[CallSite, cst.BaseExpression, str, list[Value]]]:
         """``strategy.<name>(...)`` calls whose receiver is certainly a strategy, with its values."""
@@ -649,3 +648,10 @@ def _pure(expr: cst.CSTNode) -> bool:
             return False
         stack.extend(syntax_children(n))
     return True
+
+
+def _not_none_test(e: cst.BaseExpression, name: str) -> bool:
+    """``e`` is ``<name> is not None``."""
+    return isinstance(e, cst.Comparison) and len(e.comparisons) == 1 and isinstance(e.left, cst.Name) \
+        and e.left.value == name and isinstance(e.comparisons[0].operator, cst.IsNot) \
+        and isinstance(e.comparisons[0].comparator, cst.Name) and e.comparisons[0].comparator.value == "None"

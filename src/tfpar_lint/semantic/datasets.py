@@ -60,6 +60,10 @@ def policy_of_options(m: Module, opts: Optional[cst.BaseExpression], site: CallS
         return None
     found: Optional[str] = ""
     for value, scope, order in policy_assignments(m, vals[0].origin):
+        if isinstance(value, cst.Name) and value.value in ("True", "False"):
+            # the old spelling, `options.experimental_distribute.auto_shard = False`: sharding off
+            found = "AUTO" if value.value == "True" else "OFF"
+            continue
         q, _ = m.qualified_name(value, scope, order)
         found = q[len(POLICY_PREFIX):] if q.startswith(POLICY_PREFIX) else None
     return found
@@ -67,10 +71,11 @@ def policy_of_options(m: Module, opts: Optional[cst.BaseExpression], site: CallS
 
 def policy_assignments(m: Module, options: cst.CSTNode) -> list[tuple[cst.BaseExpression, Scope, int]]:
     """The values assigned to ``<x>.experimental_distribute.auto_shard_policy`` (any attribute chain
-    ending in ``auto_shard_policy``) of the `tf.data.Options` object made at ``options``, in order."""
+    ending in ``auto_shard_policy``, or in ``auto_shard``, its boolean of TensorFlow 2.0 and 2.1) of
+    the `tf.data.Options` object made at ``options``, in order."""
     out = []
     for target, value, scope, order in m.attr_assigns:
-        if target.attr.value != "auto_shard_policy":
+        if target.attr.value not in ("auto_shard_policy", "auto_shard"):
             continue
         base = target.value
         while isinstance(base, cst.Attribute):

@@ -22,13 +22,12 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.flow import names_read
+from tfpar_lint.semantic.kinds import Kinds
 from tfpar_lint.semantic.model import CallSite, FunctionInfo, Value
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
 
-# Libraries whose calls make data arrays (np.load, np.array, pd.read_csv, h5py.File(...)[...])
-DATA_LIBRARIES = frozenset({"numpy", "pandas", "h5py", "scipy", "pickle", "joblib", "PIL", "cv2", "imageio"})
 _FORWARD = (api.MODEL, api.LAYER)
 
 
@@ -59,26 +58,31 @@ class Inputs:
         return False
 
     def forward_calls(self, fn: FunctionInfo) -> Iterator[CallSite]:
-        """Calls in ``fn`` (and the functions nested in it) of a Keras model or layer."""
+        """Calls in ``fn`` (and the functions nested in it) of a Keras model or layer (also its own
+        ``call`` method: ``self.call(x)`` in a model's method)."""
         for cs in self.m.calls_within(fn):
             f = cs.node.func
             if isinstance(f, (cst.Name, cst.Attribute)):
                 vals = self.m.infer(f, cs.scope, cs.order)
                 if vals and any(v.kind in _FORWARD for v in vals):
                     yield cs
+                elif vals and isinstance(f, cst.Attribute) and f.attr.value == "call" and all(
+                        v.kind == api.FUNCTION and isinstance(v.info, FunctionInfo) and v.info.cls is not None
+                        and self.m.class_kind(v.info.cls) in _FORWARD for v in vals):
+                    yield cs
 
     def feeds_model(self, fn: FunctionInfo, param: str) -> Optional[CallSite]:
         """The model or layer call in ``fn`` that gets the parameter ``param``, or a name
-        unpacked or indexed from it (``images, labels = inputs``; ``x = inputs[0]``)."""
+        unpacked, indexed or computed from it (``images, labels = inputs``; ``x = inputs[0]``;
+        ``features, labels = prepare(inputs)``)."""
         names = {param}
-        for b_list in fn.scope.bindings.values():
-            for b in b_list:
-                if b.kind in ("assign", "annassign") and b.value is not None:
-                    v = b.value
-                    if isinstance(v, cst.Subscript):
-                        v = v.value
-                    if isinstance(v, cst.Name) and v.value == param:
-                        names.add(b.name)
+        # names unpacked, indexed or computed from it (``features, labels = prepare(inputs)``), in
+        # the order the function binds them
+        binds = sorted((b for b_list in fn.scope.bindings.values() for b in b_list
+                        if b.kind in ("assign", "annassign") and b.value is not None), key=lambda b: b.order)
+        for b in binds:
+            if any(n.value in names for n in names_read(b.value)):
+                names.add(b.name)
         for cs in self.forward_calls(fn):
             for a in cs.node.args:
                 if any(n.value in names for n in names_read(a.value)):
@@ -101,10 +105,10 @@ class Inputs:
         return None
 
     def _outside_data(self, v: Value, fn: FunctionInfo) -> bool:
-        if v.origin is None or isinstance(v.origin, cst.Param) or self.m.created_within(v.origin, fn):
+        if v.origin is None or Kinds.opaque(v) or self.m.created_within(v.origin, fn):
             return False
         if v.site is not None and any(f is fn for f in self.m.enclosing_functions(v.site.scope)):
             return False  # made by fn's own code (an unpacking target inside it)
         if v.kind in (api.ELEMENT, api.BATCH):
             return v.kind == api.ELEMENT or not self.made_with_strategy(v)
-        return v.kind == api.UNKNOWN and v.qname.split(".", 1)[0] in DATA_LIBRARIES
+        return Kinds.is_array(v)

@@ -314,6 +314,10 @@ def task_source(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, _
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" and expr.args:
             key = _key(expr.args[0].value)
             return _STEPS.get((rec(expr.func.value), key)) if key is not None else None
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        # `os.environ.get("TF_CONFIG") or "{}"`: a literal default beside it reads nothing else
+        parts = [p for p in (expr.left, expr.right) if not isinstance(p, (cst.SimpleString, cst.Dict))]
+        return _agree([rec(p) for p in parts]) if parts else None
     nxt = _followed(m, expr, scope, order)
     if nxt is None:
         return None
@@ -405,6 +409,8 @@ def _comparison(m: Module, expr: cst.Comparison, scope: Scope, order: int) -> Un
     src = task_source(m, left, scope, order)
     eq = isinstance(op, (cst.Equal, cst.Is))
     ne = isinstance(op, (cst.NotEqual, cst.IsNot))
+    if src == "resolver" and value is None and isinstance(op, cst.Is):
+        return NEUTRAL  # `cluster_resolver is None`: never under a multi-worker strategy
     if src == "index" and isinstance(value, int) and not isinstance(value, bool):
         if eq:
             return True if value == 0 else False
@@ -548,6 +554,10 @@ def holds_on(m: Module, expr: cst.BaseExpression, scope: Scope, order: int, task
         const = reading.const
         if const(m, left, scope, order) is not ... and const(m, right, scope, order) is ...:
             left, right = right, left
+        if isinstance(op, (cst.Is, cst.IsNot)) and _is_none(right) and source(m, left, scope, order) == "resolver":
+            # a multi-worker strategy always has its cluster resolver (TF_CONFIG set or not):
+            # `strategy.cluster_resolver is None` is false on every task
+            return isinstance(op, cst.IsNot)
         value = const(m, right, scope, order)
         actual = _task_value(source(m, left, scope, order), task)
         if value is ... or actual is ...:

@@ -11,7 +11,7 @@ the semantic model's (``Module.reaching_exprs``, ``resolve_function``,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -24,7 +24,7 @@ SUMS = frozenset({"tensorflow.add_n", "tensorflow.math.add_n", "tensorflow.reduc
 PASS_THROUGH = frozenset({"tensorflow.cast", "tensorflow.identity", "tensorflow.convert_to_tensor",
                           "tensorflow.squeeze", "keras.ops.cast", "keras.ops.convert_to_tensor"})
 PASS_THROUGH_METHODS = frozenset({"get_scaled_loss", "scale_loss"})  # mixed-precision loss scaling
-MEANS = frozenset({"tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean"})
+MEANS = frozenset({"tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean", "keras.backend.mean"})
 AVERAGE_LOSS = frozenset({"tensorflow.nn.compute_average_loss"})
 # tf.compat.v1.losses.*: reduced with Reduction.SUM_BY_NONZERO_WEIGHTS (a mean over the batch) by default
 V1_LOSSES = frozenset("tensorflow.compat.v1.losses." + n for n in (
@@ -57,6 +57,9 @@ class Term:
     divisors: tuple[tuple[cst.BaseExpression, Scope, int], ...]  # applied on the way up
     summed: bool  # went through a reduce_sum / add_n / sum
     via: Optional[cst.BaseExpression] = None  # the first local-helper call it was reached through
+    # the ``tf.grad_pass_through(f)(...)`` call it was reached through: ``f`` (a division...) changed
+    # the forward value only, not the gradient
+    forward_only: Optional[cst.Call] = None
 
 
 def _builtin(m: Module, call: cst.Call, scope: Scope, order: int, *names: str) -> bool:
@@ -143,6 +146,12 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         yield from rec(expr.elt, od=max(comp_orders) if comp_orders else order)
         return
     if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Call) and expr.args and not expr.args[0].star and \
+                m.qualified_name(expr.func.func, scope, order)[0] in api.GRAD_PASS_THROUGH:
+            # tf.grad_pass_through(lambda x: x / n)(loss): the gradient is the undivided loss's
+            for t in rec(expr.args[0].value):
+                yield replace(t, forward_only=t.forward_only or expr)
+            return
         q, _ = m.qualified_name(expr.func, scope, order)
         if q in SUMS or _builtin(m, expr, scope, order, "sum"):
             a = arg(expr, 0, "input_tensor") or arg(expr, 0, "inputs") or arg(expr, 0, "x")
@@ -167,7 +176,8 @@ def loss_terms(m: Module, expr: cst.BaseExpression, scope: Scope, order: int,
         if cm is not None and cm[1] in PASS_THROUGH_METHODS and arg(expr, 0) is not None:
             yield from rec(arg(expr, 0))
             return
-        if not q:
+        if not q or not api.canonical(q).startswith(("tensorflow.", "keras.")):
+            # a helper of this module, or of another module of the project (from losses import my_loss)
             fns = m.resolve_function(expr.func, scope, order)
             if fns and all(f.returns for f in fns):
                 for f in fns:
@@ -320,9 +330,27 @@ def value_identity(m: Module, expr: cst.BaseExpression, scope: Scope, order: int
             if base is None:
                 return None
             keys.add((base, e.attr.value))
+        elif isinstance(e, cst.Subscript) and _literal_key(e) is not None:
+            # conf["batch_size"]: the same entry of the same dict read twice is one value
+            base = value_identity(m, e.value, sc, od, _depth + 1)
+            if base is None:
+                return None
+            keys.add((base, "[]", _literal_key(e)))
         else:
             keys.add(id(e))
     return frozenset(keys)
+
+
+def _literal_key(e: cst.Subscript) -> Optional[object]:
+    """The literal string or integer of ``x["k"]`` / ``x[0]``, else None."""
+    if len(e.slice) != 1 or not isinstance(e.slice[0].slice, cst.Index):
+        return None
+    k = e.slice[0].slice.value
+    if isinstance(k, cst.SimpleString):
+        return k.evaluated_value
+    if isinstance(k, cst.Integer):
+        return int(k.value, 0)
+    return None
 
 
 def _origins_to_parameters(m: Module, expr: cst.BaseExpression, scope: Scope, order: int) -> Optional[list]:
@@ -351,6 +379,11 @@ def _origins_to_parameters(m: Module, expr: cst.BaseExpression, scope: Scope, or
                 else:
                     return None
             continue
+        if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name):
+            bs = m.self_attr_bindings(e, s)  # self.batch_size set from a parameter in __init__
+            if bs and all(b.value is not None and not b.path for b in bs):
+                work.extend((b.value, b.scope, b.order, depth + 1) for b in bs)
+                continue
         out.append((e, s, o))
     return out
 
@@ -641,15 +674,6 @@ def loss_object(m: Module, call: cst.Call, scope: Scope, order: int) -> Optional
     if len(vals) != 1 or vals[0].kind != api.LOSS or not isinstance(vals[0].origin, cst.Call):
         return None
     return vals[0]
-
-
-def is_legacy(m: Module, v: Value) -> bool:
-    """Keras 2 (``tf_keras``, or ``tf.keras`` with ``TF_USE_LEGACY_KERAS=1`` or a ``tf-version`` before 2.16)."""
-    return m.keras_flavor(v) == "tf_keras"
-
-
-def is_keras3(m: Module, v: Value) -> bool:
-    return m.keras_flavor(v) == "keras"
 
 
 DEFAULT_REDUCTIONS = frozenset({"auto", "sum_over_batch_size"})

@@ -2,6 +2,7 @@
 stores, references; and :class:`Value`, what an expression is inferred to hold."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -142,6 +143,14 @@ class Value:
     raw_qname: str = ""
     info: Any = None  # FunctionInfo / ClassInfo / extra payload
     source: Optional["Value"] = None  # datasets/iterators/elements: what they were drawn from
+    # an unknown value: why the analysis could not follow it (one of LOSS_REASONS; "" when nothing
+    # was lost: a literal, arithmetic, a function's implicit None).  With no origin, it is no value
+    # at all; with one (an identity the kinds module gave it), its uses may still tell its kind
+    why: str = ""
+    # the branches of tests that hold the same in every method (``if self.strategy is not None:``,
+    # an attribute only the constructor sets) under which the object was stored where it was read:
+    # ((test text, in the body?), ...)
+    conds: tuple = ()
 
     def is_(self, *kinds: str) -> bool:
         return self.kind in kinds
@@ -149,3 +158,30 @@ class Value:
 
 UNKNOWN = Value(api.UNKNOWN)
 
+# Why a question about a value got no value (the census of lost values, semantic/census.py)
+UNBOUND = "unbound name"
+CALLEE = "unknown callee"
+CONTAINER = "container"
+KWARGS = "**kwargs"
+ATTRIBUTE = "attribute of unknown class"
+DECORATOR = "decorator"
+PATH_CAP = "path cap"
+MODULE_CAP = "module cap"
+DEPTH_CAP = "depth cap"
+PARAMETER = "parameter of unseen callers"
+LOSS_REASONS = (UNBOUND, CALLEE, CONTAINER, KWARGS, ATTRIBUTE, DECORATOR, PATH_CAP, MODULE_CAP, DEPTH_CAP, PARAMETER)
+_LOST = {r: Value(api.UNKNOWN, why=r) for r in LOSS_REASONS}
+
+
+def lost(reason: str) -> Value:
+    """The unknown value a question gets when the analysis lost the value for ``reason``."""
+    return _LOST[reason]
+
+
+
+_NESTED = threading.local()  # value questions open on this thread, in every module (semantic/values.py)
+
+
+def open_questions() -> int:
+    """How many value questions are open now on this thread (0: between questions)."""
+    return getattr(_NESTED, "n", 0)

@@ -8,7 +8,9 @@ from typing import Optional, TYPE_CHECKING
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import Binding, CallSite, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.model import (CONTAINER, PARAMETER, UNBOUND, Binding, CallSite, ClassInfo, FunctionInfo,
+                                        Scope, UNKNOWN, Value, lost)
+from tfpar_lint.semantic.kinds import Kinds, Parts
 from tfpar_lint.semantic.nodes import arg, dotted_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,7 +23,7 @@ class BindingValues:
     def binding_values(self, b: Binding) -> list[Value]:
         if b.scope.module is not self.m and b.scope.module is not None:
             return b.scope.module.binding_values(b)
-        uses = self.m.uses
+        uses = self.m.kinds
         if not uses.ready():
             uses.build()
         return uses.refine(self._guarded(id(b), self._binding_memo, lambda: self._binding_values(b)))
@@ -33,7 +35,7 @@ class BindingValues:
             if got is not None:
                 return got
             if not b.qname or b.qname.startswith("."):
-                return [UNKNOWN]
+                return [lost(UNBOUND)]  # a module of the project that was not read
             q = api.canonical(b.qname)
             return [Value(api.API, q, raw_qname=b.qname, origin=b.node)]
         if k == "def":
@@ -60,14 +62,21 @@ class BindingValues:
                 if b.path[:1] == (1,):
                     els = self.elements(arg(it, 0), b.scope, b.order, b.node, None)
                     return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
-                return [UNKNOWN]
+                return [lost(CONTAINER)]
+            if b.path and isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) \
+                    and it.func.attr.value == "items" and not it.args:
+                # for name, ds in datasets.items(): the dict's values (its keys are not followed)
+                items = self.container_items(it.func.value, b.scope, b.order)
+                if items is not None and b.path[0] == 1:
+                    els = [v for e, s, o in items for v in self.infer(e, s, o)]
+                    return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
             if builtin == "zip":  # for g, v in zip(grads, model.trainable_variables)
                 if b.path and 0 <= b.path[0] < len(it.args) and not it.args[b.path[0]].star:
                     els = self.elements(it.args[b.path[0]].value, b.scope, b.order, b.node, None)
                     return els if len(b.path) == 1 else [self._unpack(v, b) for v in els]
-                return [UNKNOWN]
+                return [lost(CONTAINER)]
             if b.path:
-                return [UNKNOWN] if self.container_items(it, b.scope, b.order) is not None else \
+                return [lost(CONTAINER)] if self.container_items(it, b.scope, b.order) is not None else \
                     [self._unpack(self._element_of(v, b.node, None), b) for v in self.infer(it, b.scope, b.order)]
             # for ds in [train_ds, eval_ds] / datasets.values() / model.trainable_variables / a dataset
             return self.elements(it, b.scope, b.order, b.node, None)
@@ -80,6 +89,13 @@ class BindingValues:
     def _unpack(self, v: Value, b: Binding) -> Value:
         if v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH):
             return v
+        if isinstance(v.info, Parts) and b.path:  # (train, test), info = tfds.load(..., with_info=True)
+            for i in b.path:
+                got = v.info.item(i) if isinstance(v.info, Parts) else None
+                if got is None:
+                    return self.m.kinds.item(v, b.path)
+                v = got
+            return v
         if v.kind == api.PER_REPLICA:
             # a, b = strategy.run(fn) where fn returns a tuple: each item is per-replica too
             return Value(api.PER_REPLICA, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname,
@@ -90,7 +106,7 @@ class BindingValues:
             target = _target_name(b)
             if target is not None:
                 return Value(api.UNKNOWN, v.qname, origin=target, site=v.site, raw_qname=v.raw_qname)
-        return UNKNOWN
+        return self.m.kinds.item(v, b.path)
 
     def _from_annotation(self, ann: Optional[cst.BaseExpression], scope: Scope) -> list[Value]:
         if ann is None:
@@ -116,10 +132,19 @@ class BindingValues:
 
     def _param_values(self, b: Binding) -> list[Value]:
         fn = b.func
-        ann = self._from_annotation(b.annotation, fn.parent if fn else b.scope)
-        if ann and ann[0].kind != api.UNKNOWN:
-            return ann
         args = self.param_args(b)
+        if args is None:
+            # no caller seen (or not all): the annotation tells the kind of what they pass
+            # (``strategy: tf.distribute.Strategy``), an object of the parameter's own; the
+            # arguments seen, when every caller is, are what it holds (``model: Model`` does not
+            # replace the caller's model)
+            ann = self._from_annotation(b.annotation, fn.parent if fn else b.scope)
+            if ann and ann[0].kind != api.UNKNOWN:
+                return [Value(v.kind, v.qname, origin=b.node, raw_qname=v.raw_qname) for v in ann]
+        if args is None and fn is not None and fn.cls is not None and b.name in api.KERAS_HOST_DATA_METHODS.get(fn.name, ()) \
+                and self.class_kind(fn.cls) == api.MODEL:
+            # x, y of an override of a Keras model's train_on_batch...: the caller's host data, whole
+            return [Value(api.BATCH, origin=b.node)]
         if args is None:
             # some caller cannot be seen: an object of its own (its uses may tell its kind), or
             # the default, made once where the function is defined, on the path where the caller
@@ -133,7 +158,30 @@ class BindingValues:
         out: list[Value] = []
         for e, scope, order, site in args:
             out.extend(self.infer(e, scope, order, site))
-        return out or [UNKNOWN]
+        return out or [lost(PARAMETER)]
+
+    def keyword_values(self, expr: cst.BaseExpression, key: object, scope: Scope, order: int) -> Optional[list[Value]]:
+        """``kwargs["model"]`` / ``kwargs.get("model")`` where ``kwargs`` is a function's ``**``
+        parameter: the values every caller passes as ``model=``; None when ``expr`` is not such a
+        parameter, ``key`` is not a literal, or some caller cannot be seen (or hands a ``**`` dict)."""
+        if not isinstance(expr, cst.Name) or not isinstance(key, str):
+            return None
+        bs = self.m.lookup(expr.value, scope, order)
+        if len(bs) != 1 or bs[0].kind != "param" or not isinstance(bs[0].node, cst.Param) \
+                or bs[0].node.star != "**" or bs[0].func is None:
+            return None
+        fn = bs[0].func
+        callers = self.m.callers(fn)
+        if not callers or self.m.is_passed_around(fn):
+            return None
+        out: list[Value] = []
+        for cs in callers:
+            if any(a.star == "**" for a in cs.node.args):
+                return None
+            got = next((a.value for a in cs.node.args if a.keyword is not None and a.keyword.value == key), None)
+            if got is not None:
+                out.extend(self.infer(got, cs.scope, cs.order, cs))
+        return out or None
 
     def param_args(self, b: Binding) -> Optional[list[tuple[cst.BaseExpression, Scope, int, Optional[CallSite]]]]:
         """The expressions a parameter receives, as (expr, scope, order, call site): the
@@ -206,10 +254,8 @@ def _unpack_target(b: Binding) -> Optional[cst.Name]:
 
 
 def _made_object(v: Value) -> bool:
-    """``v`` is an object of unknown kind that a call made (not an argument from unseen callers,
-    which may be anything, a distributed dataset included)."""
-    return v.kind == api.UNKNOWN and v.origin is not None and not isinstance(v.origin, cst.Param) \
-        and not isinstance(v.info, (FunctionInfo, ClassInfo))
+    """``v`` is an object of unknown kind that a call made (see ``Kinds.made_object``)."""
+    return Kinds.made_object(v)
 
 
 def _target_name(b: Binding) -> Optional[cst.Name]:

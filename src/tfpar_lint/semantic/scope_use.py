@@ -8,7 +8,7 @@ from typing import Callable, Iterator, Optional
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic import CallSite, Module, Value, arg, keyword, replicated
+from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, keyword, replicated
 from tfpar_lint.semantic.walk import syntax_children
 
 
@@ -56,6 +56,66 @@ def outside_scope_uses(m: Module, kind: str,
                 continue  # made in one arm of `if t:`, used in the other arm of a later `if t:`
             yield v, use
             break
+
+
+@dataclass
+class Wrapped:
+    """An object that a function receives (made before it ran) built into a new model under the
+    scope of a strategy that function makes itself: its variables stay outside that strategy."""
+
+    arg: cst.BaseExpression  # the argument of the constructor (the parameter's name)
+    fn: FunctionInfo  # the function that makes the strategy
+    param: str
+    build: CallSite  # the model constructor called under the scope
+    strategy: str  # how the code names the strategy
+
+
+def wrapped_params(m: Module, kind: str) -> list[Wrapped]:
+    """Parameters of ``kind`` (what every caller passes, or its use) that a function hands to a model
+    constructor (a Keras API or a model class of the project) under the scope of a strategy the
+    function itself makes."""
+    memo = m.rule_memo.setdefault("wrapped_params", {})
+    if kind in memo:
+        return memo[kind]
+    out: list[Wrapped] = []
+    for cs in m.calls:
+        fn = cs.func
+        if fn is None or not cs.withs or not m.strategies_made_in(fn):
+            continue
+        known, _ = m.scope_items(cs)
+        made = {id(v.origin) for _site, v in m.strategies_made_in(fn)}
+        if not known or not all(id(v.origin) in made for v in known):
+            continue
+        if not any(v.kind == api.MODEL and v.origin is cs.node for v in m.infer_at(cs.node, cs)):
+            continue  # not a model built here
+        for a in _arg_items(cs.node):
+            if not isinstance(a, cst.Name):
+                continue
+            bs = m.lookup(a.value, cs.scope, cs.order)
+            if len(bs) != 1 or bs[0].kind != "param" or bs[0].func is not fn:
+                continue
+            if any(v.kind == kind for v in m.binding_values(bs[0])):
+                out.append(Wrapped(a, fn, a.value, cs, strategy_text(m, cs)))
+    memo[kind] = out
+    return out
+
+
+def wrapped_by_callee(m: Module, v: Value) -> Optional[tuple[CallSite, Wrapped, cst.BaseExpression]]:
+    """The call that hands ``v`` to a function (of this module or another of the project) which
+    wraps that parameter under a strategy it makes itself (:func:`wrapped_params`)."""
+    for cs in m.calls:
+        for i, a in enumerate(cs.node.args):
+            if a.star or not any_from(m, a.value, cs, v.origin):
+                continue
+            for fn in m.resolve_function(cs.node.func, cs.scope, cs.order):
+                owner = fn.scope.module or m
+                params = [p for p in fn.params if not p.star]
+                name = a.keyword.value if a.keyword is not None else (
+                    params[i].name.value if i < len(params) else None)
+                for w in wrapped_params(owner, v.kind):
+                    if w.fn is fn and w.param == name:
+                        return cs, w, a.value
+    return None
 
 
 def created_in_scope(m: Module, v: Value) -> bool:
@@ -296,16 +356,39 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                           strategy_text(m, cs), "", cs)
     if v.kind == api.MODEL:
         yield from _trained_beside_unused_strategy(m, v)
-    # used inside a replica function
-    table = m.replica_functions()
-    for fid, strategies in table.items():
-        fn = m.replica_fn_infos[fid]
-        refs = m.refs_to(origin, fn)
-        if refs and v.kind == api.MODEL and not _trained_in(m, fn, {m.code(r.node) for r in refs}):
-            continue  # inference only (a teacher or eval model): its plain variables are read correctly
-        if refs:
-            yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
-                                    f"`strategy.run` ({{line}})", "strategy", m.code(refs[0].node))
+        got = wrapped_by_callee(m, v)
+        if got is not None:
+            cs, w, handed = got
+            owner = w.fn.scope.module or m
+            yield Use(cs.node, f"`{m.code(cs.node.func)}` ({{line}}) builds it into `{owner.code(w.build.node.func)}(...)` "
+                               f"under the scope of a strategy it makes itself: its variables stay outside that "
+                               f"strategy", w.strategy, m.code(handed), cs)
+    # used inside a replica function: of this module, or of another module of the project the
+    # object is handed to (``Trainer(optimizer=opt)`` whose replica step applies ``self.optimizer``)
+    for mod in [m] + _handed_to_modules(m):
+        table = mod.replica_functions()
+        for fid, strategies in table.items():
+            fn = mod.replica_fn_infos[fid]
+            refs = mod.refs_to(origin, fn) if mod is m else mod.refs_to(origin, fn, from_module=m)
+            if refs and v.kind == api.MODEL and not _trained_in(mod, fn, {mod.code(r.node) for r in refs}):
+                continue  # inference only (a teacher or eval model): its plain variables are read correctly
+            if refs:
+                yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
+                                        f"`strategy.run` ({{line}})", "strategy", mod.code(refs[0].node))
+
+
+def _handed_to_modules(m: Module) -> list[Module]:
+    """The project's other modules whose answers this module's read (the classes and functions it
+    hands its objects to), already parsed: their replica functions may use those objects."""
+    project = m.project
+    if project is None:
+        return []
+    out = []
+    for path in sorted(m.project_deps):
+        other = project.modules.get(path)
+        if other is not None and other is not m:
+            out.append(other)
+    return out
 
 
 def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:

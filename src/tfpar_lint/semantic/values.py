@@ -7,16 +7,19 @@ silent on it.  Inference never recurses without bound: past ``MAX_DEPTH`` nested
 answer is ``UNKNOWN``."""
 from __future__ import annotations
 
-import threading
+import builtins
+from dataclasses import replace
 from typing import Callable, Optional, TYPE_CHECKING
 
 import libcst as cst
 
 from tfpar_lint import tfapi as api
-from tfpar_lint.semantic.model import CallSite, FunctionInfo, Scope, UNKNOWN, Value
+from tfpar_lint.semantic.model import (_NESTED, open_questions,  # noqa: F401  (re-exported)
+                                        ClassInfo, CALLEE, CONTAINER, DEPTH_CAP, UNBOUND, ATTRIBUTE, CallSite, FunctionInfo, Scope,
+                                        UNKNOWN, Value, lost)
 from tfpar_lint.semantic.attributes import AttributeValues
 from tfpar_lint.semantic.containers import ContainerValues, _subscript_key
-from tfpar_lint.semantic.nodes import arg
+from tfpar_lint.semantic.nodes import arg, keyword
 from tfpar_lint.semantic.parameters import BindingValues, _drop_placeholders, _made_object
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,13 +30,11 @@ if TYPE_CHECKING:  # pragma: no cover
 # at most, counted over every module of a project together (a question about one file's value
 # asks another file's); deeper chains answer UNKNOWN.  Bounds the Python stack the analysis uses.
 MAX_DEPTH = 100
-_NESTED = threading.local()  # questions open on this thread, in every module
 NONE = Value(api.NONE)
+BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__", "__path__",
+                                        "get_ipython", "display"}
 
 
-def open_questions() -> int:
-    """How many value questions are open now on this thread (0: between questions)."""
-    return getattr(_NESTED, "n", 0)
 
 
 class Inference(AttributeValues, ContainerValues, BindingValues):
@@ -48,7 +49,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         self._in_progress: set[int] = set()
 
     def forget(self) -> None:
-        """Drop every memoised answer (the kinds from use are known now: see :mod:`.uses`)."""
+        """Drop every memoised answer (the kinds from use are known now: see :mod:`.kinds`)."""
         self._infer_memo.clear()
         self._binding_memo.clear()
 
@@ -62,7 +63,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             return [UNKNOWN]
         if scope.module is not self.m and scope.module is not None:  # another file's code
             return scope.module.infer(expr, scope, order, site)
-        uses = self.m.uses
+        uses = self.m.kinds
         if not uses.ready():
             uses.build()
         return uses.refine(self._guarded(id(expr), self._infer_memo,
@@ -78,14 +79,16 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             return got
         # the nesting counts across the project's modules too (each has its own Inference)
         depth = getattr(_NESTED, "n", 0)
-        if key in self._in_progress or depth >= MAX_DEPTH:
-            return [UNKNOWN]
+        if key in self._in_progress:
+            return [UNKNOWN]  # a cycle of questions
+        if depth >= MAX_DEPTH:
+            return [lost(DEPTH_CAP)]
         self._in_progress.add(key)
         _NESTED.n = depth + 1
         try:
             vals = compute() or [UNKNOWN]
         except RecursionError:
-            return [UNKNOWN]
+            return [lost(DEPTH_CAP)]
         finally:
             self._in_progress.discard(key)
             _NESTED.n = depth
@@ -109,7 +112,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         if isinstance(expr, cst.Name):
             bs = self.m.lookup(expr.value, scope, order)
             if not bs:
-                return [UNKNOWN]
+                # a name bound nowhere (a star import, a snippet's missing import): an unknown value
+                # with an identity, whose kind comes from its uses
+                return [UNKNOWN if expr.value in BUILTINS else self.m.kinds.free(expr.value)]
             out: list[Value] = []
             for b in bs:
                 out.extend(self.binding_values(b))
@@ -130,14 +135,27 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                     m = fn.cls.methods[attr]
                     return [Value(api.FUNCTION, info=m, origin=m.node)]
                 # self.x = ... in a method; else a class attribute (``x = tf.Variable(0)`` in the class body)
-                bs = fn.cls.attrs.get(attr) or fn.cls.scope.bindings.get(attr)
+                bs = self.live_attr_bindings(fn.cls.attrs.get(attr) or [], scope, order) \
+                    or fn.cls.scope.bindings.get(attr)
                 if bs:
                     out = []
                     for b in bs:
-                        out.extend(self.binding_values(b))
+                        got = self.binding_values(b)
+                        if b.kind != "param":  # stored under these branches (of any method)
+                            conds = self.m.contexts.stable_conds(b.order, b.scope, b.value)
+                            if conds:
+                                got = [replace(v, conds=v.conds + conds) for v in got]
+                        out.extend(got)
                     return out
                 inherited = self._base_member(fn.cls, attr)  # a method or attribute of a base class here
-                return inherited if inherited is not None else [UNKNOWN]
+                if inherited is not None:
+                    return inherited
+                keras_set = self.keras_attribute(fn.cls, attr)
+                if keras_set is not None:
+                    return keras_set
+                # set by a base class the module cannot see, or from outside: an unknown value of
+                # the class's instances (its uses may tell its kind)
+                return [self.m.kinds.attribute(fn.cls, attr)]
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
                 return inst
@@ -148,6 +166,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             info = self.m.function_of_node.get(id(expr))
             return [Value(api.FUNCTION, info=info, origin=expr)] if info else [UNKNOWN]
         if isinstance(expr, cst.Subscript):
+            got = self.keyword_values(expr.value, _subscript_key(expr), scope, order)
+            if got is not None:  # kwargs["model"]: what every caller passes as model=
+                return got
             items = self.container_items(expr.value, scope, order, _subscript_key(expr))
             if items is not None:
                 out = []
@@ -155,17 +176,27 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                     out.extend(self.infer(e, s, o))
                 return out
             base = self.infer(expr.value, scope, order)
-            if all(v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH) for v in base):
-                return list(base)
+            if all(v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH, api.PER_REPLICA) for v in base):
+                return list(base)  # a part of a batch, of a per-replica value
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
                 return [self._element_of(v, expr, None) for v in base]
-            return [UNKNOWN]
+            return [self.m.kinds.item(v, "[]") for v in base]
         if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
             # `strategy or tf.distribute.get_strategy()`: either operand
             return self.infer(expr.left, scope, order) + self.infer(expr.right, scope, order)
         if isinstance(expr, cst.IfExp):  # `a if cond else b`: either branch
             return self.infer(expr.body, scope, order) + self.infer(expr.orelse, scope, order)
         if isinstance(expr, cst.Await):
+            return [UNKNOWN]
+        if isinstance(expr, cst.BinaryOperation):
+            # arithmetic on a per-replica value (``batch / 255.0``) is per-replica too; on an array, an
+            # array (``x * 2``)
+            for side in (expr.left, expr.right):
+                if isinstance(side, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+                    got = [v for v in self.infer(side, scope, order)
+                           if v.kind in (api.PER_REPLICA, api.DIST_VALUES) or self.m.kinds.is_array(v)]
+                    if got:
+                        return got
             return [UNKNOWN]
         return [UNKNOWN]
 
@@ -181,6 +212,10 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         # builtins and local callables
         if isinstance(func, cst.Name) and not self.m.lookup(func.value, scope, order):
             return self._infer_builtin(func.value, call, scope, order, site)
+        if isinstance(func, cst.Attribute) and func.attr.value == "get" and call.args:
+            got = self.keyword_values(func.value, _subscript_key_of(call.args[0].value), scope, order)
+            if got is not None:  # kwargs.get("model")
+                return got
         if isinstance(func, cst.Attribute):
             methods = self._local_methods(func, scope, order)
             if methods:
@@ -196,7 +231,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 else:
                     got = self._infer_method(rv, func.attr.value, call, scope, order, site)
                     # what an unknown method makes is still made here (its uses may tell its kind)
-                    out.append(Value(api.UNKNOWN, origin=call, site=site) if got is UNKNOWN else got)
+                    out.append(self.m.kinds.method_result(rv, func.attr.value, call, site) if got is UNKNOWN else got)
             return out
         return self._call_values(self.infer(func, scope, order), call, scope, order, site)
 
@@ -211,9 +246,19 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 out.append(self._instance_of(cv.info, call, site))
             elif cv.kind == api.API:
                 out.extend(self._infer_api_call(cv.qname, cv.raw_qname, call, scope, order, site))
+            elif self.call_method_of(cv) is not None:  # an instance called: its class's __call__
+                out.extend(self._returns_of(self.call_method_of(cv), call, site))
             else:  # an unknown callee: what it makes is made here (its uses may tell its kind)
-                out.append(Value(api.UNKNOWN, origin=call, site=site))
+                out.append(self.m.kinds.call_result(cv, call, site))
         return out
+
+    def call_method_of(self, v: Value) -> Optional[FunctionInfo]:
+        """The ``__call__`` a call of the instance ``v`` of a local class runs (``stepper(pairs)``,
+        ``Trainer()(cfg)``), or None."""
+        if v.kind == api.CLASS or not isinstance(v.info, ClassInfo) or v.origin is None:
+            return None
+        got = self._class_member(v.info, "__call__")
+        return got[0].info if got and got[0].kind == api.FUNCTION and isinstance(got[0].info, FunctionInfo) else None
 
     def _returns_of(self, fn: FunctionInfo, call: cst.Call, site: Optional[CallSite]) -> list[Value]:
         if not fn.returns:
@@ -234,6 +279,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             return [Value(api.STRATEGY, q, origin=call, site=site, raw_qname=raw)]
         if q in self.m.dataset_distributors:
             return [Value(api.DIST_DATASET, q, origin=call, site=site, raw_qname=raw)]
+        if q in api.ITERATION_WRAPPERS:  # tqdm(ds): iterated, it gives ds's elements
+            wrapped = arg(call, 0, "iterable")
+            return self.infer(wrapped, scope, order) if wrapped is not None else [UNKNOWN]
         if q in api.TF_FUNCTION:
             target = arg(call, 0, "func")
             if target is not None:
@@ -244,7 +292,7 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             fns = self.m.resolve_function(call, scope, order)
             if fns:
                 return [Value(api.FUNCTION, info=fn, origin=fn.node) for fn in fns]
-            return [UNKNOWN]
+            return [lost(CALLEE)]
         if q in api.V1_ITERATOR_FACTORIES:
             # tf.compat.v1.data.make_one_shot_iterator(ds): an iterator of ds
             return [Value(api.ITERATOR, origin=call, site=site, source=v) if v.kind == api.DATASET else UNKNOWN
@@ -254,11 +302,30 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             known, maybe = self.m.scope_strategies(site)
             if known and not maybe:
                 return list(known)
+        if q in api.TFDS_LOAD:
+            return [self._tfds_load(q, raw, call, site)]
         kind = api.kind_of_constructor(q)
         if kind is not None:
             return [Value(kind, q, origin=call, site=site, raw_qname=raw)]
         # tf.data.Dataset.from_tensor_slices(...).batch(...) handled via methods
         return [Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw)]
+
+    def _tfds_load(self, q: str, raw: str, call: cst.Call, site) -> Value:
+        """``tfds.load(name, split=...)``: a dataset (a list of them for a list of splits: their
+        items); without ``split=`` a dict of datasets, one per split; ``with_info=True`` a pair
+        (that, the dataset's info)."""
+        from tfpar_lint.semantic.kinds import Parts
+
+        ds = Value(api.DATASET, q, origin=call, site=site, raw_qname=raw)
+        split = keyword(call, "split") if keyword(call, "split") is not None else arg(call, 1)
+        if split is None or isinstance(split, (cst.List, cst.Tuple)):
+            ds = Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw,
+                       info=Parts(items=tuple(ds for _ in split.elements) if split is not None else (), each=ds))
+        info = keyword(call, "with_info")
+        if isinstance(info, cst.Name) and info.value == "True":
+            return Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw,
+                         info=Parts(items=(ds, Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw))))
+        return ds
 
     def _infer_builtin(self, name: str, call, scope, order, site) -> list[Value]:
         if name == "iter":
@@ -274,14 +341,18 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 elif _made_object(v):  # iter(train_generator): a Keras iterator, a generator, an array
                     out.append(Value(api.PLAIN_ITERATOR, origin=call, site=site, source=v))
                 else:
-                    out.append(UNKNOWN)
+                    out.append(self.m.kinds.item(v, "iter"))
             return out
         if name == "next":
             src = arg(call, 0)
             return [self._element_of(v, call, site) for v in self.infer(src, scope, order)]
         if name in ("enumerate", "zip", "list", "tuple", "reversed", "sorted"):
+            return [lost(CONTAINER)]
+        if name in BUILTINS:
             return [UNKNOWN]
-        return [UNKNOWN]
+        # a callable bound nowhere (a star import): what it makes is made here, as what an imported
+        # function makes
+        return [self.m.kinds.call_result(self.m.kinds.free(name), call, site)]
 
     def _infer_method(self, rv: Value, meth: str, call, scope, order, site) -> Value:
         k = rv.kind
@@ -318,3 +389,8 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         return UNKNOWN
 
 
+
+
+def _subscript_key_of(expr: cst.BaseExpression) -> object:
+    """A literal string key (``"model"``), else None."""
+    return expr.evaluated_value if isinstance(expr, cst.SimpleString) else None

@@ -190,11 +190,19 @@ def judge_from(seen: list[Seen], finding) -> Optional[tuple[str, str]]:
     for s in seen:
         if finding.code != s.code and finding.code not in s.also:
             continue
-        if not (s.anywhere or finding.line == s.line or finding.line in s.lines):
+        if not (s.anywhere or finding.line == s.line or finding.line in s.lines or _host_of(finding, s)):
             continue
         if best is None or _RANK.get(s.status, 3) < _RANK.get(best.status, 3):
             best = s
     return (best.status, best.evidence) if best else None
+
+
+def _host_of(finding, s: Seen) -> bool:
+    """A finding made at the host call that hands the data to a ``tf.function`` wrapper: the probe
+    sees the mistake at the run inside the wrapper, the finding's related place."""
+    data = getattr(finding, "data", None) or {}
+    related = data.get("related_line")
+    return bool(data.get("host")) and related is not None and (related == s.line or related in s.lines)
 
 
 def locate_from(seen: list[Seen]) -> list[Seen]:

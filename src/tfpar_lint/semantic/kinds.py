@@ -1,0 +1,428 @@
+"""Kinds: what a value is (a strategy, a Keras model, an optimizer, a dataset, a metric, a variable,
+a numpy array...), from its origin where the analysis knows it and from how the module uses it
+where it does not.  The one place that decides; rules ask it (through value inference, which
+refines every answer here, and the predicates below), never a list of their own.
+
+**Identities for what inference cannot follow.**  A name the module never binds (a star import, a
+snippet without its imports), an attribute of an object whose class is unknown (``owner.net``,
+``self.loader`` set by a base class the module cannot see) and what calling such a thing makes are
+values with an identity (:meth:`Kinds.free`, :meth:`Kinds.attribute`), never "no value": their
+kind comes from their uses like any other unknown value's.  Such a value may be anything (a
+distributed dataset included), so it counts as *opaque*, like a parameter of unseen callers; what
+a call of it makes is *made* there, like what a call of an imported function makes.
+
+**Kinds from use.**  An unknown value with an identity gets the kind its uses tell:
+
+* a strategy: its ``scope()`` is taken, it distributes datasets or values
+  (``experimental_distribute_dataset``...), it runs a local function with arguments
+  (``run(fn, args=...)``, ``experimental_run_v2``, ``extended.call_for_each_replica``), it reduces
+  with a ``tf.distribute.ReduceOp``, its ``num_replicas_in_sync`` is read;
+* a Keras model: ``compile``, ``fit``, ``fit_generator`` or ``train_on_batch`` is called on it (not
+  on an object a known non-Keras library made, such as a scikit-learn estimator), or gradients are
+  taken of or applied to its ``trainable_variables`` (``tape.gradient(loss,
+  net.trainable_variables)``, ``opt.apply_gradients(zip(grads, net.trainable_weights))``);
+* an optimizer: ``apply_gradients`` or ``get_updates`` is called on it, it is given to
+  ``compile(optimizer=...)``, or it is called with (gradient, variable) pairs
+  (``step(zip(grads, net.trainable_variables))``: a wrapper that applies them);
+* a tf.data dataset: ``with_options``, ``batch``, ``shuffle``, ``prefetch``, ``padded_batch``,
+  ``interleave`` (with an argument) is called on it, or a strategy distributes it
+  (``experimental_distribute_dataset(ds)``); a callable one of whose results is distributed that
+  way returns datasets (``loader = Loader(cfg)``: every ``loader("train", n)`` is a dataset);
+* a metric: ``update_state`` or ``reset_states`` is called on it;
+* a variable: ``assign_add`` or ``assign_sub`` is called on it.
+
+A value used as two different kinds stays unknown; a local class's own method of the name (a
+trainer's ``fit``) tells nothing.  Never a name: only uses.
+
+The index is built once per module, the first time a value is asked for: the receivers of those
+uses are inferred then (with no refinement while the index is built), and the inference memo is
+cleared after, so that values derived from a refined one (the dataset a strategy distributes) are
+inferred again with it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Optional
+
+import libcst as cst
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic.model import ATTRIBUTE as ATTRIBUTE_LOST
+from tfpar_lint.semantic.model import (CONTAINER, UNBOUND, CallSite, ClassInfo, FunctionInfo, Scope, Value, lost,
+                                       open_questions)
+from tfpar_lint.semantic.nodes import arg, call_method, keyword
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tfpar_lint.semantic import Module
+
+# ``Value.info`` of the identities given to what inference cannot follow
+FREE = "free"  # a name the module never binds
+ATTRIBUTE = "attribute"  # an attribute of an object of unknown class
+CALL = "call"  # what calling an unknown callable made (``source``: the callable)
+ITEM = "item"  # an item of a made object the analysis cannot take apart
+BY_USE = "by-use"  # a strategy told by its use only (no identity: ``strategy_by_use``)
+OPAQUE = frozenset({FREE, ATTRIBUTE})
+
+
+@dataclass(frozen=True)
+class Parts:
+    """``Value.info`` of what an API returns in parts: a tuple (``tfds.load(..., with_info=True)``:
+    items by position) or a dict of one kind of value (``tfds.load(name)``: a dataset per split)."""
+
+    items: tuple = ()  # the values by position (a tuple)
+    each: Optional[Value] = None  # every value of a dict (by key)
+
+    def item(self, key: object) -> Optional[Value]:
+        if isinstance(key, int) and -len(self.items) <= key < len(self.items):
+            return self.items[key]
+        if self.each is not None and (key is None or isinstance(key, str)):
+            return self.each
+        return None
+
+_CONFLICT = "<conflict>"
+# ``fit`` of an object these libraries made is not a Keras model's
+NOT_KERAS_FIT = frozenset({"sklearn", "xgboost", "lightgbm", "catboost", "statsmodels", "scipy", "numpy",
+                           "pandas", "torch", "joblib", "prophet", "gensim", "umap", "hdbscan", "cuml"})
+# Libraries whose calls make data arrays (np.load, np.array, pd.read_csv, h5py.File(...)[...])
+DATA_LIBRARIES = frozenset({"numpy", "pandas", "h5py", "scipy", "pickle", "joblib", "PIL", "cv2", "imageio"})
+# methods of a numpy array that give an array again
+ARRAY_METHODS = frozenset({"astype", "reshape", "transpose", "copy", "squeeze", "flatten", "ravel", "swapaxes",
+                           "clip", "round", "view", "take"})
+# Methods and attributes only a tf.distribute.Strategy has
+STRATEGY_ONLY_METHODS = frozenset({
+    "experimental_run_v2", "experimental_run", "experimental_local_results", "make_dataset_iterator",
+    "make_input_fn_iterator"}) | api.DISTRIBUTE_DATASET_METHODS | api.DISTRIBUTE_FN_METHODS \
+    | api.DISTRIBUTE_VALUES_METHODS
+STRATEGY_ONLY_ATTRS = frozenset({"num_replicas_in_sync"})
+_STRATEGY_METHODS = (api.DISTRIBUTE_DATASET_METHODS | api.DISTRIBUTE_FN_METHODS | api.DISTRIBUTE_VALUES_METHODS
+                     | {"experimental_run_v2", "experimental_local_results"})
+_MODEL_METHODS = frozenset({"compile", "fit", "fit_generator", "train_on_batch"})
+_DATASET_METHODS = frozenset({"with_options", "batch", "shuffle", "prefetch", "padded_batch", "interleave"})
+_METRIC_METHODS = frozenset({"update_state", "reset_states"})
+_VARIABLE_METHODS = frozenset({"assign_add", "assign_sub"})
+TRAINABLE = ("trainable_variables", "trainable_weights")
+
+
+class Kinds:
+    def __init__(self, m: "Module") -> None:
+        self.m = m
+        self._index: Optional[dict[int, str]] = None
+        self._returns: dict[int, str] = {}  # id(origin of a callable) -> the kind its results have
+        self.building = False
+        # the index is built for the module being linted; a project module read only to answer
+        # another file's questions keeps none (building each in turn cascaded over the project)
+        self.enabled = True
+        self._placeholders: dict[tuple, cst.CSTNode] = {}
+        self._strategy_uses_memo: Optional[dict[tuple, set[str]]] = None
+
+    # ------------------------------------------------------------------ identities
+    def _placeholder(self, key: tuple, name: str) -> cst.CSTNode:
+        node = self._placeholders.get(key)
+        if node is None:
+            node = self._placeholders[key] = cst.Name(name)  # not in the tree: an identity only
+        return node
+
+    def free(self, name: str) -> Value:
+        """The value of a name the module never binds (a star import, a snippet's missing import)."""
+        return Value(api.UNKNOWN, origin=self._placeholder(("free", name), name), info=FREE, why=UNBOUND)
+
+    def attribute(self, owner: object, attr: str, source: Optional[Value] = None) -> Value:
+        """The value of ``<owner>.attr`` where the owner's class is unknown: one identity per owner
+        (an object's origin, or a class for ``self.attr``) and attribute."""
+        return Value(api.UNKNOWN, origin=self._placeholder(("attr", id(owner), attr), attr), info=ATTRIBUTE,
+                     source=source, why=ATTRIBUTE_LOST)
+
+    def item(self, v: Value, key: object) -> Value:
+        """An item of ``v`` (``x[i]``, an element iterated from it, one target of an unpacking)
+        when the analysis cannot take ``v`` apart: an API's part (``tfds.load``'s datasets); a
+        slice of an array is an array; an item of an opaque value is opaque, of a made object made;
+        an item of no value is no value."""
+        if isinstance(v.info, Parts):
+            got = v.info.item(key[0] if isinstance(key, tuple) and len(key) == 1 else
+                              (None if key in ("[]", "iter", "element") else key))
+            if got is not None:
+                return got
+        if v.origin is None or v.kind in (api.FUNCTION, api.CLASS, api.API, api.MODULE):
+            return v if v.why else lost(CONTAINER)
+        if self.is_array(v):
+            return v
+        if v.kind != api.UNKNOWN or isinstance(v.info, (ClassInfo, FunctionInfo)):
+            return lost(CONTAINER)
+        return Value(api.UNKNOWN, origin=self._placeholder(("item", id(v.origin), key), "item"),
+                     info=ATTRIBUTE if self.opaque(v) else ITEM, source=v, why=CONTAINER)
+
+    @staticmethod
+    def call_result(callee: Value, call: cst.Call, site: Optional[CallSite]) -> Value:
+        """What calling ``callee``, a callable the analysis cannot follow, made at ``call``: an
+        object made there (its uses may tell its kind; the callable's, what all its results are)."""
+        return Value(api.UNKNOWN, origin=call, site=site, info=CALL, source=callee if _judged(callee) else None,
+                     why=callee.why if callee.why in (UNBOUND, ATTRIBUTE_LOST) else "")
+
+    def method_result(self, recv: Value, meth: str, call: cst.Call, site: Optional[CallSite]) -> Value:
+        """What ``recv.meth(...)`` made when nothing says what that method returns: an array for
+        an array's ``astype``/``reshape``..., else an object made there."""
+        if self.is_array(recv) and meth in ARRAY_METHODS:
+            return Value(api.UNKNOWN, recv.qname, origin=call, site=site, raw_qname=recv.raw_qname)
+        return Value(api.UNKNOWN, origin=call, site=site)
+
+    @staticmethod
+    def opaque(v: Value) -> bool:
+        """``v`` may be anything, a distributed dataset included: a parameter of unseen callers, a
+        name the module never binds, an attribute of an object of unknown class."""
+        return v.kind == api.UNKNOWN and (isinstance(v.origin, cst.Param) or v.info in OPAQUE)
+
+    @staticmethod
+    def made_object(v: Value) -> bool:
+        """``v`` is an object of unknown kind that a call made (not an opaque value, which may be
+        anything, a distributed dataset included)."""
+        return v.kind == api.UNKNOWN and v.origin is not None and not isinstance(v.origin, cst.Param) \
+            and not isinstance(v.info, (FunctionInfo, ClassInfo)) and v.info not in OPAQUE
+
+    @staticmethod
+    def is_array(v: Value) -> bool:
+        """An array (or data frame) a data library made (``np.load(...)``, ``pd.read_csv(...)``, a
+        slice or ``.astype()`` of one): whole, on the host."""
+        return v.kind == api.UNKNOWN and isinstance(v.origin, (cst.Call, cst.Subscript)) \
+            and v.qname.split(".", 1)[0] in DATA_LIBRARIES
+
+    # ------------------------------------------------------------------ kinds from use
+    def ready(self) -> bool:
+        return self._index is not None or not self.enabled
+
+    def build(self) -> None:
+        """Infer the receivers of the telling uses and file their unknown origins by kind.  Only
+        between questions (none open, in any module): built in the middle of one, the inference
+        it runs would re-enter half-computed tables; until then the module's values are not
+        refined."""
+        if self._index is not None or self.building or not self.enabled or open_questions():
+            return
+        self.building = True
+        index: dict[int, str] = {}
+        returns: dict[int, str] = {}
+
+        def file(table: dict[int, str], key: int, kind: str) -> None:
+            got = table.get(key)
+            table[key] = kind if got in (None, kind) else _CONFLICT
+
+        try:
+            for expr, cs, kind, meth in self._telling_uses():
+                for v in self.m.infer(expr, cs.scope, cs.order):
+                    if not _judged(v):
+                        continue
+                    if isinstance(v.info, ClassInfo) and meth and self.m.values.class_member(v.info, meth) is not None:
+                        continue  # the class's own method (a trainer's ``fit``), not a Keras one it inherits
+                    if kind == api.MODEL and (v.qname.split(".", 1)[0] in NOT_KERAS_FIT):
+                        continue
+                    if kind == api.DATASET and not meth and self.opaque(v):
+                        # distributed somewhere: a parameter or another object's attribute is then
+                        # distributed before use, in an order between methods the analysis cannot tell
+                        continue
+                    file(index, id(v.origin), kind)
+                    src = v.source
+                    if v.info == CALL and src is not None and _judged(src) and kind == api.DATASET:
+                        file(returns, id(src.origin), kind)  # what the callable makes is a dataset
+        finally:
+            self.building = False
+            self._index = index
+            self._returns = returns
+        # answers given while the index was built may hold values derived from ones it now
+        # refines (the dataset an unrefined strategy distributes); the project's other modules
+        # refine this module's values as they return them (see refine), their memos stay
+        self.m.values.forget()
+
+    def _telling_uses(self) -> Iterator[tuple[cst.BaseExpression, CallSite, str, str]]:
+        """(expression, where, the kind it tells, the method called on it or "")"""
+        for cs in self.m.calls:
+            call = cs.node
+            cm = call_method(call)
+            if cm is None:
+                owner = _pairs_owner(call, self.m, cs)
+                if owner is not None:  # step(zip(grads, net.trainable_variables))
+                    yield call.func, cs, api.OPTIMIZER, ""
+                    yield owner, cs, api.MODEL, ""
+                continue
+            recv, meth = cm
+            if meth in _STRATEGY_METHODS:
+                yield recv, cs, api.STRATEGY, meth
+                if meth in api.DISTRIBUTE_DATASET_METHODS and call.args:
+                    yield call.args[0].value, cs, api.DATASET, ""
+            elif meth == "call_for_each_replica" and isinstance(recv, cst.Attribute) and recv.attr.value == "extended":
+                yield recv.value, cs, api.STRATEGY, meth
+            elif meth == "scope" and not call.args:
+                yield recv, cs, api.STRATEGY, meth
+            elif meth == "run" and (keyword(call, "args") is not None or keyword(call, "kwargs") is not None) \
+                    and self.m.resolve_function(arg(call, 0, "fn"), cs.scope, cs.order):
+                yield recv, cs, api.STRATEGY, meth
+            elif meth == "reduce" and call.args:
+                q, _ = self.m.qualified_name(call.args[0].value, cs.scope, cs.order)
+                if q.startswith("tensorflow.distribute.ReduceOp."):
+                    yield recv, cs, api.STRATEGY, meth
+            elif meth in _MODEL_METHODS:
+                yield recv, cs, api.MODEL, meth
+                if meth == "compile":
+                    opt = keyword(call, "optimizer") or arg(call, 0)
+                    if opt is not None and not isinstance(opt, (cst.SimpleString, cst.ConcatenatedString)):
+                        yield opt, cs, api.OPTIMIZER, ""
+            elif meth in ("apply_gradients", "get_updates"):
+                yield recv, cs, api.OPTIMIZER, meth
+                owner = _pairs_owner(call, self.m, cs)
+                if owner is not None:
+                    yield owner, cs, api.MODEL, ""
+            elif meth == "gradient":
+                owner = _variables_owner(arg(call, 1, "sources"), self.m, cs)
+                if owner is not None:
+                    yield owner, cs, api.MODEL, ""
+            elif meth in _DATASET_METHODS and call.args:
+                yield recv, cs, api.DATASET, meth
+            elif meth in _METRIC_METHODS:
+                yield recv, cs, api.METRIC, meth
+            elif meth in _VARIABLE_METHODS and call.args:
+                yield recv, cs, api.VARIABLE, meth
+        for ref in self.m.attr_refs:
+            node = ref.node
+            if isinstance(node, cst.Attribute) and node.attr.value in STRATEGY_ONLY_ATTRS:
+                site = _site_for(self.m, ref)
+                if site is not None:
+                    yield node.value, site, api.STRATEGY, ""
+
+    def kind_of(self, v: Value) -> Optional[str]:
+        """The kind ``v``'s uses give it (only for an unknown value with an origin)."""
+        if self._index is None or v.origin is None:
+            return None
+        k = self._index.get(id(v.origin))
+        if k is None and v.info == CALL and v.source is not None and v.source.origin is not None:
+            k = self._returns.get(id(v.source.origin))
+        return k if k not in (None, _CONFLICT) else None
+
+    def refine(self, vals: list[Value]) -> list[Value]:
+        """``vals`` with each unknown value that its uses (in this module or the one that made
+        it) give a kind turned into a value of that kind."""
+        if self.building:
+            return vals
+        out = None
+        for i, v in enumerate(vals):
+            if not _judged(v):
+                continue
+            k = self.kind_of(v)
+            owner = v.site.scope.module if v.site is not None else None
+            if k is None and owner is not None and owner is not self.m:
+                k = owner.kinds.kind_of(v)  # its uses there, when that module was linted
+            if k is None:
+                continue
+            if out is None:
+                out = list(vals)
+            out[i] = Value(k, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, info=v.info,
+                           source=v.source, conds=v.conds)
+        return vals if out is None else out
+
+    # ------------------------------------------------------------------ strategies by their use
+    def receiver_key(self, expr: Optional[cst.BaseExpression], scope: Scope, order: int) -> Optional[tuple]:
+        """What a receiver denotes, so that its other uses can be found: a name's bindings (a name
+        bound nowhere: the name itself), ``self.<attr>`` of a class."""
+        if isinstance(expr, cst.Name):
+            bs = self.m.lookup(expr.value, scope, order)
+            return ("free", expr.value) if not bs else ("bound", frozenset(id(b) for b in bs))
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            fn = self.m.values._method_of(scope)
+            if fn is not None and fn.params and fn.params[0].name.value == expr.value.value:
+                return ("self", id(fn.cls), expr.attr.value)
+        return None
+
+    def strategy_uses(self) -> dict[tuple, set[str]]:
+        """receiver key -> the strategy-only uses made of it in this module."""
+        memo = self._strategy_uses_memo
+        if memo is not None:
+            return memo
+        memo = {}
+        for cs in self.m.calls:
+            cm = call_method(cs.node)
+            if cm is None:
+                continue
+            recv, meth = cm
+            use = None
+            if meth in STRATEGY_ONLY_METHODS:
+                use = meth
+            elif meth == "reduce":
+                op = arg(cs.node, 0, "reduce_op")
+                q = self.m.qualified_name(op, cs.scope, cs.order)[0] if op is not None else ""
+                if q.startswith("tensorflow.distribute.ReduceOp."):
+                    use = "reduce"
+            elif meth == "run" and (keyword(cs.node, "args") is not None or keyword(cs.node, "kwargs") is not None) \
+                    and self.m.resolve_function(arg(cs.node, 0, "fn"), cs.scope, cs.order):
+                use = "run"  # run(<local function>, args=...): strategy.run's signature
+            if use is None:
+                continue
+            key = self.receiver_key(recv, cs.scope, cs.order)
+            if key is not None:
+                memo.setdefault(key, set()).add(use)
+        for ref in self.m.attr_refs:
+            node = ref.node
+            if isinstance(node, cst.Attribute) and node.attr.value in STRATEGY_ONLY_ATTRS:
+                key = self.receiver_key(node.value, ref.scope, ref.order)
+                if key is not None:
+                    memo.setdefault(key, set()).add(node.attr.value)
+        self._strategy_uses_memo = memo
+        return memo
+
+    def takes_strategy(self, fn: FunctionInfo) -> bool:
+        """A parameter of ``fn`` is used as a strategy (``def build(model, strategy): ...
+        strategy.run(step, args=...)``)."""
+        uses = self.strategy_uses()
+        for bs in fn.scope.bindings.values():
+            for b in bs:
+                if b.kind == "param" and uses.get(("bound", frozenset({id(b)}))):
+                    return True
+        return False
+
+    def strategy_by_use(self, expr: Optional[cst.BaseExpression], site: CallSite) -> list[Value]:
+        """``expr`` holds a strategy by its use: the module cannot resolve it (a parameter of a
+        function called from elsewhere, ``self.strategy`` set from one, a name a snippet never
+        binds), and it is used as only a strategy is (``experimental_run_v2``,
+        ``experimental_distribute_dataset``, ``num_replicas_in_sync``, ``reduce(ReduceOp...)``,
+        ``run(<local function>, args=...)``).  Its class is unknown: [Value(STRATEGY, "")]."""
+        if expr is None:
+            return []
+        vals = self.m.infer_at(expr, site)
+        if any(v.kind != api.UNKNOWN for v in vals):
+            return []
+        key = self.receiver_key(expr, site.scope, site.order)
+        if key is None or not self.strategy_uses().get(key):
+            return []
+        return [Value(api.STRATEGY, "", origin=None, info=BY_USE)]
+
+
+def _judged(v: Value) -> bool:
+    """An unknown value with an origin that is not a function: its uses may tell its kind."""
+    return v.kind == api.UNKNOWN and v.origin is not None and not isinstance(v.info, FunctionInfo)
+
+
+def _variables_owner(expr: Optional[cst.BaseExpression], m: Optional["Module"] = None,
+                     cs: Optional[CallSite] = None) -> Optional[cst.BaseExpression]:
+    """``X`` of ``X.trainable_variables`` (``trainable_weights``), also inside ``list(...)`` and
+    through a local name bound once to it (``training_vars = model.trainable_variables``)."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") \
+            and expr.args:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.Name) and m is not None and cs is not None:
+        got = m.reaching_exprs(expr, cs.scope, cs.order)
+        if got and len(got) == 1:
+            expr = got[0][0]
+    if isinstance(expr, cst.Attribute) and expr.attr.value in TRAINABLE:
+        return expr.value
+    return None
+
+
+def _pairs_owner(call: cst.Call, m: Optional["Module"] = None, cs: Optional[CallSite] = None
+                 ) -> Optional[cst.BaseExpression]:
+    """``X`` when the call's first argument is (gradient, variable) pairs of ``X``'s trainable
+    variables: ``zip(grads, X.trainable_variables)`` (also in ``list(...)``)."""
+    a = arg(call, 0, "grads_and_vars")
+    if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "list" and a.args:
+        a = a.args[0].value
+    if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "zip" and len(a.args) == 2:
+        return _variables_owner(a.args[1].value, m, cs)
+    return None
+
+
+def _site_for(m: "Module", ref) -> Optional[CallSite]:
+    """A call-site-like context for a reference (scope and order are what inference needs)."""
+    return CallSite(None, ref.scope, ref.func, ref.order, (), (), (), 0)  # type: ignore[arg-type]

@@ -1,0 +1,185 @@
+"""The kinds module (semantic/kinds.py): what a value is, from its origin where the analysis knows it
+and from its uses where it does not.  These tests ask about kinds, never about rule codes."""
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from tfpar_lint import tfapi as api
+from tfpar_lint.semantic import Module
+
+
+def module(src: str) -> Module:
+    src = textwrap.dedent(src)
+    return Module(cst.parse_module(src), src)
+
+
+def kinds_of(m: Module, call_text: str, which: str = "recv") -> set[str]:
+    """Kinds of the receiver (``which="recv"``), the callee (``"func"``) or argument N of the first
+    call whose text starts with ``call_text``."""
+    for cs in m.calls:
+        if m.tree.code_for_node(cs.node).startswith(call_text):
+            f = cs.node.func
+            e = f.value if which == "recv" else f if which == "func" else cs.node.args[int(which)].value
+            return {v.kind for v in m.infer_at(e, cs)}
+    raise AssertionError(f"no call {call_text!r}")
+
+
+def test_a_network_trained_through_the_tape_and_apply_gradients_is_a_model_and_its_stepper_an_optimizer():
+    m = module("""
+        import tensorflow as tf
+        from zoo import build, make_opt
+        net = build()
+        opt = make_opt()
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = net(x)
+            grads = tape.gradient(loss, net.trainable_variables)
+            opt.apply_gradients(zip(grads, net.trainable_variables))
+        use(net, opt)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.MODEL}
+    assert kinds_of(m, "use(", "1") == {api.OPTIMIZER}
+
+
+def test_a_callable_given_gradient_variable_pairs_is_an_optimizer():
+    m = module("""
+        from wrappers import Stepper
+        stepper = Stepper(cfg)
+        def step(model, grads):
+            stepper(zip(grads, model.trainable_variables))
+        use(stepper)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.OPTIMIZER}
+
+
+@pytest.mark.parametrize("meth", ["with_options(opts)", "batch(32)", "shuffle(1024)", "prefetch(2)"])
+def test_tf_data_methods_make_a_dataset(meth):
+    m = module(f"""
+        from loaders import load
+        ds = load("train")
+        ds = ds.{meth}
+        use(ds)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.DATASET}
+
+
+def test_a_callable_whose_result_is_distributed_returns_datasets():
+    m = module("""
+        import tensorflow as tf
+        from data import Loader
+        strategy = tf.distribute.MirroredStrategy()
+        loader = Loader(cfg)
+        dist = strategy.experimental_distribute_dataset(loader("train", 32))
+        plain = loader("train", 64)
+        use(plain)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.DATASET}
+
+
+def test_metric_and_variable_by_their_uses():
+    m = module("""
+        from lib import make_metric, make_counter
+        acc = make_metric()
+        n = make_counter()
+        def step(y, p):
+            acc.update_state(y, p)
+            n.assign_add(1)
+        use(acc, n)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.METRIC}
+    assert kinds_of(m, "use(", "1") == {api.VARIABLE}
+
+
+def test_a_name_bound_nowhere_is_a_value_whose_kind_comes_from_use():
+    """``from helpers import *``: the names it brings are unknown values with an identity."""
+    m = module("""
+        from helpers import *
+        with strategy.scope():
+            pass
+        it = iter(make_data())
+        use(strategy, next(it))
+    """)
+    assert kinds_of(m, "use(", "0") == {api.STRATEGY}
+    assert kinds_of(m, "use(", "1") == {api.BATCH}  # drawn from what a call made, as with an explicit import
+
+
+def test_an_attribute_of_an_object_of_unknown_class_gets_its_kind_from_use():
+    m = module("""
+        import tensorflow as tf
+        class Trainer(Base):
+            def step(self, x):
+                with tf.GradientTape() as tape:
+                    loss = self.net(x)
+                grads = tape.gradient(loss, self.net.trainable_variables)
+                self.opt.apply_gradients(zip(grads, self.net.trainable_variables))
+                use(self.net, self.opt)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.MODEL}
+    assert kinds_of(m, "use(", "1") == {api.OPTIMIZER}
+
+
+def test_an_object_used_as_two_kinds_stays_unknown():
+    m = module("""
+        import lib
+        both = lib.make()
+        both.batch(32)
+        both.apply_gradients([])
+        use(both)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.UNKNOWN}
+
+
+def test_a_parameter_distributed_somewhere_is_not_made_a_dataset_everywhere():
+    """A parameter (or another object's attribute) that some method distributes may be distributed
+    before every use: being distributed does not make it a plain dataset."""
+    m = module("""
+        class T:
+            def __init__(self, dataset, strategy):
+                self.dataset = dataset
+                self.strategy = strategy
+            def go(self):
+                self.dataset = self.strategy.experimental_distribute_dataset(self.dataset)
+            def loop(self):
+                use(self.dataset)
+    """)
+    assert api.DATASET not in kinds_of(m, "use(", "0")
+
+
+def test_a_numpy_batch_keeps_its_kind_through_slicing_and_astype():
+    m = module("""
+        import numpy as np
+        x = np.load("x.npy")
+        part = x[:32].astype("float32")
+        use(part)
+    """)
+    cs = next(c for c in m.calls if m.tree.code_for_node(c.node).startswith("use("))
+    assert all(m.kinds.is_array(v) for v in m.infer_at(cs.node.args[0].value, cs))
+
+
+def test_the_values_of_a_dict_iterated_by_items():
+    m = module("""
+        import tensorflow as tf
+        s = tf.distribute.MirroredStrategy()
+        d = {"clean": s.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(2))}
+        for name, ds in d.items():
+            use(ds)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.DIST_DATASET}
+
+
+def test_items_of_containers_taken_from_a_loop_over_a_list_of_them():
+    """``for t, metrics in zip(ts, all_metrics): metrics["acc"].update_state(...)`` where each element of
+    ``all_metrics`` is a dict literal appended in another loop: the dict's entry."""
+    m = module("""
+        import tensorflow as tf
+        all_metrics = []
+        for _ in range(3):
+            metrics = {"acc": tf.keras.metrics.Mean()}
+            all_metrics.append(metrics)
+        for t, metrics in zip(range(3), all_metrics):
+            use(metrics["acc"])
+    """)
+    assert kinds_of(m, "use(", "0") == {api.METRIC}
