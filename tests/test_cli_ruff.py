@@ -50,11 +50,11 @@ def test_concise_marks_fixable_and_summarises(project, cli):
     r = cli("check", "--output-format", "concise", "t.py", "d.py")
     assert r.rc == 1
     assert re.search(r"^t\.py:9:9: TFP301 \[\*\] ", r.out, re.M)
-    assert re.search(r"^d\.py:23:12: TFP201 `", r.out, re.M)  # unsafe fix: no [*] without --unsafe-fixes
+    assert re.search(r"^d\.py:27:13: TFP201 `", r.out, re.M)  # unsafe fix: no [*] without --unsafe-fixes
     assert r.lines[-2:] == ["Found 2 errors.",
                             "[*] 1 fixable with `--fix` (1 unsafe fix available with `--fix --unsafe-fixes`)."]
     u = cli("check", "--output-format", "concise", "--unsafe-fixes", "t.py", "d.py")
-    assert re.search(r"^d\.py:23:12: TFP201 \[\*\] ", u.out, re.M) and u.lines[-1] == "[*] 2 fixable with `--fix`."
+    assert re.search(r"^d\.py:27:13: TFP201 \[\*\] ", u.out, re.M) and u.lines[-1] == "[*] 2 fixable with `--fix`."
 
 
 def test_all_checks_passed(project, cli, snippets):
@@ -163,7 +163,7 @@ def test_add_noqa(project, cli):
     r = cli("check", "--add-noqa", "t.py", "d.py")
     assert r.rc == 0 and r.err == "Added 2 noqa directives.\n"
     assert "counter.assign(counter + 1.0)  # racy  # noqa: TFP301\n" in p.read_text()
-    assert "args=(x,))  # expect: TFP201  # noqa: TFP201\n" in d.read_text()
+    assert "sizes = step(x)  # expect: TFP201  # noqa: TFP201\n" in d.read_text()
     assert cli("check", "t.py", "d.py").rc == 0
     assert cli("check", "--add-noqa", "t.py").err == "Added 0 noqa directives.\n"
 
@@ -197,8 +197,8 @@ def test_upper_case_noqa_agrees_with_flake8(project, cli, proc):
     project.write("d.py", src)
     assert cli("check", "d.py").rc == 0
     violation = pytest.importorskip("flake8.violation")
-    line = src.splitlines()[22] + "\n"
-    assert violation.Violation("TFP201", "d.py", 23, 1, "m", line).is_inline_ignored(False) is True
+    line = src.splitlines()[26] + "\n"
+    assert violation.Violation("TFP201", "d.py", 27, 1, "m", line).is_inline_ignored(False) is True
     r = proc([sys.executable, "-m", "flake8", "--select", "TFP", "d.py"], project.root,
              env={"PYTHONPATH": str(ROOT / "src")})
     assert (r.rc, r.out) == (0, "")

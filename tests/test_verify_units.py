@@ -98,6 +98,8 @@ def test_hang_location_from_faulthandler_dump(tmp_path):
     from tfpar_lint.verify.driver import _hang_location
 
     script = str(tmp_path / "train.py")
+    # a place the dump names must be a line the script has (text the script wrote is not evidence)
+    (tmp_path / "train.py").write_text("import threading\n" + "pass\n" * 9)
     child = os.path.join("x", "tfpar_lint", "verify", "child.py")
     dump = tmp_path / "stacks.txt"
     dump.write_text(

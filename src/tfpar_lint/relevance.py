@@ -524,9 +524,9 @@ def _mirroring_names() -> frozenset:
 
 @functools.lru_cache(maxsize=1)
 def _session_names() -> frozenset:
-    from tfpar_lint.semantic import threads
+    from tfpar_lint.semantic import threadfacts
 
-    return frozenset(_last(q) for q in threads.SESSION_CLASSES | threads.SESSION_GETTERS)
+    return frozenset(_last(q) for q in threadfacts.SESSION_CLASSES | threadfacts.SESSION_GETTERS)
 
 
 def _task_source(text: Text) -> bool:

@@ -8,6 +8,7 @@ from tfpar_lint import tfapi as api
 from tfpar_lint import versions
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, dotted_name
+from tfpar_lint.semantic.threadfacts import SESSION_CLASSES  # compat.v1
 from tfpar_lint.semantic.threads import reads
 
 READS = ("read_value", "numpy", "value", "__float__")
@@ -16,7 +17,6 @@ READS = ("read_value", "numpy", "value", "__float__")
 KERAS3_NON_ATOMIC = ("assign_add", "assign_sub")
 # Keras optimizer methods that apply one step (and advance ``iterations``)
 OPTIMIZER_STEPS = ("apply_gradients", "apply", "minimize")
-SESSION_CLASSES = frozenset({"tensorflow.Session", "tensorflow.InteractiveSession"})  # compat.v1
 
 
 def _is_none(expr: Optional[cst.BaseExpression]) -> bool:

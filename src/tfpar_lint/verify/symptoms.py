@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from tfpar_lint.verify.seen import error_matches
+
 
 @dataclass(frozen=True)
 class Symptom:
@@ -202,8 +204,6 @@ def holds(s: Symptom, run, err: dict) -> bool:
 def match(err: Optional[dict], run=None, *, crash: bool = False) -> Optional[Symptom]:
     """The first symptom whose text the error has (and, with ``crash``, whose conditions hold on
     ``run`` and which shows the mistake without a static finding: ``alone`` or conditioned)."""
-    from tfpar_lint.verify.probes import error_matches
-
     if not err:
         return None
     for s in SYMPTOMS:
@@ -238,7 +238,7 @@ def crash_seen(run, seen: list, findings: list) -> list:
     script line where the error was raised."""
     from tfpar_lint import registry
     from tfpar_lint.finding import CONFIRMED
-    from tfpar_lint.verify.probes import Seen, error_line
+    from tfpar_lint.verify.seen import Seen, error_line
 
     rules = registry.rules_by_code()
     out: list = []
