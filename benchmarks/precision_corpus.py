@@ -149,6 +149,21 @@ def summarise(rows: list[dict], commits: list[dict]) -> str:
     return "\n".join(out)
 
 
+def markdown_tables(rows: list[dict]) -> str:
+    """The per-finding triage table and the E9xx table, for benchmarks/precision.md."""
+    out = ["| code base | commit | file:line | code | verdict | reason |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        if not is_error(r):
+            out.append(f"| {r['repo']} | `{r['commit'][:12]}` | `{r['path']}:{r['line']}` | {r['code']} | "
+                       f"{r['verdict'] or '?'} | {r['reason'].replace('|', '/')} |")
+    out += ["", "| code base | commit | file:line | code | verdict | reason |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        if is_error(r):
+            out.append(f"| {r['repo']} | `{r['commit'][:12]}` | `{r['path']}:{r['line']}` | {r['code']} | "
+                       f"{r['verdict'] or '?'} | {r['reason'].replace('|', '/')} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trees", type=Path, default=Path("/work/corpus/trees"))
@@ -159,6 +174,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only", action="append", default=[], help="lint only this owner/repo (repeatable)")
     ap.add_argument("--count", action="store_true", help="fill the files and lines columns of --commits first")
     ap.add_argument("--summary-only", action="store_true", help="lint nothing: print the counts of --out")
+    ap.add_argument("--markdown", action="store_true", help="with --summary-only: also print the triage tables")
     args = ap.parse_args(argv)
 
     commits = read_commits(args.commits)
@@ -175,6 +191,9 @@ def main(argv: list[str]) -> int:
 
     if args.summary_only:
         print(summarise(old, commits))
+        if args.markdown:
+            print()
+            print(markdown_tables(old))
         return 0
 
     linter = shlex.split(args.linter) if args.linter else default_linter()
