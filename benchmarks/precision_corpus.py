@@ -1,6 +1,6 @@
 """Precision on whole code bases: lint each checkout as a project, with default settings.
 
-    python benchmarks/precision_corpus.py --trees /work/corpus/trees --commits /work/corpus/COMMITS.tsv
+    python benchmarks/precision_corpus.py --trees /work/corpus/trees [--commits benchmarks/precision_commits.tsv]
 
 ``--trees`` holds one folder per code base (``owner+repo``); ``--commits`` is a TSV with the
 columns ``repo`` (``owner/repo``), ``commit``, ``files``, ``lines`` (``--count`` fills ``files`` and
@@ -167,7 +167,7 @@ def markdown_tables(rows: list[dict]) -> str:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trees", type=Path, default=Path("/work/corpus/trees"))
-    ap.add_argument("--commits", type=Path, default=Path("/work/corpus/COMMITS.tsv"))
+    ap.add_argument("--commits", type=Path, default=ROOT / "benchmarks" / "precision_commits.tsv")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "precision_findings.tsv")
     ap.add_argument("--linter", help="command that runs tfpar-lint (default: this Python, -m tfpar_lint)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per code base")
