@@ -36,8 +36,8 @@ ALL = [r.CODE for r in all_rules()]
 SRC = str(REPO_ROOT / "src")
 # CI sizes (a few minutes in all); TFPAR_LINT_FUZZ_SCALE=10 runs ten times as many, for a one-off deeper run
 SCALE = max(1, int(os.environ.get("TFPAR_LINT_FUZZ_SCALE", "1") or 1))
-GENERATED = 200 * SCALE
-MUTANTS = 300 * SCALE
+GENERATED = 100 * SCALE
+MUTANTS = 150 * SCALE
 SEED = 12
 
 
@@ -226,7 +226,7 @@ def test_mutated_fixtures_with_crashing_and_hanging_files_among_them(tmp_path, m
     slow = TFP101_SRC + "z = a" + ".b" * 50000 + "\n"
     for k, (name, text) in enumerate([("crash_1.py", deep), ("slow_1.py", slow), ("crash_2.py", deep)]):
         (tmp_path / name).write_text(text)
-        files.insert(70 * SCALE * (k + 1), name)
+        files.insert(40 * SCALE * (k + 1), name)
     rc, cli = run_cli(tmp_path, files, "--no-config", "--select", "ALL", env={"TFPAR_LINT_DEEP": "off"})
     engine = engine_records(tmp_path, files, AnalysisOptions())
     check_same(cli, engine, files)

@@ -190,8 +190,25 @@ def test_bad_fixture_confirmed(verified, path):
         assert v.status == _expected(f.code, path), why
         assert v.evidence and v.seconds > 0, why
         assert len(v.devices) >= 2, why
+        words = EVIDENCE_WORDS.get((f.code, os.path.relpath(path, FIXTURES).replace(os.sep, "/")))
+        assert words is None or words in v.evidence, f"{why}\nthe evidence lacks {words!r}"
         if not f.code.startswith("TFP3") and f.code != "TFP108" and f.code not in NO_STRATEGY:  # no strategy needed
             assert v.replicas >= 2, why
+
+
+# Words the CONFIRMED evidence must hold where one symptom is not enough to tell (issue 27's rules:
+# gradients applied N times, a gathered loss, one-sided callbacks, one save path for every worker).
+EVIDENCE_WORDS = {
+    ("TFP513", "TFP513/bad.py"): "2.00x",
+    ("TFP513", "TFP513/bad_untouched.py"): "tuple index out of range",
+    ("TFP514", "TFP514/bad.py"): "2.00x",
+    ("TFP514", "TFP514/bad_merge_call.py"): "2.00x",
+    ("TFP609", "TFP609/bad.py"): "differ",
+    ("TFP609", "TFP609/bad_custom.py"): "differ",
+    ("TFP609", "TFP609/bad_early_stopping.py"): "UnavailableError",
+    ("TFP610", "TFP610/bad.py"): "all wrote",
+    ("TFP610", "TFP610/bad_cli.py"): "all wrote",
+}
 
 
 # Good fixtures correct only on separate machines: the verifier's local cluster runs its workers on
@@ -273,6 +290,9 @@ def test_two_worker_local_cluster(verified):
     assert f.verification.status == CONFIRMED
     assert "every worker reads the same data" in f.verification.evidence, f.verification.evidence
     assert good.status == NOT_REPRODUCED, good.summary()
+    for fixture in ("TFP609/bad.py", "TFP610/bad.py", "TFP609/good.py"):  # multi-worker fixtures: a cluster
+        run = _run(verified, os.path.join(FIXTURES, fixture))
+        assert run.workers == 2, run.summary()
 
 
 def test_notebook_cells_run_as_one_script(verified):

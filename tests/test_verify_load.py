@@ -7,8 +7,9 @@ broke) are verified twice with the CLI (``--verify --devices cpu:2 --format json
 pass): as the machine is, then while 2 x CPUs processes spin on the CPUs.  Every script must get the
 same findings with the same verdicts (a script that could not run is an E904 record, so its verdict
 is compared too), and the truth set's rows must be what RUNNABLE.tsv says (bad: a CONFIRMED or
-RUNTIME finding; good: none) in both passes.  ``benchmarks/verify_load.py`` holds the functions and
-runs the same comparison on every fixture (the numbers are in runtime_verify/RESULTS.md).
+RUNTIME finding; good: none) in both passes.  Two multi-worker fixtures run beside the truth set;
+``benchmarks/verify_load.py`` holds the functions and runs the same comparison on every multi-worker
+fixture, or every fixture (the numbers are in runtime_verify/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ pytestmark = [
     pytest.mark.verify,
     pytest.mark.skipif(not HAVE_TF, reason="tensorflow is not importable (bash scripts/dev.sh setup installs it)"),
 ]
+
+
+# Two of the multi-worker fixtures (the runs a busy machine broke: local clusters), one with a mistake
+# and one without; benchmarks/verify_load.py runs every one of them (the numbers: runtime_verify/RESULTS.md).
+CLUSTER = [os.path.join(ROOT, "fixtures", "TFP609", "bad.py"), os.path.join(ROOT, "fixtures", "TFP609", "good.py")]
 
 
 def _bench():
@@ -48,7 +54,7 @@ def runs():
     folder = bench.readable_folder("tfpar-load-test-")  # pytest's tmp_path is private to its user
     try:
         truth = bench.truth_rows(REALCODE, SEEDS, folder)
-        res = bench.idle_and_loaded([p for p, _ in truth] + bench.fixtures("multiworker"), folder, load=2.0)
+        res = bench.idle_and_loaded([p for p, _ in truth] + CLUSTER, folder, load=2.0)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     res["truth"] = truth
@@ -117,4 +123,7 @@ def test_the_time_outs_scale_with_the_load_measured_at_the_start(monkeypatch):
     (run,) = verify_findings([hang], [], devices="cpu:2", timeout=4.0)
     assert any("time-outs scaled x2.5" in n and "(--timeout 4 s -> 10 s)" in n for n in run.notes), run.notes
     assert run.outcome == "hung" and run.seconds >= 9.5, run.summary()
-    assert run.reason.startswith("timeout: hung at hang.py:8") and "killed after 10 s" in run.reason, run.reason
+    # idle, a sleeping script is "hung"; on a machine busier than the scale allowed for, its start-up
+    # may have waited for a CPU as long as it ran ("the machine was too busy"): the deadline is 10 s both ways
+    assert run.reason.startswith(("timeout: hung at hang.py:8", "timeout: the machine was too busy")), run.reason
+    assert "hang.py:8" in run.reason and "killed after 10 s" in run.reason, run.reason
