@@ -9,6 +9,8 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, keyword, replicated
+from tfpar_lint.semantic.kinds import builds_at_construction, part_of_owner
+from tfpar_lint.semantic.model import ClassInfo
 from tfpar_lint.semantic.walk import syntax_children
 
 
@@ -51,11 +53,78 @@ def outside_scope_uses(m: Module, kind: str,
     for v in values_of_kind(m, kind):
         if not created_outside_scope(m, v) or not keep(v):
             continue
+        if v.kind in (api.MODEL, api.LAYER) and built_under_scope(m, v):
+            continue  # no variable until its first call, made under the scope: its variables are mirrored
         for use in uses_with_strategy(m, v):
             if use.site is not None and v.site is not None and m.exclusive(v.site, use.site):
                 continue  # made in one arm of `if t:`, used in the other arm of a later `if t:`
             yield v, use
             break
+
+
+# Keras' own training and inference methods: they build an unbuilt model through Keras' machinery
+# (a Keras 3 Sequential without an input shape, made outside the scope and first built by ``fit``
+# under it, still fails: fixtures/TFP101/bad_unbuilt.py)
+_KERAS_RUNS = frozenset({"fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator",
+                         "train_on_batch", "test_on_batch", "predict_on_batch"})
+# Keras methods that create no variable
+_KERAS_NO_BUILD = frozenset({"compile", "summary", "save", "save_weights", "get_config", "to_json", "get_layer",
+                             "count_params", "get_weights", "reset_metrics", "reset_states", "add_loss",
+                             "add_metric", "get_initial_state"})
+
+
+def built_under_scope(m: Module, v: Value) -> bool:
+    """``v`` (a Keras model or layer, a ``tf.Module``) holds no variable when it is made (the kinds
+    module cannot say it does: :func:`kinds.builds_at_construction`), and the code builds it under
+    a strategy's scope: calls it, its ``build``, or a method of its own (not Keras' ``fit`` /
+    ``evaluate`` / ``predict`` machinery) under a known scope (lexically, or in a function every
+    caller runs there, a ``tf.function`` made for it), before anything calls or runs it outside a
+    scope.  Then every variable is made under the scope: mirrored."""
+    site = v.site
+    if site is None or v.origin is None or builds_at_construction(m, v) is True:
+        return False
+    local_class = isinstance(v.info, ClassInfo)
+    api_made = bool(v.qname) and not local_class
+    inside: list[CallSite] = []
+    outside: list[CallSite] = []
+    for cs in m.calls:
+        f = cs.node.func
+        if isinstance(f, cst.Attribute):
+            meth = f.attr.value
+            if meth in _KERAS_NO_BUILD or not any_from(m, f.value, cs, v.origin):
+                continue
+            if meth == "build" or meth == "__call__":
+                how = "call"
+            elif meth in _KERAS_RUNS:
+                how = "run"
+            elif local_class and meth in v.info.methods or not api_made:
+                how = "method"  # a method of its own (``agent.get_action(...)``)
+            else:
+                continue
+        elif any_from(m, f, cs, v.origin):
+            how = "call"
+        else:
+            continue
+        if m.in_replica_fn(cs.scope):
+            continue  # on every replica: after the cross-replica build, under the strategy
+        known, maybe = m.scope_strategies(cs)
+        if known and how != "run":
+            inside.append(cs)
+        elif not known and not maybe and how != "method" and _nested_in(cs.scope, site.scope):
+            outside.append(cs)
+    if not inside:
+        return False
+    first = min(cs.order for cs in inside)
+    return not any(site.order < cs.order < first for cs in outside)
+
+
+def _nested_in(scope, outer) -> bool:
+    s = scope
+    while s is not None:
+        if s is outer:
+            return True
+        s = s.parent
+    return False
 
 
 @dataclass
@@ -205,6 +274,8 @@ def _bound_by_kind(m: Module) -> dict[str, list[Value]]:
         for b_list in _all_binding_lists(m):
             for b in b_list:
                 for v in m.binding_values(b):
+                    if part_of_owner(v):
+                        continue  # a variable of a model (``for w in net.trainable_variables``): the model was made there
                     if v.origin is not None and (v.kind, id(v.origin)) not in seen:
                         seen.add((v.kind, id(v.origin)))
                         got.setdefault(v.kind, []).append(v)
