@@ -214,3 +214,97 @@ def test_what_making_an_object_creates():
         vals = m.infer_at(a.value, cs)
         got.append(builds_at_construction(m, vals[0]) if vals else "none")
     assert got == [False, True, True, False, True, False, True, False, True, None]
+
+
+# ---------------------------------------------------------------- 3. objects that never meet the strategy
+
+def test_a_strategy_made_in_try_or_in_its_handler_is_either_after_the_statement():
+    """``try: TPUStrategy except ValueError: MirroredStrategy``: after the statement the name holds
+    either; the scope entered below is that strategy's, so it is used, and a model made outside it
+    that a builder called under the scope uses is not beside an unused strategy."""
+    src = """
+        import tensorflow as tf
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            strategy = tf.distribute.TPUStrategy(resolver)
+        except ValueError:
+            strategy = tf.distribute.MirroredStrategy()
+
+        aug = tf.keras.Sequential([tf.keras.layers.RandomFlip("horizontal")])
+
+        def build():
+            inputs = tf.keras.Input((32, 32, 3))
+            return tf.keras.Model(inputs, tf.keras.layers.Dense(10)(aug(inputs)))
+
+        with strategy.scope():
+            model = build()
+            model.compile(optimizer="sgd", loss="mse")
+        model.fit(x, y)
+    """
+    assert codes(src) == []
+    m = module(src)
+    cs = next(c for c in m.calls if m.code(c.node) == "strategy.scope()")
+    assert {v.qname.rsplit(".", 1)[-1] for v in m.infer_at(cs.node.func.value, cs)} == {
+        "TPUStrategy", "MirroredStrategy"}
+
+
+def test_a_handler_that_raises_leaves_the_try_bodys_binding_alone():
+    m = module("""
+        import tensorflow as tf
+        strategy = None
+        try:
+            strategy = tf.distribute.MirroredStrategy()
+        except ValueError:
+            raise
+        use(strategy)
+    """)
+    cs = next(c for c in m.calls if m.code(c.node).startswith("use("))
+    assert [v.qname for v in m.infer_at(cs.node.args[0].value, cs)] == ["tensorflow.distribute.MirroredStrategy"]
+
+
+@pytest.mark.parametrize("order, use, reported", [
+    ("strategy_first", "print(type(model.weights[0]))", True),
+    ("model_first", "print(type(model.weights[0]))", False),   # the strategy came later: never beside it
+    ("strategy_first", "print(model.predict(x))", False),      # inference on one device after training
+    ("strategy_first", "model.evaluate(x, y)", False),
+])
+def test_a_model_beside_a_strategy_that_is_never_used(order, use, reported):
+    lines = ['strategy = tf.distribute.MirroredStrategy()', 'model = tf.keras.models.load_model("saved")']
+    if order == "model_first":
+        lines.reverse()
+    src = "import tensorflow as tf\n" + "\n".join(lines) + "\n" + use + "\n"
+    got = codes(src)
+    assert (any(c == "TFP101" for _, c in got)) is reported, got
+
+
+# ---------------------------------------------------------------- 5. a use that never trains
+
+OPT_FOR_EVALUATE = """
+    import tensorflow as tf
+
+    def get_model():
+        return tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+
+    def evaluate(model, data):
+        optimizer = tf.keras.optimizers.Adam()
+        model.compile(optimizer=optimizer, loss="mse")
+        {after}
+
+    def main(data):
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = get_model()
+        evaluate(model, data)
+"""
+
+
+@pytest.mark.parametrize("after, reported", [
+    ("return model.evaluate(data)", False),
+    ("print(model.predict(data)); model.summary()", False),
+    ("model.evaluate(data); model.fit(data, epochs=1)", True),
+    ("return model", True),                       # the caller may train it
+    ("train_more(model)", True),                  # handed on
+])
+def test_an_optimizer_compiled_only_so_that_evaluate_runs(after, reported):
+    got = codes(OPT_FOR_EVALUATE.format(after=after), select={"TFP102"})
+    assert (got == [(8, "TFP102")]) is reported, got

@@ -9,7 +9,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, keyword, replicated
-from tfpar_lint.semantic.kinds import builds_at_construction, part_of_owner
+from tfpar_lint.semantic.kinds import _pairs_owner, _variables_owner, builds_at_construction, part_of_owner
 from tfpar_lint.semantic.model import ClassInfo
 from tfpar_lint.semantic.walk import syntax_children
 
@@ -385,6 +385,8 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                     yield Use(cs.node, f"`{meth}` is called in `{cs.func.name}`, which runs under a strategy's "
                                        f"scope ({{line}})", "strategy", m.code(f.value), cs)
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
+            if v.kind == api.OPTIMIZER and not compiled_to_train(m, cs):
+                continue  # compiled only so that evaluate / predict run: the optimizer never steps
             known, _ = m.scope_items(cs)
             where = f"under `{scope_text(m, cs)}` ({{line}})"
             if not known:
@@ -489,12 +491,16 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
                                f"whose scope is never entered: the model trains on one device and the strategy is "
                                f"unused", name, m.code(f.value))
             return
-    if trained or v.site is None:
+    if trained or v.site is None or _inference_only(m, v):
         return
     # not trained here: only beside a strategy made on the same path and never used at all (no
-    # reference to it): nothing can bring the model under it
+    # reference to it): nothing can bring the model under it.  In module code, only a strategy made
+    # before the model: one made after it (a later notebook cell showing another strategy, module
+    # code running one demonstration after another) was not there to use; in a function, one unit
+    # of work, a strategy made anywhere on the model's path counts.
     for made, s in m.strategies_made_in(v.site.func):
-        if not replicated([s]) or _exclusive(made.ifs, v.site.ifs) or m.scope_entered(s) is not False:
+        if (v.site.func is None and made.order > v.site.order) or not replicated([s]) \
+                or _exclusive(made.ifs, v.site.ifs) or m.scope_entered(s) is not False:
             continue
         target = _assigned_name(made)
         if target is None or _referenced_after(m, target, made):
@@ -503,6 +509,74 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
         yield Use(made.node, f"`{target.value}` ({{line}}), a strategy created on the same path, is never used: the "
                              f"model is under no strategy", target.value, model_name.value if model_name else "")
         return
+
+
+_TRAINS = frozenset({"fit", "fit_generator", "train_on_batch"})
+# what a compiled model may be asked without stepping its optimizer
+_NO_STEP = frozenset({"evaluate", "evaluate_generator", "predict", "predict_generator", "predict_on_batch",
+                      "test_on_batch", "summary", "save", "save_weights", "load_weights", "get_weights",
+                      "count_params", "to_json", "get_config", "get_layer", "reset_metrics"})
+
+
+def compiled_to_train(m: Module, cs: CallSite) -> bool:
+    """The model compiled at ``cs`` (``model.compile(optimizer=...)``) may train with that
+    optimizer: False only when the function (or module code) that compiles it reads the model
+    afterwards only to evaluate, predict or inspect it (or compiles it again before any of its
+    training calls), and the model never leaves it (not returned, stored, handed to a call, read in
+    a nested function) -- an optimizer given to ``compile`` so that ``evaluate`` runs never steps."""
+    recv = cs.node.func.value if isinstance(cs.node.func, cst.Attribute) else None
+    if not isinstance(recv, cst.Name) or cs.loops:
+        return True
+    name = recv.value
+    methods: dict[int, str] = {}
+    for c in m.calls:
+        f = c.node.func
+        if c.scope is cs.scope and c.order > cs.order and isinstance(f, cst.Attribute) \
+                and isinstance(f.value, cst.Name) and f.value.value == name:
+            methods[id(f.value)] = f.attr.value
+    later = sorted((r for r in m.refs if r.node.value == name and r.order > cs.order and r.node is not recv),
+                   key=lambda r: r.order)
+    ran = False
+    for r in later:
+        if r.scope is not cs.scope:
+            if _nested_in(r.scope, cs.scope) or cs.scope is m.scope:
+                return True  # read by a function that may run later (a closure, a function of the module)
+            continue
+        meth = methods.get(id(r.node))
+        if meth in _TRAINS:
+            return True
+        if meth == "compile":
+            break  # compiled again before any training: the later steps are the new optimizer's
+        if meth not in _NO_STEP:
+            return True  # returned, stored, handed on, or a method that may train it
+        ran = ran or meth in _INFERENCE
+    return not ran  # evaluated or predicted, never trained: the optimizer never steps
+
+
+_INFERENCE = frozenset({"predict", "evaluate", "predict_on_batch", "test_on_batch", "predict_generator",
+                        "evaluate_generator"})
+
+
+def _inference_only(m: Module, v: Value) -> bool:
+    """The model is run for inference (``predict``, ``evaluate``) in this module and nothing takes
+    or applies gradients of its variables: a model reloaded to predict on one device after
+    training, which no strategy needs."""
+    origin = v.origin
+    run = False
+    for cs in m.calls:
+        f = cs.node.func
+        if not isinstance(f, cst.Attribute):
+            continue
+        meth = f.attr.value
+        if meth in _INFERENCE and any_from(m, f.value, cs, origin):
+            run = True
+        elif meth in ("gradient", "apply_gradients", "minimize"):
+            owners = [o for o in (_variables_owner(arg(cs.node, 1, "sources"), m, cs),
+                                  _pairs_owner(cs.node, m, cs)) if o is not None]
+            owners += list(_variables_owners(cs.node))
+            if any(any_from(m, o, cs, origin) for o in owners):
+                return False
+    return run
 
 
 def _assigned_name(site: CallSite) -> Optional[cst.Name]:
