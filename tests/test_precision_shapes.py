@@ -308,3 +308,62 @@ OPT_FOR_EVALUATE = """
 def test_an_optimizer_compiled_only_so_that_evaluate_runs(after, reported):
     got = codes(OPT_FOR_EVALUATE.format(after=after), select={"TFP102"})
     assert (got == [(8, "TFP102")]) is reported, got
+
+
+# ---------------------------------------------------------------- 2. one replica per process
+
+ONE_GPU = """
+    import os
+    import tensorflow as tf
+
+    def train(rank, world):
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+            opt = tf.keras.optimizers.SGD()
+
+        @tf.function
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        ds = tf.data.Dataset.from_tensor_slices(tf.zeros([64, 4])).shard(world, rank).batch(8)
+        for x in ds:
+            strategy.run(step, args=(x,))
+
+    if __name__ == "__main__":
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD"])
+        {write}
+        train(rank, world)
+"""
+
+
+@pytest.mark.parametrize("write, reported", [
+    ('os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)', False),
+    ('os.environ["CUDA_VISIBLE_DEVICES"] = f"{rank}"', False),
+    ('os.environ["CUDA_VISIBLE_DEVICES"] = "0"', False),
+    ('tf.config.set_visible_devices(tf.config.list_physical_devices("GPU")[rank], "GPU")', False),
+    ('os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"', True),                 # two devices: two replicas
+    ('os.environ.setdefault("CUDA_VISIBLE_DEVICES", str(rank))', True),  # may be set already
+    ('pass', True),
+    ('if rank == 0: os.environ["CUDA_VISIBLE_DEVICES"] = "0"', True),     # not on every path
+])
+def test_a_process_that_sees_one_gpu_feeds_its_only_replica(write, reported):
+    got = codes(ONE_GPU.format(write=write), select={"TFP201"})
+    assert bool(got) is reported, got
+
+
+def test_one_gpu_made_visible_after_the_strategy_does_not_count():
+    src = """
+        import os
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        ds = tf.data.Dataset.range(8).batch(2)
+        for x in ds:
+            strategy.run(lambda v: v * 2, args=(x,))
+    """
+    assert [c for _, c in codes(src, select={"TFP201"})] == ["TFP201"]
