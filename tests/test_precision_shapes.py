@@ -367,3 +367,70 @@ def test_one_gpu_made_visible_after_the_strategy_does_not_count():
             strategy.run(lambda v: v * 2, args=(x,))
     """
     assert [c for _, c in codes(src, select={"TFP201"})] == ["TFP201"]
+
+
+# ---------------------------------------------------------------- 6. strategy kind through a record
+
+SETTINGS = """
+    import collections
+    import tensorflow as tf
+
+    {decl}
+
+    def init(tpu_found):
+        if tpu_found:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            return Settings({first}, [("/cpu", None)])
+        strategy = {second}
+        return Settings(strategy, hosts=[("/cpu", None)])
+
+    settings = init(True)
+    counters = []
+    for host, _ in settings.hosts:
+        with tf.device(host):
+            counters.append(tf.Variable(0, dtype=tf.int64))
+
+    @tf.function
+    def step(x):
+        counters[0].assign_add(1)
+        return x
+
+    settings.strategy.run(step, args=(tf.zeros([2]),))
+"""
+
+NAMEDTUPLE = 'Settings = collections.namedtuple("Settings", "strategy hosts")'
+TYPED = """from typing import NamedTuple
+    class Settings(NamedTuple):
+        strategy: object
+        hosts: list"""
+DATACLASS = """import dataclasses
+    @dataclasses.dataclass
+    class Settings:
+        strategy: object
+        hosts: list"""
+
+
+@pytest.mark.parametrize("decl", [NAMEDTUPLE, TYPED, DATACLASS])
+@pytest.mark.parametrize("first, second, reported", [
+    ("tf.distribute.TPUStrategy(resolver)", 'tf.distribute.OneDeviceStrategy("/gpu:0")', False),
+    ("tf.distribute.TPUStrategy(resolver)", "tf.distribute.MirroredStrategy()", True),
+])
+def test_a_strategy_kept_in_a_record_keeps_its_class(decl, first, second, reported):
+    """``settings.strategy`` is what ``Settings(...)`` was given: a TPU or one-device strategy
+    (which place their variables their own way) is not a strategy of unknown class."""
+    got = codes(SETTINGS.format(decl=decl, first=first, second=second), select={"TFP107"})
+    assert bool(got) is reported, got
+
+
+@pytest.mark.parametrize("decl", [NAMEDTUPLE, TYPED])
+def test_a_record_by_position_and_unpacked(decl):
+    m = module(SETTINGS.format(decl=decl, first="tf.distribute.TPUStrategy(resolver)",
+                               second='tf.distribute.OneDeviceStrategy("/gpu:0")') + """
+    a = settings[0]
+    b, hosts = settings
+    use(a, b)
+    """)
+    cs = next(c for c in m.calls if m.code(c.node).startswith("use("))
+    for a in cs.node.args:
+        assert sorted(v.qname for v in m.infer_at(a.value, cs)) == [
+            "tensorflow.distribute.OneDeviceStrategy", "tensorflow.distribute.TPUStrategy"]
