@@ -434,3 +434,23 @@ def test_a_record_by_position_and_unpacked(decl):
     for a in cs.node.args:
         assert sorted(v.qname for v in m.infer_at(a.value, cs)) == [
             "tensorflow.distribute.OneDeviceStrategy", "tensorflow.distribute.TPUStrategy"]
+
+
+# ---------------------------------------------------------------- 7a. copies zipped as feature columns
+
+@pytest.mark.parametrize("zipped, reported", [
+    ("tf.data.Dataset.zip(feats + (labels,))", False),
+    ("tf.data.Dataset.zip((labels,) + feats)", False),
+    ("tf.data.Dataset.zip(tuple(feats) * 1)", False),
+    ("[iter(d) for d in feats]", True),   # not zipped into one dataset: one copy per device
+])
+def test_copies_of_a_dataset_zipped_together_are_feature_columns(zipped, reported):
+    src = f"""
+        import tensorflow as tf
+        x = tf.zeros([8, 3])
+        labels = tf.data.Dataset.from_tensor_slices(tf.zeros([8]))
+        feats = tuple(tf.data.Dataset.from_tensor_slices(x) for _ in range(3))
+        ds = {zipped}
+    """
+    got = codes(src, select={"TFP202"})
+    assert bool(got) is reported, got
