@@ -37,16 +37,10 @@ class MwmsCreatedLate(Rule):
                     continue  # an earlier MultiWorkerMirroredStrategy configured the collectives: that one counts
                 last_env = next((e for e in reversed(trace[:i]) if id(e.site) in unsets | writes
                                  and set(e.conds) <= conds), None)
-                # TF_CONFIG removed on every path to the constructor (and not written again): the
-                # process never has it when the strategy is made, whatever the launcher sets, so the
-                # strategy is a single worker and TensorFlow only logs that collectives were not
-                # configured at start-up -- the failure cannot happen.  Unless the constructor is
-                # given its cluster another way (cluster_resolver=...).
-                if last_env is not None and id(last_env.site) in unsets \
-                        and not any(id(e.site) in writes for e in trace[trace.index(last_env) + 1:i]) \
-                        and not any(a.keyword is None or a.keyword.value == "cluster_resolver"
-                                    for a in site.node.args):
-                    continue
+                # TF_CONFIG removed first: this run is a single worker (TensorFlow only logs that
+                # collectives were not configured at start-up); the order is still the one that fails
+                # on a cluster, so it is reported, saying so
+                unset = last_env if last_env is not None and id(last_env.site) in unsets else None
                 for prior in trace[:i]:
                     ps = prior.site
                     if not isinstance(ps, CallSite) or id(ps.node) in ctors:
@@ -61,11 +55,16 @@ class MwmsCreatedLate(Rule):
                     if extra:
                         via = f", called through `{m.code(extra[0].node)}`"
                     done.add(id(site.node))
+                    single = ""
+                    if unset is not None:
+                        single = (f" (here TF_CONFIG is removed first, at `{m.code(unset.site.node)}`: this run is a "
+                                  f"single worker and TensorFlow only logs `Collective ops is not configured at "
+                                  f"program startup`)")
                     yield Report(
                         site.node,
                         f"`{m.code(site.node)}` is created after `{text}` (line {{line}}{via}) already initialised "
                         f"the TensorFlow runtime: with TF_CONFIG set, TensorFlow raises `RuntimeError: Collective ops "
-                        f"must be configured at program startup`; create the strategy first",
+                        f"must be configured at program startup`{single}; create the strategy first",
                         {"initialiser": text},
                         related=ps.node,
                     )
