@@ -264,17 +264,21 @@ def test_a_handler_that_raises_leaves_the_try_bodys_binding_alone():
 
 @pytest.mark.parametrize("order, use, reported", [
     ("strategy_first", "print(type(model.weights[0]))", True),
-    ("model_first", "print(type(model.weights[0]))", False),   # the strategy came later: never beside it
+    ("model_first", "print(type(model.weights[0]))", True),    # made after, but the model is still held
+    ("model_gone", "print(type(model.weights[0]))", False),    # the name held another model by then
     ("strategy_first", "print(model.predict(x))", False),      # inference on one device after training
     ("strategy_first", "model.evaluate(x, y)", False),
 ])
 def test_a_model_beside_a_strategy_that_is_never_used(order, use, reported):
-    lines = ['strategy = tf.distribute.MirroredStrategy()', 'model = tf.keras.models.load_model("saved")']
-    if order == "model_first":
-        lines.reverse()
-    src = "import tensorflow as tf\n" + "\n".join(lines) + "\n" + use + "\n"
-    got = codes(src)
-    assert (any(c == "TFP101" for _, c in got)) is reported, got
+    make_strategy = "strategy = tf.distribute.MirroredStrategy()"
+    make_model = 'model = tf.keras.models.load_model("saved")'
+    lines = {"strategy_first": [make_strategy, make_model, use],
+             "model_first": [make_model, use, make_strategy],
+             "model_gone": [make_model, use, "with other.scope():", "    " + make_model, make_strategy]}[order]
+    src = "import tensorflow as tf\nother = tf.distribute.MirroredStrategy()\n" + "\n".join(lines) + "\n"
+    first = src.splitlines().index(make_model) + 1  # the model made outside any scope
+    got = [(line, c) for line, c in codes(src) if line == first]
+    assert bool(got) is reported, got
 
 
 # ---------------------------------------------------------------- 5. a use that never trains

@@ -494,13 +494,12 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
     if trained or v.site is None or _inference_only(m, v):
         return
     # not trained here: only beside a strategy made on the same path and never used at all (no
-    # reference to it): nothing can bring the model under it.  In module code, only a strategy made
-    # before the model: one made after it (a later notebook cell showing another strategy, module
-    # code running one demonstration after another) was not there to use; in a function, one unit
-    # of work, a strategy made anywhere on the model's path counts.
+    # reference to it): nothing can bring the model under it.  Not a strategy made after the name
+    # that held the model was bound again: the model was gone by then (a model reloaded to show its
+    # weights, then reloaded under a scope, before a later notebook cell makes another strategy).
     for made, s in m.strategies_made_in(v.site.func):
-        if (v.site.func is None and made.order > v.site.order) or not replicated([s]) \
-                or _exclusive(made.ifs, v.site.ifs) or m.scope_entered(s) is not False:
+        if not replicated([s]) or _exclusive(made.ifs, v.site.ifs) or m.scope_entered(s) is not False \
+                or _gone_before(m, v.site, made):
             continue
         target = _assigned_name(made)
         if target is None or _referenced_after(m, target, made):
@@ -577,6 +576,17 @@ def _inference_only(m: Module, v: Value) -> bool:
             if any(any_from(m, o, cs, origin) for o in owners):
                 return False
     return run
+
+
+def _gone_before(m: Module, site: CallSite, later: CallSite) -> bool:
+    """The name the object made at ``site`` was assigned to is bound again before ``later``: the
+    object is no longer held there."""
+    target = _assigned_name(site)
+    if target is None or later.order <= site.order:
+        return False
+    own = site.stmt.body[0]
+    return any(site.order < b.order < later.order and b.node is not own
+               for b in site.scope.bindings.get(target.value, ()))
 
 
 def _assigned_name(site: CallSite) -> Optional[cst.Name]:
