@@ -701,16 +701,15 @@ def _main(argv: list[str]) -> int:
         findings.extend(r.findings)
     from tfpar_lint import versions
 
-    version_notes: dict[str, dict[str, dict[str, int]]] = {"withheld": {}, "assumed": {}}  # path -> counts
+    withheld: dict[str, dict[str, int]] = {}  # path -> counts of findings held back
     for r in results:
         for note in getattr(r, "notes", None) or ():
-            got = versions.parse_counts(note)
+            got = versions.parse_withheld(note)
             if got is not None:
-                version_notes[got[0]][r.path] = got[1]
+                withheld[r.path] = got
             elif not quiet:
                 _warn(f"{r.path}: {note}")
-    run_notes = ([versions.assumed_summary(version_notes["assumed"])] if version_notes["assumed"] else []) + \
-        ([versions.withheld_summary(version_notes["withheld"])] if version_notes["withheld"] else [])
+    run_notes = [versions.withheld_summary(withheld)] if withheld else []
     if not quiet:
         for note in run_notes:  # once for the run, not once per file
             _warn(note)

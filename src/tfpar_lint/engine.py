@@ -341,13 +341,6 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
                             if fixed is None else None)
         if module.version_withheld and notes is not None:
             notes.append(versions.withheld_note(module.version_withheld))
-        if notes is not None and versions.target_of(module).assumes:
-            assumed: dict[str, int] = {}
-            for f in findings:
-                if f.code in versions.VERSIONED:
-                    assumed[f.code] = assumed.get(f.code, 0) + 1
-            if assumed:
-                notes.append(versions.assumed_note(assumed))
         if fixed is not None:
             for f in findings:
                 f.col = fixed.column(f.line, f.col)
