@@ -117,7 +117,12 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 return [UNKNOWN if expr.value in BUILTINS else self.m.kinds.free(expr.value)]
             out: list[Value] = []
             for b in bs:
-                out.extend(self.binding_values(b))
+                got = self.binding_values(b)
+                if len(bs) > 1 and b.scope is scope:  # one of several bindings: on its own branches only
+                    path = self.m.paths.binding_path(b, bs)
+                    if path:
+                        got = [replace(v, path=v.path + path) if v.origin is not None else v for v in got]
+                out.extend(got)
             return out
         if isinstance(expr, cst.Attribute):
             q, raw = self.m.qualified_name(expr, scope, order)
