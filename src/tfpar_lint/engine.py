@@ -117,8 +117,10 @@ def _version_digests(module: Module) -> dict[str, str]:
 
     from tfpar_lint import versions
 
+    from tfpar_lint.semantic import clusters
+
     out = {}
-    for p in versions.dependency_paths(module):
+    for p in versions.dependency_paths(module) + clusters.dependency_paths(module):
         try:
             out[p] = hashlib.sha256(read_regular(p)).hexdigest()
         except OSError:

@@ -1,0 +1,92 @@
+"""Shapes read as mistakes (issue 28 item 4): each an invented minimal program that is correct,
+beside its mistaken twin that must still be reported."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tfpar_lint.engine import lint_paths, lint_source
+
+
+def codes(src: str, select=None, path: str = "snippet.py") -> list[tuple[int, str]]:
+    res = lint_source(textwrap.dedent(src), path, enabled=select)
+    assert res.error is None, res.error
+    return sorted((f.line, f.code) for f in res.findings)
+
+
+def project_codes(tmp_path: Path, files: dict[str, str], lint: str, select=None) -> list[tuple[int, str]]:
+    (tmp_path / ".git").mkdir(parents=True, exist_ok=True)  # the repository's root: the search for job specs stops here
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    res = lint_paths([str(tmp_path / lint)], enabled=select)
+    return sorted((f.line, f.code) for r in res for f in r.findings)
+
+
+# ------------------------------------------------------------------ TFP604: a cluster with no chief
+SAVE_WORKER_ZERO = """
+    import os
+    import tensorflow as tf
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
+
+    def is_lead(kind, index):
+        return kind == "chief" or (kind == "worker" and index == 0)
+
+    def write_dir(path, kind, index):
+        if not is_lead(kind, index):
+            path = os.path.join(path, "workertemp_" + str(index))
+        return path
+
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])
+        ckpt = tf.train.Checkpoint(model=model)
+    ckpt.write(write_dir("/tmp/ckpt", task_type, task_id))
+"""
+
+TFJOB = """
+    apiVersion: kubeflow.org/v1
+    kind: TFJob
+    metadata:
+      name: train
+    spec:
+      tfReplicaSpecs:
+{replicas}
+"""
+WORKERS_ONLY = """\
+        Worker:
+          replicas: 3
+          template:
+            spec:
+              containers:
+                - name: tensorflow
+                  image: tensorflow/tensorflow:2.12.0
+"""
+WITH_CHIEF = """\
+        Chief:
+          replicas: 1
+""" + WORKERS_ONLY
+
+
+def test_tfp604_worker_zero_is_the_chief_of_a_job_of_workers_only(tmp_path):
+    """A Kubeflow TFJob of Worker replicas only: TF_CONFIG has no chief task, worker 0 is the chief,
+    and `chief or worker 0` is TensorFlow's own rule."""
+    files = {"train.py": SAVE_WORKER_ZERO, "k8s/tfjob.yaml": TFJOB.format(replicas=WORKERS_ONLY)}
+    assert project_codes(tmp_path / "a", files, "train.py", ["TFP604", "TFP607"]) == []
+    # the same job with a Chief replica: the chief and worker 0 both write the real path
+    files["k8s/tfjob.yaml"] = TFJOB.format(replicas=WITH_CHIEF)
+    assert project_codes(tmp_path / "b", files, "train.py", ["TFP604", "TFP607"]) == [(9, "TFP604")]
+    # nothing declares the cluster: reported as before
+    assert project_codes(tmp_path / "c", {"train.py": SAVE_WORKER_ZERO}, "train.py", ["TFP604"]) == [(9, "TFP604")]
+
+
+def test_tfp604_a_job_spec_the_module_builds():
+    launcher = SAVE_WORKER_ZERO + textwrap.indent(textwrap.dedent("""
+        JOB = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+               "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2}}}}
+    """), "    ")
+    assert codes(launcher, ["TFP604"]) == []
+    assert codes(launcher.replace('{"Worker": {"replicas": 2}}', '{"Chief": {"replicas": 1}, "Worker": {"replicas": 2}}'),
+                 ["TFP604"]) == [(9, "TFP604")]
