@@ -90,3 +90,30 @@ def test_tfp604_a_job_spec_the_module_builds():
     assert codes(launcher, ["TFP604"]) == []
     assert codes(launcher.replace('{"Worker": {"replicas": 2}}', '{"Chief": {"replicas": 1}, "Worker": {"replicas": 2}}'),
                  ["TFP604"]) == [(9, "TFP604")]
+
+
+# ------------------------------------------------------------------ TFP107: a per-host counter
+HOST_COUNTER = """
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+
+    with tf.device("/cpu:0"):
+        steps_done = tf.Variable(0, trainable=False)
+
+    def step_fn(x):
+        return model(x)
+
+    for x in strategy.experimental_distribute_dataset(tf.data.Dataset.range(4).batch(2)):
+        strategy.run(step_fn, args=(x,))
+        steps_done.assign_add(1)
+"""
+
+
+def test_tfp107_a_counter_on_the_host_that_the_replicas_never_touch():
+    assert codes(HOST_COUNTER, ["TFP107"]) == []
+    # read inside the replica function: every replica reads it from the one device
+    touched = HOST_COUNTER.replace("return model(x)", "return model(x) + tf.cast(steps_done, tf.float32)")
+    assert codes(touched, ["TFP107"]) == [(8, "TFP107")]
