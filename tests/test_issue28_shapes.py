@@ -82,6 +82,16 @@ def test_tfp604_worker_zero_is_the_chief_of_a_job_of_workers_only(tmp_path):
     assert project_codes(tmp_path / "c", {"train.py": SAVE_WORKER_ZERO}, "train.py", ["TFP604"]) == [(9, "TFP604")]
 
 
+def test_tfp604_a_worker_only_tf_config_written_for_a_demonstration_is_no_declaration():
+    """The multi-worker tutorials write a worker-only TF_CONFIG on localhost to demonstrate; the
+    code then meets deployed clusters, which may have a chief: still reported."""
+    demo = SAVE_WORKER_ZERO.replace("strategy = tf", 'os.environ["TF_CONFIG"] = \'{"cluster": {"worker": '
+                                    '["localhost:1", "localhost:2"]}, "task": {"type": "worker", "index": 0}}\'\n'
+                                    "    strategy = tf", 1)
+    assert demo != SAVE_WORKER_ZERO
+    assert codes(demo, ["TFP604"]) == [(10, "TFP604")]
+
+
 def test_tfp604_a_job_spec_the_module_builds():
     launcher = SAVE_WORKER_ZERO + textwrap.indent(textwrap.dedent("""
         JOB = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob",

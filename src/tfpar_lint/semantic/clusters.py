@@ -4,15 +4,17 @@ TensorFlow makes worker 0 the chief when the cluster has no ``chief`` task (the 
 a chief test that also lets worker 0 in is right on such a cluster.  The clusters are read where
 the code or the project declares them:
 
-* a cluster literal the module writes (``{"cluster": {"worker": [...]}, ...}`` for ``TF_CONFIG``,
-  ``ClusterSpec({...})``), as :mod:`.chieftests` collects them;
 * a job spec the module builds (``{"tfReplicaSpecs": {"Worker": ...}}``,
   ``V1TFJobSpec(tf_replica_specs={"Worker": ...})``);
 * a job spec beside the code: a YAML file (a Kubeflow ``TFJob``) in the linted file's folder or a
   folder above it up to the repository's root, or in a folder directly below one of those, whose
   ``tfReplicaSpecs`` names the replica types (``Chief``/``Master``, ``Worker``, ``PS``, ``Evaluator``).
 
-Nothing is guessed from names: with no declaration the answer is "not told"."""
+A cluster literal the module writes itself (``{"cluster": {"worker": [...]}}`` for ``TF_CONFIG``)
+does not count: the multi-worker tutorials write a worker-only one on ``localhost`` to demonstrate,
+and the code then meets the deployed clusters, which may have a chief (TFP607 reads it the same
+way; the realcode tutorial labelled for its two writers keeps its finding).  Nothing is guessed
+from names: with no declaration the answer is "not told"."""
 from __future__ import annotations
 
 import os
@@ -21,7 +23,6 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from tfpar_lint.semantic.chieftests import facts
 from tfpar_lint.semantic.nodes import literal_str
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -183,7 +184,7 @@ def declared_clusters(m: "Module") -> list[set[str]]:
     if "all" not in memo:
         specs, files = spec_clusters(m.path)
         memo["files"] = files
-        memo["all"] = [{task_type(t) or t for t in c} for c in facts(m).cluster_jobs] + _module_job_specs(m) + specs
+        memo["all"] = _module_job_specs(m) + specs
     return memo["all"]
 
 
