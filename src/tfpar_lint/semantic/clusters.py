@@ -7,8 +7,10 @@ the code or the project declares them:
 * a job spec the module builds (``{"tfReplicaSpecs": {"Worker": ...}}``,
   ``V1TFJobSpec(tf_replica_specs={"Worker": ...})``);
 * a job spec beside the code: a YAML file (a Kubeflow ``TFJob``) in the linted file's folder or a
-  folder above it up to the repository's root, or in a folder directly below one of those, whose
-  ``tfReplicaSpecs`` names the replica types (``Chief``/``Master``, ``Worker``, ``PS``, ``Evaluator``).
+  folder above it up to the repository's root, or in a folder directly below the file's folder or
+  the root (``k8s/tfjob.yaml``), whose ``tfReplicaSpecs`` names the replica types
+  (``Chief``/``Master``, ``Worker``, ``PS``, ``Evaluator``).  A sibling project's folder on the way
+  up is not read: its jobs run other code.
 
 A cluster literal the module writes itself (``{"cluster": {"worker": [...]}}`` for ``TF_CONFIG``)
 does not count: the multi-worker tutorials write a worker-only one on ``localhost`` to demonstrate,
@@ -71,10 +73,11 @@ def yaml_clusters(text: str) -> list[set[str]]:
 _FOLDER_MEMO: dict[str, tuple[list[set[str]], list[str]]] = {}
 
 
-def _folder_specs(folder: str) -> tuple[list[set[str]], list[str]]:
-    """The job-spec clusters of the YAML files directly in ``folder`` and in the folders directly
-    below it, with the files that hold them."""
-    got = _FOLDER_MEMO.get(folder)
+def _folder_specs(folder: str, below: bool) -> tuple[list[set[str]], list[str]]:
+    """The job-spec clusters of the YAML files directly in ``folder`` (and, ``below``, in the
+    folders directly below it), with the files that hold them."""
+    key = f"{int(below)}{folder}"
+    got = _FOLDER_MEMO.get(key)
     if got is not None:
         return got
     clusters: list[set[str]] = []
@@ -88,7 +91,7 @@ def _folder_specs(folder: str) -> tuple[list[set[str]], list[str]]:
         try:
             if e.is_file() and e.name.lower().endswith((".yaml", ".yml")):
                 candidates.append(e.path)
-            elif e.is_dir(follow_symlinks=False) and not e.name.startswith("."):
+            elif below and e.is_dir(follow_symlinks=False) and not e.name.startswith("."):
                 for sub in sorted(os.scandir(e.path), key=lambda x: x.name):
                     if sub.is_file() and sub.name.lower().endswith((".yaml", ".yml")):
                         candidates.append(sub.path)
@@ -110,7 +113,7 @@ def _folder_specs(folder: str) -> tuple[list[set[str]], list[str]]:
         if got_here:
             clusters += got_here
             files.append(path)
-    _FOLDER_MEMO[folder] = (clusters, files)
+    _FOLDER_MEMO[key] = (clusters, files)
     return clusters, files
 
 
@@ -122,11 +125,12 @@ def spec_clusters(path: str) -> tuple[list[set[str]], list[str]]:
     folder = os.path.dirname(os.path.abspath(path))
     clusters: list[set[str]] = []
     files: list[str] = []
-    for _ in range(_MAX_UP):
-        c, f = _folder_specs(folder)
+    for i in range(_MAX_UP):
+        root = os.path.exists(os.path.join(folder, ".git")) or folder == os.path.expanduser("~")
+        c, f = _folder_specs(folder, i == 0 or root)
         clusters += c
         files += f
-        if os.path.exists(os.path.join(folder, ".git")) or folder == os.path.expanduser("~"):
+        if root:
             break
         parent = os.path.dirname(folder)
         if parent == folder:
