@@ -127,3 +127,117 @@ def test_tfp107_a_counter_on_the_host_that_the_replicas_never_touch():
     # read inside the replica function: every replica reads it from the one device
     touched = HOST_COUNTER.replace("return model(x)", "return model(x) + tf.cast(steps_done, tf.float32)")
     assert codes(touched, ["TFP107"]) == [(8, "TFP107")]
+
+
+# ------------------------------------------------------------------ TFP203: own partitions, unit tests
+RAY_ACTORS = """
+    import glob
+
+    import ray
+    import tensorflow as tf
+
+    @ray.remote
+    class Trainer:
+        def __init__(self, files):
+            self.files = files  # this actor's own files
+
+        def train(self):
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+
+            def dataset_fn(ctx):
+                ds = tf.data.TFRecordDataset(self.files)
+                return ds.batch(ctx.get_per_replica_batch_size(64))
+
+            return strategy.distribute_datasets_from_function(dataset_fn)
+
+    files = sorted(glob.glob("data/*.tfrecord"))
+    trainers = [Trainer.remote(files[i::4]) for i in range(4)]
+    ray.get([t.train.remote() for t in trainers])
+"""
+
+
+def test_tfp203_ray_actors_each_reading_their_own_shard():
+    assert codes(RAY_ACTORS, ["TFP203"]) == []
+    # every actor gets all the files: every worker reads the same data
+    same = RAY_ACTORS.replace("Trainer.remote(files[i::4])", "Trainer.remote(files)")
+    assert codes(same, ["TFP203"]) == [(19, "TFP203")]
+
+
+RAY_TRAIN = """
+    import tensorflow as tf
+    from ray import train
+
+    def train_func(config):
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        shard = train.get_dataset_shard("train")
+
+        def dataset_fn(ctx):
+            return shard.to_tf(feature_columns="x", label_columns="y",
+                               batch_size=ctx.get_per_replica_batch_size(64))
+
+        return strategy.distribute_datasets_from_function(dataset_fn)
+"""
+
+
+def test_tfp203_a_ray_train_worker_reads_its_dataset_shard():
+    assert codes(RAY_TRAIN, ["TFP203"]) == []
+    whole = RAY_TRAIN.replace('train.get_dataset_shard("train")', 'config["dataset"]')
+    assert codes(whole, ["TFP203"]) == [(13, "TFP203")]
+
+
+TPU_TEST = """
+    import tensorflow as tf
+
+    class InputTest(tf.test.TestCase):
+
+        def test_per_core_batches(self):
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="")
+            strategy = tf.distribute.TPUStrategy(resolver)
+            dist = strategy.distribute_datasets_from_function(lambda ctx: tf.data.Dataset.range(16).batch(4))
+            for x in dist:
+                self.assertEqual(x.values[0].shape[0], 4)
+"""
+
+
+def test_tfp203_a_unit_test_of_a_single_host_tpu():
+    assert codes(TPU_TEST, ["TFP203"]) == []
+    # the same pipeline in the program itself: a TPU may span several hosts
+    program = TPU_TEST.replace("class InputTest(tf.test.TestCase):", "class InputPipeline:").replace(
+        "def test_per_core_batches", "def per_core_batches")
+    assert codes(program, ["TFP203"]) == [(9, "TFP203")]
+
+
+# ------------------------------------------------------------------ TFP202: one batch per core in a test
+SAME_BATCH_TEST = """
+    import tensorflow as tf
+
+    class ReplicaTest(tf.test.TestCase):
+
+        def test_replicas_agree_on_the_same_batch(self):
+            strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+            ds = tf.data.Dataset.range(8).batch(4)
+            per_core = [iter(ds) for _ in range(strategy.num_replicas_in_sync)]
+            firsts = [next(it) for it in per_core]
+            self.assertAllEqual(firsts[0], firsts[1])
+"""
+
+
+def test_tfp202_a_test_that_builds_one_batch_per_core_on_purpose():
+    assert codes(SAME_BATCH_TEST, ["TFP202"]) == []
+    program = SAME_BATCH_TEST.replace("class ReplicaTest(tf.test.TestCase):", "class Replicas:").replace(
+        "def test_replicas_agree", "def replicas_agree")
+    assert codes(program, ["TFP202"]) == [(9, "TFP202")]
+
+
+def test_tfp202_a_test_function_pytest_collects():
+    src = """
+        import tensorflow as tf
+
+        def test_same_batch_on_every_core():
+            strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+            ds = tf.data.Dataset.range(8).batch(4)
+            per_core = [iter(ds) for _ in range(strategy.num_replicas_in_sync)]
+            assert len(per_core) == 2
+    """
+    assert codes(src, ["TFP202"], path="test_replicas.py") == []
+    assert codes(src, ["TFP202"], path="replicas.py") == [(7, "TFP202")]  # not a test module: a program
