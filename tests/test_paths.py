@@ -294,3 +294,47 @@ def test_tfp101_conditions_in_two_methods_of_one_class():
                             "                self.model = build()\n",
                             "            if self.strategy is not None:\n                self.model = build()\n")
     assert codes(bad, ["TFP101"]) == [(11, "TFP101")]
+
+
+LOADER = """
+    import tensorflow as tf
+
+    def load(batch_size, strategy=None):
+        ds = tf.data.Dataset.range(64).batch(batch_size)
+        if strategy:
+            return strategy.experimental_distribute_dataset(ds)
+        else:
+            return ds
+
+    def step(x):
+        return x * 2
+
+    def main():
+        strategy = tf.distribute.MirroredStrategy()
+        train = load(8, strategy=strategy)
+        iterator = iter(train)
+        strategy.run(step, args=(next(iterator),))
+"""
+
+
+def test_tfp201_a_loader_returns_the_plain_dataset_only_when_given_no_strategy():
+    """The plain dataset is returned on the ``else`` of ``if strategy:``, and every caller passes a
+    strategy object: that branch is not taken (the parameter's values come from its callers)."""
+    assert codes(LOADER, ["TFP201"]) == []
+    # a caller that passes none: the plain dataset reaches the run
+    bad = LOADER.replace("train = load(8, strategy=strategy)", "train = load(8)")
+    assert bad != LOADER and codes(bad, ["TFP201"]) == [(18, "TFP201")]
+
+
+def test_a_parameter_is_what_its_callers_pass():
+    m = module("""
+        import tensorflow as tf
+        def load(strategy=None):
+            if strategy:
+                g(1)
+            else:
+                g(2)
+        load(tf.distribute.MirroredStrategy())
+    """)
+    assert not m.together(site(m, "g(2)").ifs)
+    assert m.together(site(m, "g(1)").ifs)

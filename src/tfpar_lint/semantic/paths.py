@@ -244,11 +244,26 @@ class Paths:
             got = self._facts[key] = self._compute_facts(node, branch)
         return got
 
+    def _owner(self, node: cst.If) -> Optional["Module"]:
+        """The module whose code holds the ``if`` (this one, or another module of the project a
+        value came from)."""
+        if id(node) in self.m.if_where:
+            return self.m
+        project = self.m.project
+        if project is None:
+            return None
+        for mod in list(project.modules.values()):
+            if mod is not None and mod.if_nodes.get(id(node)) is node:
+                return mod
+        return None
+
     def _compute_facts(self, node: cst.If, branch: bool) -> list:
-        where = self.m.if_where.get(id(node))
-        if where is None:
+        owner = self._owner(node)
+        if owner is None:
             return []
-        scope, order, loops = where
+        if owner is not self.m:
+            return owner.paths._branch_facts(node, branch)
+        scope, order, loops = self.m.if_where[id(node)]
         out = []
         for subject, op, lit, holds in _atoms(node.test, branch):
             ident = self._identity(subject, scope, order, loops)
@@ -344,6 +359,19 @@ class Paths:
         got = None
         if b.kind in ("assign", "annassign") and not b.path and b.value is not None:
             got = self._expr_samples(b.value, b.scope, b.order, 0)
+        elif b.kind == "param":
+            # what every caller passes (``load(strategy=strategy)`` with a strategy object): the
+            # ``else`` of ``if strategy:`` inside the callee is not taken
+            owner = b.scope.module or self.m
+            args = owner.values.param_args(b)
+            if args:
+                got = []
+                for e, s, o, _site in args:
+                    one = self._expr_samples(e, s, o, 1) if e is not None else None
+                    if one is None:
+                        got = None
+                        break
+                    got.extend((samples, ()) for samples, _facts in one)  # the caller's facts are its own
         self._samples[key] = got
         return got
 
@@ -365,6 +393,17 @@ class Paths:
                     if ident is not None:
                         facts.append((ident[0], op, lit_, holds))
                 out.extend((samples, extra + tuple(facts)) for samples, extra in got)
+            return out
+        if isinstance(e, cst.Name):
+            bs = self.m.lookup(e.value, scope, order)
+            if not bs:
+                return None
+            out = []
+            for b in bs:
+                got = self._binding_samples(b)
+                if got is None:
+                    return None
+                out.extend((samples, ()) for samples, _facts in got)  # facts of another place: dropped
             return out
         if isinstance(e, cst.Call):
             vals = self.m.infer(e, scope, order)

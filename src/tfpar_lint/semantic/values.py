@@ -269,13 +269,18 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         if not fn.returns:
             return [UNKNOWN]
         out = []
+        owner = fn.scope.module or self.m
         for expr, order in fn.returns:
+            # the branches the `return` is on (`if strategy: return distributed` / `else: return ds`)
+            branch = tuple((owner.if_nodes[i], b) for i, b in owner.if_context.get(order, ()) if i in owner.if_nodes)
             for v in self.infer(expr, fn.scope, order):
                 if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn):
                     # created by the call: the creation context is the caller's
                     # (a dataset keeps the helper's last method call in its chain: `.batch(n)`)
                     v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
-                              info=v.info, source=v if v.kind == api.DATASET else v.source)
+                              info=v.info, source=v if v.kind == api.DATASET else v.source, path=v.path + branch)
+                elif branch and v.origin is not None:
+                    v = replace(v, path=v.path + branch)
                 out.append(v)
         return out
 
