@@ -338,3 +338,15 @@ def test_a_parameter_is_what_its_callers_pass():
     """)
     assert not m.together(site(m, "g(2)").ifs)
     assert m.together(site(m, "g(1)").ifs)
+
+
+def test_tfp201_each_call_of_the_loader_is_judged_with_its_own_arguments():
+    """Another caller that passes no strategy does not make the `else` reachable for this one."""
+    src = LOADER + textwrap.indent(textwrap.dedent("""
+
+        def evaluate():
+            strategy = tf.distribute.MirroredStrategy()
+            iterator = iter(load(8))
+            strategy.run(step, args=(next(iterator),))
+    """), "    ")
+    assert codes(src, ["TFP201"]) == [(24, "TFP201")]

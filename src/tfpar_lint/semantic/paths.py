@@ -154,10 +154,11 @@ class Paths:
         self._samples: dict[tuple, Optional[frozenset]] = {}
 
     # ------------------------------------------------------------------ the question rules ask
-    def together(self, *paths: Iterable[tuple[cst.If, bool]]) -> bool:
+    def together(self, *paths: Iterable[tuple[cst.If, bool]], given: Optional[dict] = None) -> bool:
         """Can every branch of ``paths`` be taken in one run?  False only when the tests cannot
         all hold at once (see the module's docstring); True otherwise, and whenever it cannot be
-        told."""
+        told.  ``given``: id(parameter binding) -> what one call passes it (:meth:`call_arguments`),
+        instead of what every caller passes."""
         taken: dict[int, bool] = {}
         conds: list[tuple[cst.If, bool]] = []
         for path in paths:
@@ -176,7 +177,7 @@ class Paths:
             for key, op, lit, holds, values in self._branch_facts(node, branch):
                 by_subject.setdefault(key, []).append((op, lit, holds))
                 if key not in restrict:
-                    restrict[key] = self._value_samples(values, taken)
+                    restrict[key] = self._value_samples(values, taken, given)
         for key, facts in by_subject.items():
             alts = restrict.get(key)
             if alts is None:
@@ -335,7 +336,8 @@ class Paths:
         return False
 
     # ------------------------------------------------------------------ what a value can be
-    def _value_samples(self, bindings: Optional[list[Binding]], taken: dict[int, bool]) -> Optional[list]:
+    def _value_samples(self, bindings: Optional[list[Binding]], taken: dict[int, bool],
+                       given: Optional[dict] = None) -> Optional[list]:
         """What the bindings that can reach a test on this path give: [(samples, the facts under
         which the binding gives them), ...]; None: any value."""
         if not bindings:
@@ -345,10 +347,39 @@ class Paths:
         for b in bindings:
             if any(taken.get(i, br) != br for i, br in ctx.get(b.order, ())):
                 continue  # bound in the other arm of an `if` this path takes: not on it
-            got = self._binding_samples(b)
+            got = given[id(b)] if given and id(b) in given else self._binding_samples(b)
             if got is None:
                 return None
             out.extend(got)
+        return out
+
+    def call_arguments(self, fn, call: cst.Call, scope: Scope, order: int) -> dict:
+        """id(parameter binding of ``fn``) -> the samples the argument of this one call gives it (the
+        default where the call passes none); parameters it cannot tell are left out."""
+        out: dict = {}
+        if any(a.star for a in call.args):
+            return out
+        params = [p for p in fn.params if not p.star]
+        bound = fn.cls is not None and params and isinstance(call.func, cst.Attribute)
+        positional = [a.value for a in call.args if a.keyword is None]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        for i, p in enumerate(params):
+            if bound and i == 0:
+                continue
+            j = i - 1 if bound else i
+            b = next((x for x in fn.scope.bindings.get(p.name.value, ()) if x.kind == "param" and x.node is p), None)
+            if b is None:
+                continue
+            if p.name.value in keywords:
+                got = self._expr_samples(keywords[p.name.value], scope, order, 1)
+            elif j < len(positional):
+                got = self._expr_samples(positional[j], scope, order, 1)
+            elif p.default is not None:
+                got = self._expr_samples(p.default, fn.parent, fn.order, 1)
+            else:
+                continue
+            if got is not None:
+                out[id(b)] = [(samples, ()) for samples, _facts in got]
         return out
 
     def _binding_samples(self, b: Binding) -> Optional[list]:

@@ -273,6 +273,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         for expr, order in fn.returns:
             # the branches the `return` is on (`if strategy: return distributed` / `else: return ds`)
             branch = tuple((owner.if_nodes[i], b) for i, b in owner.if_context.get(order, ()) if i in owner.if_nodes)
+            if branch and site is not None and not owner.paths.together(
+                    branch, given=owner.paths.call_arguments(fn, call, site.scope, site.order)):
+                continue  # a `return` this call's arguments cannot reach (`if strategy:` given a strategy)
             for v in self.infer(expr, fn.scope, order):
                 if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn):
                     # created by the call: the creation context is the caller's
