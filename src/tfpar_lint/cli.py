@@ -714,10 +714,11 @@ def _main(argv: list[str]) -> int:
         for note in run_notes:  # once for the run, not once per file
             _warn(note)
     if any(getattr(r, "capped", False) for r in results) and not quiet:
-        from tfpar_lint.semantic.project import BUDGET_BASE, BUDGET_FACTOR, MAX_MODULES
+        from tfpar_lint.semantic.project import BUDGET_BASE, BUDGET_FACTOR, MAX_MODULES, POOL_MAX
 
         _warn(f"whole-project analysis read, per linted file, at most {BUDGET_BASE // 1024} KB plus "
-              f"{BUDGET_FACTOR:g} times the file's size of the project's other files (and {MAX_MODULES} files "
+              f"{BUDGET_FACTOR:g} times the file's size of the project's other files, with what the files "
+              f"linted before it left unused (at most {POOL_MAX // 1024} KB for one file, and {MAX_MODULES} files "
               f"per process); imports beyond that were not followed (some findings may be missing)")
 
     if not found.files and not found.stdin and not found.problems and args.paths and not quiet:

@@ -433,6 +433,16 @@ V1_ITERATOR_METHODS = frozenset({"make_one_shot_iterator", "make_initializable_i
 
 # Not TensorFlow: the standard library's threads, pools and locks.
 THREAD_CLASSES = frozenset({"threading.Thread"})
+# Base classes of unit tests (any other imported class named ``TestCase`` counts too): code in them
+# runs in the test runner's one process (semantic/partitions.py)
+TEST_CASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase", "tensorflow.test.TestCase",
+                        "absl.testing.absltest.TestCase", "absl.testing.parameterized.TestCase"})
+# APIs that return the calling process's own part of a data set (each worker of a Ray Train job
+# gets its shard): nothing is left for the dataset function to shard
+PROCESS_SHARD_APIS = frozenset({"ray.train.get_dataset_shard", "ray.air.session.get_dataset_shard",
+                                "ray.train.session.get_dataset_shard"})
+# Decorators that make a class or function start as a process of its own (``X.remote(...)``)
+PROCESS_LAUNCH_DECORATORS = frozenset({"ray.remote"})
 EXECUTOR_CLASSES = frozenset(
     {
         "concurrent.futures.ThreadPoolExecutor",

@@ -311,7 +311,7 @@ class Kinds:
             if out is None:
                 out = list(vals)
             out[i] = Value(k, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, info=v.info,
-                           source=v.source, conds=v.conds)
+                           source=v.source, conds=v.conds, path=v.path)
         return vals if out is None else out
 
     # ------------------------------------------------------------------ strategies by their use

@@ -407,8 +407,8 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
         if known or maybe or m.in_replica_fn(cs.scope):
             continue
         for made, s in m.strategies_made_in(cs.func):
-            if made.order > cs.order or not replicated([s]) or _exclusive(made.ifs, cs.ifs) \
-                    or (v.site is not None and _exclusive(made.ifs, v.site.ifs)):
+            if made.order > cs.order or not replicated([s]) or _exclusive(m, made.ifs, cs.ifs) \
+                    or (v.site is not None and _exclusive(m, made.ifs, v.site.ifs)):
                 continue
             if m.scope_entered(s) is not False:
                 continue
@@ -423,7 +423,7 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
     # not trained here: only beside a strategy made on the same path and never used at all (no
     # reference to it): nothing can bring the model under it
     for made, s in m.strategies_made_in(v.site.func):
-        if not replicated([s]) or _exclusive(made.ifs, v.site.ifs) or m.scope_entered(s) is not False:
+        if not replicated([s]) or _exclusive(m, made.ifs, v.site.ifs) or m.scope_entered(s) is not False:
             continue
         target = _assigned_name(made)
         if target is None or _referenced_after(m, target, made):
@@ -452,11 +452,10 @@ def _referenced_after(m: Module, target: cst.Name, made: CallSite) -> bool:
     return False
 
 
-def _exclusive(a: tuple, b: tuple) -> bool:
+def _exclusive(m: Module, a: tuple, b: tuple) -> bool:
     """Two sites under these if branches never run in one pass (they take different branches of
-    one ``if``)."""
-    taken = {id(node): branch for node, branch in a}
-    return any(id(node) in taken and taken[id(node)] != branch for node, branch in b)
+    one ``if``, or their tests cannot hold together: :mod:`.paths`)."""
+    return not m.together(a, b)
 
 
 _APPLY = ("apply_gradients", "minimize")
@@ -527,7 +526,7 @@ def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite, along: Opti
     for v in m.infer_at(expr, cs):
         if v.kind == api.MODEL and created_in_scope(m, v) and not (
                 along is not None and along.site is not None and v.site is not None
-                and _exclusive(v.site.ifs, along.site.ifs)):
+                and _exclusive(m, v.site.ifs, along.site.ifs)):
             return v
     return None
 

@@ -117,7 +117,12 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 return [UNKNOWN if expr.value in BUILTINS else self.m.kinds.free(expr.value)]
             out: list[Value] = []
             for b in bs:
-                out.extend(self.binding_values(b))
+                got = self.binding_values(b)
+                if len(bs) > 1 and b.scope is scope:  # one of several bindings: on its own branches only
+                    path = self.m.paths.binding_path(b, bs)
+                    if path:
+                        got = [replace(v, path=v.path + path) if v.origin is not None else v for v in got]
+                out.extend(got)
             return out
         if isinstance(expr, cst.Attribute):
             q, raw = self.m.qualified_name(expr, scope, order)
@@ -264,13 +269,21 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         if not fn.returns:
             return [UNKNOWN]
         out = []
+        owner = fn.scope.module or self.m
         for expr, order in fn.returns:
+            # the branches the `return` is on (`if strategy: return distributed` / `else: return ds`)
+            branch = tuple((owner.if_nodes[i], b) for i, b in owner.if_context.get(order, ()) if i in owner.if_nodes)
+            if branch and site is not None and not owner.paths.together(
+                    branch, given=owner.paths.call_arguments(fn, call, site.scope, site.order)):
+                continue  # a `return` this call's arguments cannot reach (`if strategy:` given a strategy)
             for v in self.infer(expr, fn.scope, order):
                 if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn):
                     # created by the call: the creation context is the caller's
                     # (a dataset keeps the helper's last method call in its chain: `.batch(n)`)
                     v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
-                              info=v.info, source=v if v.kind == api.DATASET else v.source)
+                              info=v.info, source=v if v.kind == api.DATASET else v.source, path=v.path + branch)
+                elif branch and v.origin is not None:
+                    v = replace(v, path=v.path + branch)
                 out.append(v)
         return out
 
