@@ -6,7 +6,7 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
-from tfpar_lint.semantic import Value, arg, is_constant, one_replica, replicated
+from tfpar_lint.semantic import Value, arg, is_constant, one_local_replica, one_replica, replicated
 from tfpar_lint.semantic.kinds import Kinds
 
 
@@ -65,8 +65,8 @@ class RunOnUndistributedInput(Rule):
         m = self.module
         for cs, recv, _meth, _strat in m.replica_runs():
             strat = m.strategies(recv, cs)  # every possible receiver is a strategy
-            if not strat or one_replica(strat):
-                continue  # one replica (OneDeviceStrategy, one device) cannot duplicate data
+            if not strat or one_replica(strat) or one_local_replica(m, strat):
+                continue  # one replica (OneDeviceStrategy, one device, one visible GPU) cannot duplicate data
             args = arg(cs.node, 1, "args")
             exprs: list[cst.BaseExpression] = []
             if isinstance(args, (cst.Tuple, cst.List)):

@@ -111,7 +111,8 @@ class DatasetReplicatedByHand(Rule):
     def _data_api_inputs(self) -> set[int]:
         """ids of the expressions that become the input of a tf.data API (``Dataset.zip``,
         ``sample_from_datasets``, ...): its arguments, and what reaches them through ``tuple(...)``
-        / ``list(...)``, star-arguments, tuple and list displays and local names
+        / ``list(...)``, star-arguments, tuple and list displays, sequences joined with ``+`` or
+        repeated with ``*`` (``Dataset.zip(features + (labels,))``) and local names
         (``copies = [ds] * 6; Dataset.zip(tuple(copies))``).  Datasets combined into one example
         (six columns zipped together) are not copies for replicas."""
         m = self.module
@@ -133,6 +134,9 @@ class DatasetReplicatedByHand(Rule):
                 elif isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value in ("tuple", "list") \
                         and not m.lookup(e.func.value, scope, order):
                     work += [(a.value, scope, order) for a in e.args]
+                elif isinstance(e, cst.BinaryOperation) and isinstance(e.operator, (cst.Add, cst.Multiply)):
+                    # tuple(copies) + (labels,), (ds,) * 3: a sequence built of its operands
+                    work += [(e.left, scope, order), (e.right, scope, order)]
                 elif isinstance(e, cst.GeneratorExp):
                     out.add(id(e))
                 elif isinstance(e, cst.Name):

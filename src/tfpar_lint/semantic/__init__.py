@@ -86,6 +86,22 @@ def one_replica(strategies: list[Value]) -> bool:
     return True
 
 
+def one_local_replica(m: "Module", strategies: list[Value]) -> bool:
+    """Every strategy has a single replica in this process: by construction (:func:`one_replica`),
+    or made where the process sees one GPU only (``CUDA_VISIBLE_DEVICES`` set to one device before
+    it: one process per GPU, each strategy's one local replica; :meth:`Module.one_device_visible`)."""
+    if not strategies:
+        return False
+    for v in strategies:
+        if one_replica([v]):
+            continue
+        site = v.site
+        owner = (site.scope.module or m) if site is not None else None
+        if owner is None or not owner.one_device_visible(site):
+            return False
+    return True
+
+
 # Module method -> the part that answers it.
 _DELEGATES = {
     "bindings": ("lookup", "qualified_name"),
@@ -100,7 +116,7 @@ _DELEGATES = {
                  "owns_scope", "single_replica_path", "path_text", "strategies_made_in", "scope_entered",
                  "replica_run_sites"),
     "kinds": ("strategy_by_use", "receiver_key"),
-    "environment": ("sets_env", "env_writes", "env_unsets"),
+    "environment": ("sets_env", "env_writes", "env_unsets", "one_device_visible"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings", "depends_on_replica_id"),
     "paths": ("together", "value_path", "reaches_with"),
     "inputs": ("made_with_strategy", "forward_calls", "feeds_model", "captured_data"),

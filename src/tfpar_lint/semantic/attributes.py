@@ -11,6 +11,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.model import ATTRIBUTE, UNBOUND, ClassInfo, FunctionInfo, Scope, UNKNOWN, Value, lost
 from tfpar_lint.semantic.nodes import arg, attr_name, keyword
+from tfpar_lint.semantic.records import field_values, is_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module  # noqa: F401
@@ -230,6 +231,15 @@ class AttributeValues:
         return inst if inst is not None else self._attribute_of_values(recv, attr)
 
     def _attribute_of_values(self, recv: list[Value], attr: str) -> list[Value]:
+        if any(is_record(v) for v in recv):  # settings.strategy: what the record was given for it
+            out: list[Value] = []
+            for v in recv:
+                got = field_values(self.m, v, attr) if is_record(v) else None
+                out.extend(got if got is not None else self._attribute_of_parts([v], attr))
+            return out
+        return self._attribute_of_parts(recv, attr)
+
+    def _attribute_of_parts(self, recv: list[Value], attr: str) -> list[Value]:
         if attr not in api.VARIABLE_LIST_ATTRS and attr not in api.VARIABLE_ATTRS:
             # an attribute of an instance of a local class: what its methods assign to self.<attr>
             out = []

@@ -34,6 +34,9 @@ class Builder(TaskVisitor):
         # per-function context stacks (reset when entering a function)
         self.withs: list[cst.WithItem] = []
         self.ifs: list[tuple[cst.If, bool]] = []
+        # the alternatives this point is in, for two-path bindings (if_context): the if branches,
+        # and a try body (with its else) against its except handlers
+        self.branches: list[tuple[int, bool]] = []
         self.trys: list[cst.Try] = []
         self.loops = 0
         self.stack: list[tuple] = []
@@ -44,8 +47,8 @@ class Builder(TaskVisitor):
     # ---------------------------------------------------------------- utilities
     def _order(self) -> int:
         o = next(self.counter)
-        if self.ifs:  # the if branches this point is in (same function), for two-path bindings
-            self.m.if_context[o] = tuple((id(n), branch) for n, branch in self.ifs)
+        if self.branches:  # the branches this point is in (same function), for two-path bindings
+            self.m.if_context[o] = tuple(self.branches)
         return o
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode, **kw: Any) -> Binding:
@@ -116,12 +119,12 @@ class Builder(TaskVisitor):
         self.m.function_of_node[id(node)] = info
         if info.cls is not None and not isinstance(node, cst.Lambda):
             info.cls.methods[name] = info
-        self.stack.append((self.scope, self.func, self.cls, self.withs, self.ifs, self.trys, self.loops))
+        self.stack.append((self.scope, self.func, self.cls, self.withs, self.ifs, self.branches, self.trys, self.loops))
         self.scope = scope
         self.func = info
         if parent.kind == "class":
             self.cls = None
-        self.withs, self.ifs, self.trys, self.loops = [], [], [], 0
+        self.withs, self.ifs, self.branches, self.trys, self.loops = [], [], [], [], 0
         for p in all_params:
             self.skip_names.add(id(p.name))
             ann = p.annotation.annotation if p.annotation is not None else None
@@ -129,7 +132,7 @@ class Builder(TaskVisitor):
         return info
 
     def _pop(self) -> None:
-        (self.scope, self.func, self.cls, self.withs, self.ifs, self.trys, self.loops) = self.stack.pop()
+        (self.scope, self.func, self.cls, self.withs, self.ifs, self.branches, self.trys, self.loops) = self.stack.pop()
 
     def _add_loop(self, n: int) -> None:
         self.loops += n
@@ -187,7 +190,7 @@ class Builder(TaskVisitor):
         scope.cls = info
         self._bind(node.name.value, "class", node, cls=info)
         self.m.classes.append(info)
-        self.stack.append((self.scope, self.func, self.cls, self.withs, self.ifs, self.trys, self.loops))
+        self.stack.append((self.scope, self.func, self.cls, self.withs, self.ifs, self.branches, self.trys, self.loops))
         self.scope, self.cls = scope, info
 
     def visit_Return(self, node: cst.Return) -> None:
@@ -300,18 +303,40 @@ class Builder(TaskVisitor):
         if entry[1]:  # where the test is read (after its names, before the body): paths.py resolves its names there
             self.m.if_where[id(entry[0])] = (self.scope, self._order(), self.loops)
         self.ifs.append(entry)
+        self.branches.append((id(entry[0]), entry[1]))
         self.m.if_nodes[id(entry[0])] = entry[0]
 
     def _pop_if(self) -> None:
         self.ifs.pop()
+        self.branches.pop()
 
     def visit_Try(self, node: cst.Try) -> list:
-        tasks: list = [partial(self._push_try, node), node.body, self._pop_try]
+        # with handlers, the body (and its else) and the handlers are alternatives for the names
+        # they bind: ``try: s = TPUStrategy(r) except ValueError: s = MirroredStrategy()`` leaves
+        # either after the statement (each handler a branch of its own inside the handlers' one)
+        alt = any(_falls_through(h.body) for h in node.handlers)
+        tasks: list = [partial(self._push_try, node)]
+        if alt:
+            tasks.append(partial(self._push_branch, (id(node), True)))
+        tasks += [node.body, self._pop_try]
+        if alt:
+            tasks.append(self._pop_branch)
         for h in node.handlers:
+            tasks += [partial(self._push_branch, (id(node), False)), partial(self._push_branch, (id(h), True))]
             if h.name is not None and isinstance(h.name.name, cst.Name):
                 tasks.append(partial(self._bind_handler, h))
-            tasks.append(h)
-        return tasks + [node.orelse, node.finalbody]
+            tasks += [h, self._pop_branch, self._pop_branch]
+        if alt and node.orelse is not None:  # runs after the body only: the body's branch
+            tasks += [partial(self._push_branch, (id(node), True)), node.orelse, self._pop_branch]
+        else:
+            tasks.append(node.orelse)
+        return tasks + [node.finalbody]
+
+    def _push_branch(self, entry: tuple) -> None:
+        self.branches.append(entry)
+
+    def _pop_branch(self) -> None:
+        self.branches.pop()
 
     def _push_try(self, node: cst.Try) -> None:
         self.trys.append(node)
@@ -392,3 +417,29 @@ class Builder(TaskVisitor):
         if id(node) in self.skip_names:
             return
         self.m.refs.append(NameRef(node, self.scope, self._order(), self.func))
+
+
+_NO_RETURN_CALLS = frozenset({"exit", "quit", "sys.exit", "os._exit", "os.abort"})
+
+
+def _falls_through(body: cst.BaseSuite) -> bool:
+    """A handler's block may end normally: its last statement does not raise, return, leave the
+    loop or exit the program (then what it binds, or leaves unbound, reaches the code after)."""
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if not stmts:
+        return True
+    last = stmts[-1]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        small = last.body[-1]
+        if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+            return False
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            f = small.value.func
+            name = f.value if isinstance(f, cst.Name) else (
+                f"{f.value.value}.{f.attr.value}" if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)
+                else "")
+            if name in _NO_RETURN_CALLS:
+                return False
+    if isinstance(last, cst.SimpleStatementSuite) and last.body:
+        return _falls_through(cst.IndentedBlock(body=[cst.SimpleStatementLine(body=last.body)]))
+    return True

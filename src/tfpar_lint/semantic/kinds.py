@@ -426,3 +426,177 @@ def _pairs_owner(call: cst.Call, m: Optional["Module"] = None, cs: Optional[Call
 def _site_for(m: "Module", ref) -> Optional[CallSite]:
     """A call-site-like context for a reference (scope and order are what inference needs)."""
     return CallSite(None, ref.scope, ref.func, ref.order, (), (), (), 0)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ variables at construction
+# Whether making an object already made its variables is part of what the object is: a functional
+# Keras model, a ``Sequential`` whose first layer has an input shape, a loaded or pretrained model
+# hold their variables from the constructor on; a layer, a ``Sequential`` without an input shape,
+# an instance of a subclassed Keras model or layer or of a ``tf.Module`` whose constructor makes
+# only (unbuilt) layers hold none until their first call builds them.  Checked on TF 2.21 with 2
+# replicas (Keras 3 and tf_keras): such an object made outside the scope and first called inside
+# it gets MirroredVariables; a ``Sequential`` with ``keras.Input`` made outside keeps plain ones.
+
+# Keyword arguments that make a Keras layer (and so a Sequential model) build at once.
+SHAPE_KEYWORDS = ("input_shape", "input_dim", "batch_input_shape", "batch_shape")
+INPUT_LAYERS = frozenset({"keras.Input", "keras.layers.Input", "keras.layers.InputLayer", "keras.InputLayer"})
+# calls in a constructor that create variables of the object being made
+_MAKES_WEIGHTS = frozenset({"add_weight", "add_variable", "build"})
+
+
+def constructor_builds(m: "Module", call: cst.Call, scope: Scope, order: int, q: str) -> bool:
+    """The Keras model factory ``q`` (canonical), called at ``call``, creates the model's variables
+    right away: a functional ``Model(inputs, outputs)``, a ``Sequential`` whose first layer is an
+    ``Input`` or has an input shape, ``load_model``, ``keras.applications.*``, ``clone_model``...
+    (the model factories of the API table)."""
+    if q in ("keras.Model", "keras.models.Model"):
+        return bool(call.args)  # functional model: built from its inputs
+    if q in ("keras.Sequential", "keras.models.Sequential"):
+        layers = call.args[0].value if call.args else keyword(call, "layers")
+        if not isinstance(layers, (cst.List, cst.Tuple)) or not layers.elements:
+            return False
+        first = layers.elements[0].value
+        if not isinstance(first, cst.Call):
+            return False
+        fq, _ = m.qualified_name(first.func, scope, order)
+        return fq in INPUT_LAYERS or any(keyword(first, k) is not None for k in SHAPE_KEYWORDS)
+    return q in api.MODEL_FACTORIES  # keras.applications.*, load_model, ... (from the API table)
+
+
+def builds_at_construction(m: "Module", v: Value, _depth: int = 0) -> Optional[bool]:
+    """Does making ``v`` (a Keras model or layer, a ``tf.Module``, a variable) create its variables?
+    True: a variable; a model :func:`constructor_builds` says is built; an instance of a local class
+    whose constructor makes a variable, builds or calls itself or a part, or makes a built model; a
+    local builder that returns such an object on some path, or calls (builds) what it returns.
+    False: a layer, an unbuilt ``Sequential``, an instance of a local subclass of a Keras model or
+    layer or of ``tf.Module`` whose constructor does none of that.  None: the analysis cannot tell
+    (an object an unknown callable made, a parameter)."""
+    if v.kind == api.VARIABLE and v.source is None:
+        return True
+    site, o = v.site, v.origin
+    if _depth > 6 or site is None or not isinstance(o, cst.Call):
+        return None
+    owner = site.scope.module or m
+    fns = owner.resolve_function(o.func, site.scope, site.order)
+    if fns:  # a local builder: what it returns, and whether it calls that first
+        answers: list[Optional[bool]] = []
+        for fn in fns:
+            home = fn.scope.module or owner
+            for ret, order in fn.returns:
+                for rv in home.infer(ret, fn.scope, order):
+                    if rv.origin is None or not home.created_within(rv.origin, fn):
+                        answers.append(None)
+                        continue
+                    got = builds_at_construction(home, rv, _depth + 1)
+                    if got is False and _called_in(home, fn, rv.origin):
+                        got = True
+                    answers.append(got)
+        if any(a is True for a in answers):
+            return True  # on one path: a mistake on one path is a mistake
+        return False if answers and all(a is False for a in answers) else None
+    if isinstance(v.info, ClassInfo):
+        return _class_builds(v.info.scope.module or owner, v.info, _depth + 1)
+    q, _ = owner.qualified_name(o.func, site.scope, site.order)
+    made = api.kind_of_constructor(q) if q else None
+    if made == api.MODEL:
+        return constructor_builds(owner, o, site.scope, site.order, q)
+    if made == api.LAYER:
+        return False  # built by its first call (an input shape only matters to a Sequential)
+    if made == api.VARIABLE:
+        return True
+    for v2 in owner.infer(o.func, site.scope, site.order):
+        if v2.kind == api.CLASS and isinstance(v2.info, ClassInfo):
+            return _class_builds(v2.info.scope.module or owner, v2.info, _depth + 1)
+    return None
+
+
+def _called_in(m: "Module", fn: FunctionInfo, origin: cst.CSTNode) -> bool:
+    """``fn`` (or a function nested in it) calls the object made at ``origin`` or its ``build``."""
+    for cs in m.calls_within(fn):
+        f = cs.node.func
+        target = f.value if isinstance(f, cst.Attribute) and f.attr.value == "build" else f
+        if any(x.origin is origin for x in m.infer(target, cs.scope, cs.order)):
+            return True
+    return False
+
+
+# Keras methods that make no variable (called on the object in its constructor)
+_KERAS_NON_BUILDING = frozenset({"compile", "add_loss", "add_metric", "summary", "get_layer", "save",
+                                 "save_weights", "get_config", "set_weights", "reset_metrics", "reset_states"})
+
+
+def _class_builds(m: "Module", cls: ClassInfo, depth: int) -> Optional[bool]:
+    """An instance of the local class ``cls`` holds variables once its constructor has run (see
+    :func:`builds_at_construction`); False for a lazily built Keras model or layer or
+    ``tf.Module``; None when the class is neither (or cannot be told)."""
+    if depth > 6:
+        return None
+    if _init_builds(m, cls, depth, set()):
+        return True
+    if m.class_kind(cls) in (api.MODEL, api.LAYER) or m.values._tf_module_class(cls):
+        return False
+    return None
+
+
+def _init_builds(m: "Module", cls: ClassInfo, depth: int, seen: set) -> bool:
+    """The constructor of ``cls`` (a method of its own it calls, or the constructor of a local base
+    class it runs) creates variables."""
+    if id(cls) in seen or len(seen) > 12:
+        return False
+    seen.add(id(cls))
+    work = [cls.methods["__init__"]] if "__init__" in cls.methods else []
+    done: set[int] = set()
+    while work:
+        fn = work.pop()
+        if id(fn) in done:
+            continue
+        done.add(id(fn))
+        me = fn.params[0].name.value if fn.params else None
+        for cs in fn.calls:
+            f = cs.node.func
+            if isinstance(f, cst.Name) and f.value == me:
+                return True  # self(...): the first call, in the constructor
+            if isinstance(f, cst.Attribute):
+                recv, meth = f.value, f.attr.value
+                if isinstance(recv, cst.Name) and recv.value == me:
+                    if meth in _MAKES_WEIGHTS:
+                        return True
+                    if meth in cls.methods:
+                        work.append(cls.methods[meth])  # a helper of its own
+                    elif meth not in _KERAS_NON_BUILDING and not meth.startswith("_"):
+                        return True  # self.encoder(...): a part called, so built
+                    continue
+                if isinstance(recv, cst.Call) and isinstance(recv.func, cst.Name) and recv.func.value == "super" \
+                        and meth in _MAKES_WEIGHTS:
+                    return True
+            q, _ = m.qualified_name(f, cs.scope, cs.order)
+            made = api.kind_of_constructor(q) if q else None
+            if made == api.VARIABLE:
+                return True
+            if made == api.MODEL and constructor_builds(m, cs.node, cs.scope, cs.order, q):
+                return True
+            if made is None and not isinstance(f, cst.Attribute) or (made is None and f.attr.value != "__init__"):
+                for v in m.infer(cs.node, cs.scope, cs.order):
+                    if v.origin is cs.node and isinstance(v.info, ClassInfo) and v.info is not cls \
+                            and _class_builds(v.info.scope.module or m, v.info, depth + 1) is True:
+                        return True
+    init = cls.methods.get("__init__")
+    if init is not None and not any(isinstance(cs.node.func, cst.Attribute) and cs.node.func.attr.value == "__init__"
+                                    for cs in init.calls):
+        return False  # a constructor of its own that never runs its base's
+    for base in cls.bases:
+        for bv in m.infer(base, cls.scope.parent or m.scope, 10**9):
+            if bv.kind == api.CLASS and isinstance(bv.info, ClassInfo) and bv.info is not cls \
+                    and _init_builds(bv.info.scope.module or m, bv.info, depth, seen):
+                return True
+    return False
+
+
+def part_of_owner(v: Value) -> bool:
+    """``v`` is a part of another object and carries that object's origin: a variable or the
+    variables of a model, layer or ``tf.Module`` (``net.trainable_variables``, an element of it,
+    ``layer.kernel``), a layer of a model.  It was not made where its origin says: the object
+    was (a module's variables are not a ``tf.Variable(...)`` call)."""
+    src = v.source
+    return v.kind in (api.VARIABLE, api.VARIABLES, api.LAYER, api.LAYERS) and src is not None \
+        and src.origin is v.origin

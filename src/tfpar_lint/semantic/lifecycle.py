@@ -14,6 +14,7 @@ import libcst as cst
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic.loss import unpacked_items
 from tfpar_lint.semantic import CallSite, Module, Scope, StoreSite, Value, arg, call_method, keyword, literal_str
+from tfpar_lint.semantic.kinds import constructor_builds
 
 # ------------------------------------------------------------------ strategies
 
@@ -77,30 +78,11 @@ def _made_under_mwms(m: Module, expr: cst.BaseExpression, site: CallSite) -> boo
 
 # ------------------------------------------------------------------ runtime initialisation
 
-# Keyword arguments that make a Keras layer (and so a Sequential model) build at once.
-_SHAPE_KEYWORDS = ("input_shape", "input_dim", "batch_input_shape", "batch_shape")
-_INPUT_LAYERS = frozenset({"keras.Input", "keras.layers.Input", "keras.layers.InputLayer", "keras.InputLayer"})
 # Keras model methods that run the model (and so TensorFlow ops)
 _KERAS_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"})
 # keywords only Keras' fit/evaluate/predict take (scikit-learn style ``fit(X, y)`` takes none of them)
 _KERAS_RUN_KEYWORDS = frozenset({"epochs", "steps_per_epoch", "validation_steps", "initial_epoch",
                                  "validation_freq", "validation_data"})
-
-
-def _builds_model(m: Module, cs: CallSite, q: str) -> bool:
-    """A Keras model factory call that creates variables right away."""
-    if q in ("keras.Model", "keras.models.Model"):
-        return bool(cs.node.args)  # functional model: built from its inputs
-    if q in ("keras.Sequential", "keras.models.Sequential"):
-        layers = cs.node.args[0].value if cs.node.args else keyword(cs.node, "layers")
-        if not isinstance(layers, (cst.List, cst.Tuple)) or not layers.elements:
-            return False
-        first = layers.elements[0].value
-        if not isinstance(first, cst.Call):
-            return False
-        fq, _ = m.qualified_name(first.func, cs.scope, cs.order)
-        return fq in _INPUT_LAYERS or any(keyword(first, k) is not None for k in _SHAPE_KEYWORDS)
-    return q in api.MODEL_FACTORIES  # keras.applications.*, load_model, ... (from the API table)
 
 
 def _runs_keras_model(m: Module, cs: CallSite) -> bool:
@@ -132,7 +114,7 @@ def initialiser(m: Module, cs: CallSite) -> Optional[str]:
         return None
     if api.initializes_runtime(q):
         return m.code(cs.node)
-    if api.kind_of_constructor(q) == api.MODEL and _builds_model(m, cs, q):
+    if api.kind_of_constructor(q) == api.MODEL and constructor_builds(m, cs.node, cs.scope, cs.order, q):
         return m.code(cs.node)
     return None
 

@@ -12,6 +12,7 @@ from tfpar_lint.semantic.model import (CONTAINER, PARAMETER, UNBOUND, Binding, C
                                         Scope, UNKNOWN, Value, lost)
 from tfpar_lint.semantic.kinds import Kinds, Parts
 from tfpar_lint.semantic.nodes import arg, dotted_name
+from tfpar_lint.semantic.records import field_values, is_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module  # noqa: F401
@@ -51,7 +52,11 @@ class BindingValues:
                     return elems
             vals = self.infer(b.value, b.scope, b.order)
             if b.path:
-                vals = [self._unpack(v, b) for v in vals]
+                out = []
+                for v in vals:  # strategy, hosts = settings (a named tuple): its fields
+                    got = field_values(self.m, v, b.path[0]) if len(b.path) == 1 and is_record(v) else None
+                    out.extend(got if got is not None else [self._unpack(v, b)])
+                vals = out
             return vals
         if k in ("for", "comp"):
             it = b.value

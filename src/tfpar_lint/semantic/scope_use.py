@@ -9,6 +9,8 @@ import libcst as cst
 
 from tfpar_lint import tfapi as api
 from tfpar_lint.semantic import CallSite, FunctionInfo, Module, Value, arg, keyword, replicated
+from tfpar_lint.semantic.kinds import _pairs_owner, _variables_owner, builds_at_construction, part_of_owner
+from tfpar_lint.semantic.model import ClassInfo
 from tfpar_lint.semantic.walk import syntax_children
 
 
@@ -51,11 +53,78 @@ def outside_scope_uses(m: Module, kind: str,
     for v in values_of_kind(m, kind):
         if not created_outside_scope(m, v) or not keep(v):
             continue
+        if v.kind in (api.MODEL, api.LAYER) and built_under_scope(m, v):
+            continue  # no variable until its first call, made under the scope: its variables are mirrored
         for use in uses_with_strategy(m, v):
             if use.site is not None and v.site is not None and m.exclusive(v.site, use.site):
                 continue  # made in one arm of `if t:`, used in the other arm of a later `if t:`
             yield v, use
             break
+
+
+# Keras' own training and inference methods: they build an unbuilt model through Keras' machinery
+# (a Keras 3 Sequential without an input shape, made outside the scope and first built by ``fit``
+# under it, still fails: fixtures/TFP101/bad_unbuilt.py)
+_KERAS_RUNS = frozenset({"fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator",
+                         "train_on_batch", "test_on_batch", "predict_on_batch"})
+# Keras methods that create no variable
+_KERAS_NO_BUILD = frozenset({"compile", "summary", "save", "save_weights", "get_config", "to_json", "get_layer",
+                             "count_params", "get_weights", "reset_metrics", "reset_states", "add_loss",
+                             "add_metric", "get_initial_state"})
+
+
+def built_under_scope(m: Module, v: Value) -> bool:
+    """``v`` (a Keras model or layer, a ``tf.Module``) holds no variable when it is made (the kinds
+    module cannot say it does: :func:`kinds.builds_at_construction`), and the code builds it under
+    a strategy's scope: calls it, its ``build``, or a method of its own (not Keras' ``fit`` /
+    ``evaluate`` / ``predict`` machinery) under a known scope (lexically, or in a function every
+    caller runs there, a ``tf.function`` made for it), before anything calls or runs it outside a
+    scope.  Then every variable is made under the scope: mirrored."""
+    site = v.site
+    if site is None or v.origin is None or builds_at_construction(m, v) is True:
+        return False
+    local_class = isinstance(v.info, ClassInfo)
+    api_made = bool(v.qname) and not local_class
+    inside: list[CallSite] = []
+    outside: list[CallSite] = []
+    for cs in m.calls:
+        f = cs.node.func
+        if isinstance(f, cst.Attribute):
+            meth = f.attr.value
+            if meth in _KERAS_NO_BUILD or not any_from(m, f.value, cs, v.origin):
+                continue
+            if meth == "build" or meth == "__call__":
+                how = "call"
+            elif meth in _KERAS_RUNS:
+                how = "run"
+            elif local_class and meth in v.info.methods or not api_made:
+                how = "method"  # a method of its own (``agent.get_action(...)``)
+            else:
+                continue
+        elif any_from(m, f, cs, v.origin):
+            how = "call"
+        else:
+            continue
+        if m.in_replica_fn(cs.scope):
+            continue  # on every replica: after the cross-replica build, under the strategy
+        known, maybe = m.scope_strategies(cs)
+        if known and how != "run":
+            inside.append(cs)
+        elif not known and not maybe and how != "method" and _nested_in(cs.scope, site.scope):
+            outside.append(cs)
+    if not inside:
+        return False
+    first = min(cs.order for cs in inside)
+    return not any(site.order < cs.order < first for cs in outside)
+
+
+def _nested_in(scope, outer) -> bool:
+    s = scope
+    while s is not None:
+        if s is outer:
+            return True
+        s = s.parent
+    return False
 
 
 @dataclass
@@ -205,6 +274,8 @@ def _bound_by_kind(m: Module) -> dict[str, list[Value]]:
         for b_list in _all_binding_lists(m):
             for b in b_list:
                 for v in m.binding_values(b):
+                    if part_of_owner(v):
+                        continue  # a variable of a model (``for w in net.trainable_variables``): the model was made there
                     if v.origin is not None and (v.kind, id(v.origin)) not in seen:
                         seen.add((v.kind, id(v.origin)))
                         got.setdefault(v.kind, []).append(v)
@@ -314,6 +385,8 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
                     yield Use(cs.node, f"`{meth}` is called in `{cs.func.name}`, which runs under a strategy's "
                                        f"scope ({{line}})", "strategy", m.code(f.value), cs)
         elif meth == "compile" and v.kind in (api.OPTIMIZER, api.METRIC):
+            if v.kind == api.OPTIMIZER and not compiled_to_train(m, cs):
+                continue  # compiled only so that evaluate / predict run: the optimizer never steps
             known, _ = m.scope_items(cs)
             where = f"under `{scope_text(m, cs)}` ({{line}})"
             if not known:
@@ -418,12 +491,15 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
                                f"whose scope is never entered: the model trains on one device and the strategy is "
                                f"unused", name, m.code(f.value))
             return
-    if trained or v.site is None:
+    if trained or v.site is None or _inference_only(m, v):
         return
     # not trained here: only beside a strategy made on the same path and never used at all (no
-    # reference to it): nothing can bring the model under it
+    # reference to it): nothing can bring the model under it.  Not a strategy made after the name
+    # that held the model was bound again: the model was gone by then (a model reloaded to show its
+    # weights, then reloaded under a scope, before a later notebook cell makes another strategy).
     for made, s in m.strategies_made_in(v.site.func):
-        if not replicated([s]) or _exclusive(m, made.ifs, v.site.ifs) or m.scope_entered(s) is not False:
+        if not replicated([s]) or _exclusive(m, made.ifs, v.site.ifs) or m.scope_entered(s) is not False \
+                or _gone_before(m, v.site, made):
             continue
         target = _assigned_name(made)
         if target is None or _referenced_after(m, target, made):
@@ -432,6 +508,85 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
         yield Use(made.node, f"`{target.value}` ({{line}}), a strategy created on the same path, is never used: the "
                              f"model is under no strategy", target.value, model_name.value if model_name else "")
         return
+
+
+_TRAINS = frozenset({"fit", "fit_generator", "train_on_batch"})
+# what a compiled model may be asked without stepping its optimizer
+_NO_STEP = frozenset({"evaluate", "evaluate_generator", "predict", "predict_generator", "predict_on_batch",
+                      "test_on_batch", "summary", "save", "save_weights", "load_weights", "get_weights",
+                      "count_params", "to_json", "get_config", "get_layer", "reset_metrics"})
+
+
+def compiled_to_train(m: Module, cs: CallSite) -> bool:
+    """The model compiled at ``cs`` (``model.compile(optimizer=...)``) may train with that
+    optimizer: False only when the function (or module code) that compiles it reads the model
+    afterwards only to evaluate, predict or inspect it (or compiles it again before any of its
+    training calls), and the model never leaves it (not returned, stored, handed to a call, read in
+    a nested function) -- an optimizer given to ``compile`` so that ``evaluate`` runs never steps."""
+    recv = cs.node.func.value if isinstance(cs.node.func, cst.Attribute) else None
+    if not isinstance(recv, cst.Name) or cs.loops:
+        return True
+    name = recv.value
+    methods: dict[int, str] = {}
+    for c in m.calls:
+        f = c.node.func
+        if c.scope is cs.scope and c.order > cs.order and isinstance(f, cst.Attribute) \
+                and isinstance(f.value, cst.Name) and f.value.value == name:
+            methods[id(f.value)] = f.attr.value
+    later = sorted((r for r in m.refs if r.node.value == name and r.order > cs.order and r.node is not recv),
+                   key=lambda r: r.order)
+    ran = False
+    for r in later:
+        if r.scope is not cs.scope:
+            if _nested_in(r.scope, cs.scope) or cs.scope is m.scope:
+                return True  # read by a function that may run later (a closure, a function of the module)
+            continue
+        meth = methods.get(id(r.node))
+        if meth in _TRAINS:
+            return True
+        if meth == "compile":
+            break  # compiled again before any training: the later steps are the new optimizer's
+        if meth not in _NO_STEP:
+            return True  # returned, stored, handed on, or a method that may train it
+        ran = ran or meth in _INFERENCE
+    return not ran  # evaluated or predicted, never trained: the optimizer never steps
+
+
+_INFERENCE = frozenset({"predict", "evaluate", "predict_on_batch", "test_on_batch", "predict_generator",
+                        "evaluate_generator"})
+
+
+def _inference_only(m: Module, v: Value) -> bool:
+    """The model is run for inference (``predict``, ``evaluate``) in this module and nothing takes
+    or applies gradients of its variables: a model reloaded to predict on one device after
+    training, which no strategy needs."""
+    origin = v.origin
+    run = False
+    for cs in m.calls:
+        f = cs.node.func
+        if not isinstance(f, cst.Attribute):
+            continue
+        meth = f.attr.value
+        if meth in _INFERENCE and any_from(m, f.value, cs, origin):
+            run = True
+        elif meth in ("gradient", "apply_gradients", "minimize"):
+            owners = [o for o in (_variables_owner(arg(cs.node, 1, "sources"), m, cs),
+                                  _pairs_owner(cs.node, m, cs)) if o is not None]
+            owners += list(_variables_owners(cs.node))
+            if any(any_from(m, o, cs, origin) for o in owners):
+                return False
+    return run
+
+
+def _gone_before(m: Module, site: CallSite, later: CallSite) -> bool:
+    """The name the object made at ``site`` was assigned to is bound again before ``later``: the
+    object is no longer held there."""
+    target = _assigned_name(site)
+    if target is None or later.order <= site.order:
+        return False
+    own = site.stmt.body[0]
+    return any(site.order < b.order < later.order and b.node is not own
+               for b in site.scope.bindings.get(target.value, ()))
 
 
 def _assigned_name(site: CallSite) -> Optional[cst.Name]:

@@ -21,6 +21,7 @@ from tfpar_lint.semantic.attributes import AttributeValues
 from tfpar_lint.semantic.containers import ContainerValues, _subscript_key
 from tfpar_lint.semantic.nodes import arg, keyword
 from tfpar_lint.semantic.parameters import BindingValues, _drop_placeholders, _made_object
+from tfpar_lint.semantic.records import NAMEDTUPLE_FACTORIES, RecordType, field_values, is_record, namedtuple_fields
 
 if TYPE_CHECKING:  # pragma: no cover
     from tfpar_lint.semantic import Module
@@ -181,6 +182,13 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                     out.extend(self.infer(e, s, o))
                 return out
             base = self.infer(expr.value, scope, order)
+            key = _subscript_key(expr)
+            if isinstance(key, int) and base and any(is_record(v) for v in base):  # settings[0]
+                out = []
+                for v in base:
+                    got = field_values(self.m, v, key) if is_record(v) else None
+                    out.extend(got if got is not None else [self.m.kinds.item(v, "[]")])
+                return out
             if all(v.kind in (api.ELEMENT, api.DIST_VALUES, api.BATCH, api.PER_REPLICA) for v in base):
                 return list(base)  # a part of a batch, of a per-replica value
             if all(v.kind in (api.LAYERS, api.VARIABLES) for v in base):
@@ -251,6 +259,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 out.append(self._instance_of(cv.info, call, site))
             elif cv.kind == api.API:
                 out.extend(self._infer_api_call(cv.qname, cv.raw_qname, call, scope, order, site))
+            elif isinstance(cv.info, RecordType) and not cv.info.instance and site is not None:  # Settings(s, h)
+                out.append(Value(api.UNKNOWN, cv.qname, origin=call, site=site, raw_qname=cv.raw_qname,
+                                 info=replace(cv.info, instance=True, made=site)))
             elif self.call_method_of(cv) is not None:  # an instance called: its class's __call__
                 out.extend(self._returns_of(self.call_method_of(cv), call, site))
             else:  # an unknown callee: what it makes is made here (its uses may tell its kind)
@@ -277,7 +288,8 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                     branch, given=owner.paths.call_arguments(fn, call, site.scope, site.order)):
                 continue  # a `return` this call's arguments cannot reach (`if strategy:` given a strategy)
             for v in self.infer(expr, fn.scope, order):
-                if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn):
+                if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn) \
+                        and not is_record(v):  # a record keeps the call that filled its fields
                     # created by the call: the creation context is the caller's
                     # (a dataset keeps the helper's last method call in its chain: `.batch(n)`)
                     v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
@@ -317,6 +329,10 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 return list(known)
         if q in api.TFDS_LOAD:
             return [self._tfds_load(q, raw, call, site)]
+        if q in NAMEDTUPLE_FACTORIES:
+            names = namedtuple_fields(self.m, call, scope, order)
+            if names is not None:  # a named-tuple type: its instances' fields are followed (records.py)
+                return [Value(api.UNKNOWN, q, origin=call, site=site, raw_qname=raw, info=RecordType(names))]
         kind = api.kind_of_constructor(q)
         if kind is not None:
             return [Value(kind, q, origin=call, site=site, raw_qname=raw)]
