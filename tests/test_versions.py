@@ -79,6 +79,9 @@ EXPECTED = {
     # package list
     "code_pip_2_15": (("TFP102",), "2.15", "the code (tensorflow==2.15.0)"),
     "code_packages_2_8": ((), None, None),
+    # the job's packages and image are names defined in another module: a version is stated, out of sight,
+    # so the newest is not assumed (held back, and said once)
+    "code_packages_by_name": ((), None, None),
     "notebook_pip_2_15": (("TFP102",), "2.15", "the code (tensorflow==2.15.0)"),
 }
 
@@ -97,6 +100,7 @@ NOTE_PROJECTS = {
     "unpinned_api_since_2_6": ("TFP102", "TFP606"),
     "code_legacy_env": ("TFP102",),
     "code_tf_keras": ("TFP102",),  # 2.14+: which side of 2.16 is assumed (the note counts it)
+    "code_packages_by_name": ("TFP102", "TFP606"),  # held back: stated through names this file cannot read
 }
 
 
@@ -316,6 +320,23 @@ def test_an_api_bounds_the_version_and_a_statement_says_what_installs():
     assert "assumed" in versions.UNKNOWN.describe(3)
     legacy = versions.Target(known=False, legacy_keras=True)
     assert legacy.tf_keras_is_keras3() is False and legacy.at_least((2, 11)) is True
+
+
+def test_a_statement_through_names_is_a_version_stated_out_of_sight():
+    assert versions.opaque_statement("@component(base_image=IMAGE, packages_to_install=[TF, 'numpy'])\n")
+    assert versions.opaque_statement("job = Job(container_uri=cfg.image)\n") == "container_uri=cfg.image"
+    # literals are read by code_statements; None and the absence of such keywords state nothing
+    assert not versions.opaque_statement("@component(packages_to_install=['tensorflow==2.8.0'])\n")
+    assert not versions.opaque_statement("Job(base_image=None)\nfit(x, epochs=EPOCHS)\n")
+    since_2_6 = versions.Target(low=(2, 6), source="the code's APIs (tf.keras.layers.Normalization)", from_apis=True,
+                                elsewhere="packages_to_install=[TF]")
+    assert since_2_6.tf_keras_is_keras3() is None and since_2_6.at_least((2, 11)) is None
+    assert since_2_6.at_least((2, 4)) is True  # what the APIs settle still holds
+    hidden = versions.Target(known=False, elsewhere="base_image=IMAGE")
+    assert hidden.at_least((2, 11)) is None and hidden.keras_major() is None
+    # a statement the project makes wins: the names are no longer needed
+    stated = versions.Target(low=(2, 17), high=(2, 17), source="requirements.txt", elsewhere="base_image=IMAGE")
+    assert stated.tf_keras_is_keras3() is True
 
 
 def test_withheld_notes_round_trip_and_make_one_line():
