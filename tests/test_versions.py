@@ -65,6 +65,10 @@ EXPECTED = {
     "unpinned_estimator": (("TFP102",), "2.15 or older", "the code's APIs (tf.estimator.export.ServingInputReceiver), 2.15 assumed"),
     "code_run_v2": (("TFP102",), "2.15 or older", "the code's APIs (`strategy.experimental_run_v2`), 2.15 assumed"),
     "code_compat_v1_session": (("TFP102",), "2.15 or older", "the code's APIs (tf.compat.v1.Session), 2.15 assumed"),
+    # a TensorFlow 2.0 preview's strategy methods: Keras 2 code, so its default-reduction loss is TFP502's
+    "code_experimental_run": (("TFP502",), "2.15 or older", "the code's APIs (`strategy.make_dataset_iterator`), 2.15 assumed"),
+    # ... which a tf.compat.v1 strategy keeps on every release: no evidence (Keras 3 assumed, no TFP502)
+    "code_compat_v1_experimental_run": ((), None, None),
     # an API that exists from 2.6 on says nothing about Keras 3 or 2.11: the newest release is assumed, and said
     "unpinned_api_since_2_6": (("TFP102", "TFP606"), "2.6+", "the code's APIs (tf.keras.layers.Normalization), 2.21 assumed"),
     # an API of Keras 2 only, from 2.9 on: the legacy optimizer is not a TFP102 mistake, the model is Keras 2
@@ -97,6 +101,7 @@ NOTE_PROJECTS = {
     "unpinned_estimator": ("TFP102",),
     "code_run_v2": ("TFP102",),
     "code_compat_v1_session": ("TFP102",),
+    "code_experimental_run": ("TFP502",),
     "unpinned_api_since_2_6": ("TFP102", "TFP606"),
     "code_legacy_env": ("TFP102",),
     "code_tf_keras": ("TFP102",),  # 2.14+: which side of 2.16 is assumed (the note counts it)

@@ -1013,6 +1013,15 @@ def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Option
         for _cs, _recv, _meth, _strat in m.strategy_method_calls(("experimental_run_v2",)):
             yield None, (2, 15), 0, "`strategy.experimental_run_v2`"
             break
+    if "experimental_run" in src or "make_dataset_iterator" in src:
+        # the TensorFlow 2.0 previews' strategy methods (`experimental_run(fn, iterator)`,
+        # `make_dataset_iterator`), gone from tf.distribute's strategies since 2.0 (the
+        # tf.compat.v1 strategies keep them): code written before 2.0, and so for Keras 2
+        for _cs, _recv, meth, strat in m.strategy_method_calls(("experimental_run", "make_dataset_iterator")):
+            if strat and not any(".compat.v1." in (v.qname or "") or ".compat.v1." in (v.raw_qname or "")
+                                 for v in strat):
+                yield None, (2, 15), 0, f"`strategy.{meth}`"
+                break
     if re.search(r"_generator\s*\x28", src):  # \x28 is an opening parenthesis, written so for deep.py
         for cs, recv, meth in m.method_calls(("fit_generator", "evaluate_generator", "predict_generator")):
             for v in m.infer_at(recv, cs):
