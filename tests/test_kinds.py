@@ -183,3 +183,80 @@ def test_items_of_containers_taken_from_a_loop_over_a_list_of_them():
             use(metrics["acc"])
     """)
     assert kinds_of(m, "use(", "0") == {api.METRIC}
+
+
+_EPOCH = textwrap.dedent("""
+    import tensorflow as tf
+    s = tf.distribute.MirroredStrategy()
+    dist = s.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4))
+    def epoch(ds):
+        for batch in ds:
+            s.run(step, args=(batch,))
+""")
+
+
+def _batch_kinds(m: Module) -> set[str]:
+    """Kinds of what ``s.run`` hands the replicas in the module above."""
+    for cs in m.calls:
+        if m.tree.code_for_node(cs.node).startswith("s.run("):
+            el = cs.node.args[1].value.elements[0].value
+            return {v.kind for v in m.infer_at(el, cs)}
+    raise AssertionError("no s.run")
+
+
+@pytest.mark.parametrize("wrap", ["fast = tf.function(epoch)\nfast(dist)",
+                                  "if flag:\n    epoch = tf.function(epoch)\nepoch(dist)",
+                                  "epoch = tf.function(epoch, jit_compile=True)\nepoch(dist)"])
+def test_a_function_called_through_its_tf_function_wrapper_gets_the_callers_arguments(wrap):
+    assert _batch_kinds(module(_EPOCH + wrap + "\n")) == {api.DIST_VALUES}
+
+
+def test_a_tf_function_wrapper_handed_to_unseen_code_leaves_the_parameter_unknown():
+    m = module(_EPOCH + "fast = tf.function(epoch)\nfast(dist)\nregister(fast)\n")
+    assert api.DIST_VALUES not in _batch_kinds(m)
+
+
+@pytest.mark.parametrize("make", ["s.make_dataset_iterator(tf.data.Dataset.range(8).batch(4))",
+                                  "s.make_input_fn_iterator(lambda ctx: tf.data.Dataset.range(8))"])
+def test_a_strategys_own_iterator_is_a_distributed_iterator(make):
+    m = module(f"""
+        import tensorflow as tf
+        s = tf.compat.v1.distribute.MirroredStrategy()
+        it = {make}
+        use(it)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.DIST_ITERATOR}
+
+
+def test_minimize_over_a_networks_variables_makes_a_model_and_an_optimizer():
+    m = module("""
+        import tensorflow as tf
+        from zoo import build, make_opt
+        net = build()
+        opt = make_opt()
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = net(x)
+            opt.minimize(loss=loss, var_list=net.trainable_variables, tape=tape)
+        use(net, opt)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.MODEL}
+    assert kinds_of(m, "use(", "1") == {api.OPTIMIZER}
+
+
+def test_reset_states_of_a_network_whose_variables_are_trained_leaves_it_a_model():
+    m = module("""
+        import tensorflow as tf
+        from zoo import build, make_metric
+        net = build()
+        acc = make_metric()
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = net(x)
+            grads = tape.gradient(loss, net.trainable_variables)
+        net.reset_states()
+        acc.reset_states()
+        use(net, acc)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.MODEL}
+    assert kinds_of(m, "use(", "1") == {api.METRIC}

@@ -548,6 +548,9 @@ ITERATION_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tq
 SET_STRATEGY = frozenset({"tensorflow.distribute.experimental_set_strategy"})
 DISTRIBUTE_DATASET_METHODS = frozenset({"experimental_distribute_dataset"})
 DISTRIBUTE_FN_METHODS = frozenset({"distribute_datasets_from_function", "experimental_distribute_datasets_from_function"})
+# a strategy's iterator over a dataset it distributes (``make_dataset_iterator(ds)``) or over the datasets an
+# input function makes (``make_input_fn_iterator(fn)``): tf.compat.v1 strategies, TensorFlow 2.0 previews
+DISTRIBUTE_ITERATOR_METHODS = frozenset({"make_dataset_iterator", "make_input_fn_iterator"})
 DISTRIBUTE_VALUES_METHODS = frozenset({"experimental_distribute_values_from_function"})
 
 

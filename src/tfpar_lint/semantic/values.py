@@ -367,6 +367,8 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 return Value(api.DIST_VALUES, origin=call, site=site, source=rv)
             if meth in api.RUN_METHODS:
                 return Value(api.PER_REPLICA, origin=call, site=site, source=rv)
+            if meth in api.DISTRIBUTE_ITERATOR_METHODS:  # TensorFlow 1 / 2.0 previews (tf.compat.v1 strategies)
+                return Value(api.DIST_ITERATOR, origin=call, site=site, source=rv)
             return UNKNOWN
         if k == api.DATASET:
             if meth in api.DATASET_METHODS:
