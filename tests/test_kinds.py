@@ -260,3 +260,24 @@ def test_reset_states_of_a_network_whose_variables_are_trained_leaves_it_a_model
     """)
     assert kinds_of(m, "use(", "0") == {api.MODEL}
     assert kinds_of(m, "use(", "1") == {api.METRIC}
+
+
+def test_a_base_class_method_named_through_super_is_that_function():
+    m = module("""
+        import tensorflow as tf
+        class Trainer:
+            def _step(self, x):
+                return x
+        class MirroredTrainer(Trainer):
+            def __init__(self):
+                self._strategy = tf.distribute.MirroredStrategy()
+            def _step(self, x):
+                return self._strategy.run(super()._step, args=(x,))
+    """)
+    for cs in m.calls:
+        if m.tree.code_for_node(cs.node).startswith("self._strategy.run("):
+            fns = m.resolve_function(cs.node.args[0].value, cs.scope, cs.order)
+            assert [(f.name, f.cls.name) for f in fns] == [("_step", "Trainer")]
+            break
+    else:
+        raise AssertionError("no run")

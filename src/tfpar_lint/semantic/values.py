@@ -156,6 +156,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 # set by a base class the module cannot see, or from outside: an unknown value of
                 # the class's instances (its uses may tell its kind)
                 return [self.m.kinds.attribute(fn.cls, attr)]
+            sup = self._super_member(expr, scope, order)
+            if sup is not None:
+                return sup
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
                 return inst
@@ -199,6 +202,18 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                         return got
             return [UNKNOWN]
         return [UNKNOWN]
+
+    def _super_member(self, expr: cst.Attribute, scope: Scope, order: int) -> Optional[list[Value]]:
+        """``super().step`` (``super(Cls, self).step``) in a method: the base class's member, when a
+        base class this module defines has it (``strategy.run(super()._step)``); None otherwise."""
+        call = expr.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "super") \
+                or self.m.lookup("super", scope, order):
+            return None
+        fn = self._method_of(scope)
+        if fn is None or fn.cls is None:
+            return None
+        return self._base_member(fn.cls, expr.attr.value)
 
     def _infer_call(self, call: cst.Call, scope: Scope, order: int) -> list[Value]:
         site = self.m.site_of_call.get(id(call))
