@@ -72,3 +72,10 @@ def test_answered_questions_are_listed_only_when_asked_for():
     assert got == {("strategy", census.ANSWERED, "s"), ("replica function", census.ANSWERED, "step"),
                    ("replica input", "unbound name", "batch"), ("object in replica function", census.ANSWERED, "m")}
     assert all(q.reason != census.ANSWERED for q in census.questions(mod))
+
+
+def test_a_library_function_run_on_the_replicas_is_known():
+    src = ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
+           "s.extended.call_for_each_replica(tf.compat.v1.metrics.mean, args=(x,))\n"
+           "s.run(tf.identity, args=(1.0,))\n")
+    assert [r for r in lost(src) if r[0] == "replica function"] == []

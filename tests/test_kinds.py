@@ -281,3 +281,50 @@ def test_a_base_class_method_named_through_super_is_that_function():
             break
     else:
         raise AssertionError("no run")
+
+
+def test_a_function_a_coordinator_schedules_gets_each_workers_distributed_batches():
+    m = module("""
+        import tensorflow as tf
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        def dataset_fn():
+            return strategy.distribute_datasets_from_function(make)
+        per_worker = coordinator.create_per_worker_dataset(dataset_fn)
+        it = iter(per_worker)
+        @tf.function
+        def step_fn(iterator):
+            batch, labels = next(iterator)
+            return strategy.run(replica_fn, args=(batch, labels))
+        coordinator.schedule(step_fn, args=(it,))
+        use(per_worker, it)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.DIST_DATASET}
+    assert kinds_of(m, "use(", "1") == {api.DIST_ITERATOR}
+    for cs in m.calls:
+        if m.tree.code_for_node(cs.node).startswith("strategy.run("):
+            el = cs.node.args[1].value.elements[0].value
+            assert {v.kind for v in m.infer_at(el, cs)} == {api.DIST_VALUES}
+            break
+    else:
+        raise AssertionError("no strategy.run")
+
+
+def test_a_test_cases_framework_methods_are_the_frameworks():
+    m = module("""
+        import tensorflow as tf
+        class Base(tf.test.TestCase):
+            pass
+        class T(Base):
+            def test_x(self):
+                self.assertAllEqual(1, 1)
+                self.helper(2)
+    """)
+    assert [v.qname for v in m.infer(cst.parse_expression("self.assertAllEqual"), _method_scope(m, "test_x"), 10**6)] \
+        == ["tensorflow.test.TestCase.assertAllEqual"]
+    assert kinds_of(m, "self.assertAllEqual(", "func") == {api.API}
+    assert api.API not in kinds_of(m, "self.helper(", "func")
+
+
+def _method_scope(m: Module, name: str):
+    return next(f.scope for f in m.functions if f.name == name)

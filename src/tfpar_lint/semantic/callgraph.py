@@ -291,7 +291,8 @@ class CallGraph:
         """(callable, positional argument expressions, keyword expressions, how) for each callable
         this call hands to an API that calls it; how is "replica" (``strategy.run`` and friends;
         the receiver is not checked here), "thread" (``Thread``, ``Timer``) or "pool" (``submit``,
-        ``map``, ``apply_async``... of any receiver).  Argument lists are None when they cannot be
+        ``map``, ``apply_async``... of any receiver) or "worker" (a parameter-server coordinator's
+        ``schedule``: a worker runs it).  Argument lists are None when they cannot be
         told; an item None is one argument that cannot be told (the element ``map`` passes)."""
         node = cs.node
         cm = call_method(node)
@@ -302,6 +303,13 @@ class CallGraph:
                 yield fn, ([None] if arg(node, 1, "input_iterator") is not None else []), {}, "replica"
             elif fn is not None:
                 yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs")), "replica"
+            return
+        if meth == "schedule" and cm is not None and any(
+                v.qname in api.CLUSTER_COORDINATORS for v in self.m.infer(cm[0], cs.scope, cs.order)):
+            # coordinator.schedule(step_fn, args=(per_worker_iterator,)): run on a worker with those arguments
+            fn = arg(node, 0, "fn")
+            if fn is not None:
+                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs")), "worker"
             return
         if meth in ("submit", "apply", "apply_async", "map", "imap", "imap_unordered", "starmap", "map_async",
                     "starmap_async"):

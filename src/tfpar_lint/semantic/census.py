@@ -222,7 +222,7 @@ def _value_reason(m: "Module", v: Value) -> Optional[str]:
     return CALLEE
 
 
-def _function_reason(m: "Module", expr: cst.BaseExpression, cs: CallSite) -> str:
+def _function_reason(m: "Module", expr: cst.BaseExpression, cs: CallSite) -> Optional[str]:
     """Why the function ``expr`` denotes is not known: the parameter of a decorator's wrapper, a
     parameter of unseen callers, a name bound nowhere..."""
     if isinstance(expr, cst.Name):
@@ -234,6 +234,8 @@ def _function_reason(m: "Module", expr: cst.BaseExpression, cs: CallSite) -> str
             for f in m.enclosing_functions(deco.scope):
                 if any(_names(d, f.name) for g in m.functions for d in g.decorators):
                     return DECORATOR
+    if any(v.kind == api.API for v in m.infer_at(expr, cs)):
+        return None  # a library's function (strategy.run(tf.compat.v1.metrics.mean, ...)): known
     got = reason(m, expr, cs)
     return got if got is not None else CALLEE
 

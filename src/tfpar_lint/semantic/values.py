@@ -153,6 +153,9 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 keras_set = self.keras_attribute(fn.cls, attr)
                 if keras_set is not None:
                     return keras_set
+                framework = self.test_case_member(fn.cls, attr)
+                if framework is not None:  # self.assertEqual in a tf.test.TestCase: the framework's method
+                    return [Value(api.API, framework, raw_qname=framework)]
                 # set by a base class the module cannot see, or from outside: an unknown value of
                 # the class's instances (its uses may tell its kind)
                 return [self.m.kinds.attribute(fn.cls, attr)]
@@ -395,6 +398,8 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             if meth in ("get_single_element",):
                 return Value(api.ELEMENT, origin=call, site=site, source=rv)
             return UNKNOWN
+        if rv.qname in api.CLUSTER_COORDINATORS and meth == "create_per_worker_dataset":
+            return Value(api.DIST_DATASET, origin=call, site=site, source=rv)
         if k == api.ITERATOR and meth in ("get_next", "__next__", "next"):
             return Value(api.ELEMENT, origin=call, site=site, source=rv)
         if k == api.DIST_DATASET and meth == "__iter__":
