@@ -551,7 +551,8 @@ DISTRIBUTE_FN_METHODS = frozenset({"distribute_datasets_from_function", "experim
 # test-case base classes and their members (besides ``assert*``): ``self.evaluate(...)`` in a test is the
 # framework's method, not an object of the test's own
 TEST_CASE_CLASSES = frozenset({"unittest.TestCase", "tensorflow.test.TestCase", "absl.testing.absltest.TestCase",
-                               "absl.testing.parameterized.TestCase"})
+                               "absl.testing.parameterized.TestCase",
+                               "tensorflow.python.framework.test_util.TensorFlowTestCase"})
 TEST_CASE_MEMBERS = frozenset({
     # unittest.TestCase (Python 3.11) other than assert*
     "addClassCleanup", "addCleanup", "addTypeEqualityFunc", "countTestCases", "debug", "defaultTestResult",
