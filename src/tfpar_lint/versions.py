@@ -71,6 +71,9 @@ class Target:
     high_from_code: bool = False
     # the whole range comes from the code's APIs: bounds on the version, not what installs
     from_apis: bool = False
+    # the code states what installs through a name it does not define (``packages_to_install=[TF]``
+    # with ``TF`` imported): a version is stated, out of sight, so today's is not assumed
+    elsewhere: str = ""
 
     @property
     def runs(self) -> Version:
@@ -89,6 +92,12 @@ class Target:
         of Keras 2 only (``optimizers.legacy``, an optimizer's ``lr``) says 2.15 or older, nothing
         about 2.11 (issue 28: a TF 2.6 notebook's ``Adam(lr=...)`` was reported as a 2.11+
         mistake).  Nothing stated: None."""
+        if self.elsewhere and (not self.known or self.from_apis):  # stated where this file cannot read
+            if self.known and self.low is not None and self.low >= v:
+                return True
+            if self.known and self.high is not None and self.high < v:
+                return False
+            return None
         if not self.known:  # nothing at all states the version: no answer (the finding is withheld)
             return None
         if self.from_apis or self.high_from_code:
@@ -989,6 +998,15 @@ def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Option
         for _cs, _recv, _meth, _strat in m.strategy_method_calls(("experimental_run_v2",)):
             yield None, (2, 15), 0, "`strategy.experimental_run_v2`"
             break
+    if "experimental_run" in src or "make_dataset_iterator" in src:
+        # the TensorFlow 2.0 previews' strategy methods (`experimental_run(fn, iterator)`,
+        # `make_dataset_iterator`), gone from tf.distribute's strategies since 2.0 (the
+        # tf.compat.v1 strategies keep them): code written before 2.0, and so for Keras 2
+        for _cs, _recv, meth, strat in m.strategy_method_calls(("experimental_run", "make_dataset_iterator")):
+            if strat and not any(".compat.v1." in (v.qname or "") or ".compat.v1." in (v.raw_qname or "")
+                                 for v in strat):
+                yield None, (2, 15), 0, f"`strategy.{meth}`"
+                break
     if re.search(r"_generator\s*\x28", src):  # \x28 is an opening parenthesis, written so for deep.py
         for cs, recv, meth in m.method_calls(("fit_generator", "evaluate_generator", "predict_generator")):
             for v in m.infer_at(recv, cs):
@@ -1056,6 +1074,27 @@ def code_statements(text: str) -> list[Spec]:
         if st is not None:
             out.append(st)
     return out
+
+
+# The same statements made through a name the file does not define: a job's package list or image
+# given as a constant of another module (`packages_to_install=[TENSORFLOW]`, `base_image=IMAGE`,
+# `container_uri=cfg.image`).  The code does state what installs, where a single file cannot read it.
+_ENV_KEYWORDS = r"(?:packages_to_install|install_requires|base_image|container_uri|image_uri|framework_version)"
+_OPAQUE_STATEMENT = re.compile(_ENV_KEYWORDS + r"\s*=\s*(\[[^\]]*\]|[A-Za-z_][\w.]*)")
+
+
+def opaque_statement(text: str) -> str:
+    """``packages_to_install=[TENSORFLOW]`` where the code hands a job its packages or image through
+    names (not literals); "" where it states none that way."""
+    if "=" not in text:
+        return ""
+    for mt in _OPAQUE_STATEMENT.finditer(text):
+        value = mt.group(1)
+        items = [x.strip() for x in value.strip("[]").split(",")] if value.startswith("[") else [value]
+        if any(x and x[0] not in "\"'" and re.fullmatch(r"[A-Za-z_][\w.]*", x) and x not in ("None", "True", "False")
+               for x in items):
+            return re.sub(r"\s+", " ", mt.group(0))
+    return ""
 
 
 def code_target(m: "Module") -> Optional[Target]:
@@ -1126,6 +1165,10 @@ def _resolve(m: "Module") -> Target:
             t = proj if proj is not None else UNKNOWN
             if not t.known:
                 t = replace(UNKNOWN, keras=t.keras, legacy_keras=t.legacy_keras, also=t.also, path=t.path)
+    if stated is None and (not t.known or t.from_apis):
+        hidden = opaque_statement(m.source)
+        if hidden:
+            t = replace(t, elsewhere=hidden, also=t.also + (f"the code states its packages through names: {hidden}",))
     if legacy and not t.legacy_keras:
         t = replace(t, legacy_keras=True, also=t.also + (f"TF_USE_LEGACY_KERAS=1 set in {legacy}",))
     return t
@@ -1274,9 +1317,10 @@ def withheld_summary(files: dict[str, dict[str, int]]) -> str:
     where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     codes = ", ".join(f"{c} ({n})" if n > 1 else c for c, n in sorted(total.items()))
     return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image, API of one "
-            f"Keras or era only, or tf-version setting), so none is assumed: {count} "
-            f"finding{'s' if count != 1 else ''} that hold{'s' if count == 1 else ''} only on Keras 3 or "
-            f"TensorFlow 2.11+ ({codes}) {'were' if count != 1 else 'was'} not reported; pin tensorflow or set "
+            f"Keras or era only, or tf-version setting; or stated only through names the file does not define, "
+            f"such as a job's package list or image), so none is assumed: {count} "
+            f"finding{'s' if count != 1 else ''} that hold{'s' if count == 1 else ''} only on some TensorFlow "
+            f"or Keras versions ({codes}) {'were' if count != 1 else 'was'} not reported; pin tensorflow or set "
             f"tf-version (\"{_v(_LATEST)}\" is today's release) to check them")
 
 
