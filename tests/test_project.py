@@ -153,7 +153,7 @@ def test_cache_reanalyses_the_edited_file_and_its_dependents(tmp_path):
     after = {Path(r.path).name: r for r in engine.lint_paths(files, options=opts, jobs=1, cache_dir=cache_dir)}
     assert not after["workers.py"].findings
     assert [f.code for f in after["unrelated.py"].findings] == ["TFP101"]
-    assert [f.code for f in after["train.py"].findings] == ["TFP101", "TFP201"]
+    assert [f.code for f in after["train.py"].findings] == ["TFP101", "TFP201", "TFP701"]
 
 
 def test_cap_on_files_read_is_reported(monkeypatch, tmp_path):
@@ -181,7 +181,7 @@ def test_budget_of_bytes_parsed_per_linted_file(monkeypatch):
         again = engine.lint_file(str(PROJECT / "bad" / "train.py"))
     finally:
         engine._PROJECTS.clear()
-    assert [f.code for f in again.findings] == ["TFP101", "TFP201"]
+    assert [f.code for f in again.findings] == ["TFP101", "TFP201", "TFP701"]
 
 
 def test_show_settings_names_the_project_root():
