@@ -62,3 +62,20 @@ def test_the_cli_lists_the_losses_and_counts_them(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "train.py:7:19: replica input: unbound name: `batch`" in r.stdout
     assert "1 question(s) got no kind" in r.stdout and "unbound name" in r.stdout.splitlines()[-1]
+
+
+def test_answered_questions_are_listed_only_when_asked_for():
+    src = ("from loaders import *\nimport tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
+           "m = tf.keras.Sequential()\ndef step(x):\n    return m(x)\ns.run(step, args=(batch,))\n")
+    mod = Module(cst.parse_module(src), src)
+    got = {(q.role, q.reason, mod.code(q.node)) for q in census.questions(mod, answered=True)}
+    assert got == {("strategy", census.ANSWERED, "s"), ("replica function", census.ANSWERED, "step"),
+                   ("replica input", "unbound name", "batch"), ("object in replica function", census.ANSWERED, "m")}
+    assert all(q.reason != census.ANSWERED for q in census.questions(mod))
+
+
+def test_a_library_function_run_on_the_replicas_is_known():
+    src = ("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n"
+           "s.extended.call_for_each_replica(tf.compat.v1.metrics.mean, args=(x,))\n"
+           "s.run(tf.identity, args=(1.0,))\n")
+    assert [r for r in lost(src) if r[0] == "replica function"] == []

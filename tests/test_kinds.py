@@ -183,3 +183,148 @@ def test_items_of_containers_taken_from_a_loop_over_a_list_of_them():
             use(metrics["acc"])
     """)
     assert kinds_of(m, "use(", "0") == {api.METRIC}
+
+
+_EPOCH = textwrap.dedent("""
+    import tensorflow as tf
+    s = tf.distribute.MirroredStrategy()
+    dist = s.experimental_distribute_dataset(tf.data.Dataset.range(8).batch(4))
+    def epoch(ds):
+        for batch in ds:
+            s.run(step, args=(batch,))
+""")
+
+
+def _batch_kinds(m: Module) -> set[str]:
+    """Kinds of what ``s.run`` hands the replicas in the module above."""
+    for cs in m.calls:
+        if m.tree.code_for_node(cs.node).startswith("s.run("):
+            el = cs.node.args[1].value.elements[0].value
+            return {v.kind for v in m.infer_at(el, cs)}
+    raise AssertionError("no s.run")
+
+
+@pytest.mark.parametrize("wrap", ["fast = tf.function(epoch)\nfast(dist)",
+                                  "if flag:\n    epoch = tf.function(epoch)\nepoch(dist)",
+                                  "epoch = tf.function(epoch, jit_compile=True)\nepoch(dist)"])
+def test_a_function_called_through_its_tf_function_wrapper_gets_the_callers_arguments(wrap):
+    assert _batch_kinds(module(_EPOCH + wrap + "\n")) == {api.DIST_VALUES}
+
+
+def test_a_tf_function_wrapper_handed_to_unseen_code_leaves_the_parameter_unknown():
+    m = module(_EPOCH + "fast = tf.function(epoch)\nfast(dist)\nregister(fast)\n")
+    assert api.DIST_VALUES not in _batch_kinds(m)
+
+
+@pytest.mark.parametrize("make", ["s.make_dataset_iterator(tf.data.Dataset.range(8).batch(4))",
+                                  "s.make_input_fn_iterator(lambda ctx: tf.data.Dataset.range(8))"])
+def test_a_strategys_own_iterator_is_a_distributed_iterator(make):
+    m = module(f"""
+        import tensorflow as tf
+        s = tf.compat.v1.distribute.MirroredStrategy()
+        it = {make}
+        use(it)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.DIST_ITERATOR}
+
+
+def test_minimize_over_a_networks_variables_makes_a_model_and_an_optimizer():
+    m = module("""
+        import tensorflow as tf
+        from zoo import build, make_opt
+        net = build()
+        opt = make_opt()
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = net(x)
+            opt.minimize(loss=loss, var_list=net.trainable_variables, tape=tape)
+        use(net, opt)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.MODEL}
+    assert kinds_of(m, "use(", "1") == {api.OPTIMIZER}
+
+
+def test_reset_states_of_a_network_whose_variables_are_trained_leaves_it_a_model():
+    m = module("""
+        import tensorflow as tf
+        from zoo import build, make_metric
+        net = build()
+        acc = make_metric()
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = net(x)
+            grads = tape.gradient(loss, net.trainable_variables)
+        net.reset_states()
+        acc.reset_states()
+        use(net, acc)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.MODEL}
+    assert kinds_of(m, "use(", "1") == {api.METRIC}
+
+
+def test_a_base_class_method_named_through_super_is_that_function():
+    m = module("""
+        import tensorflow as tf
+        class Trainer:
+            def _step(self, x):
+                return x
+        class MirroredTrainer(Trainer):
+            def __init__(self):
+                self._strategy = tf.distribute.MirroredStrategy()
+            def _step(self, x):
+                return self._strategy.run(super()._step, args=(x,))
+    """)
+    for cs in m.calls:
+        if m.tree.code_for_node(cs.node).startswith("self._strategy.run("):
+            fns = m.resolve_function(cs.node.args[0].value, cs.scope, cs.order)
+            assert [(f.name, f.cls.name) for f in fns] == [("_step", "Trainer")]
+            break
+    else:
+        raise AssertionError("no run")
+
+
+def test_a_function_a_coordinator_schedules_gets_each_workers_distributed_batches():
+    m = module("""
+        import tensorflow as tf
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        def dataset_fn():
+            return strategy.distribute_datasets_from_function(make)
+        per_worker = coordinator.create_per_worker_dataset(dataset_fn)
+        it = iter(per_worker)
+        @tf.function
+        def step_fn(iterator):
+            batch, labels = next(iterator)
+            return strategy.run(replica_fn, args=(batch, labels))
+        coordinator.schedule(step_fn, args=(it,))
+        use(per_worker, it)
+    """)
+    assert kinds_of(m, "use(", "0") == {api.DIST_DATASET}
+    assert kinds_of(m, "use(", "1") == {api.DIST_ITERATOR}
+    for cs in m.calls:
+        if m.tree.code_for_node(cs.node).startswith("strategy.run("):
+            el = cs.node.args[1].value.elements[0].value
+            assert {v.kind for v in m.infer_at(el, cs)} == {api.DIST_VALUES}
+            break
+    else:
+        raise AssertionError("no strategy.run")
+
+
+def test_a_test_cases_framework_methods_are_the_frameworks():
+    m = module("""
+        import tensorflow as tf
+        class Base(tf.test.TestCase):
+            pass
+        class T(Base):
+            def test_x(self):
+                self.assertAllEqual(1, 1)
+                self.helper(2)
+    """)
+    assert [v.qname for v in m.infer(cst.parse_expression("self.assertAllEqual"), _method_scope(m, "test_x"), 10**6)] \
+        == ["tensorflow.test.TestCase.assertAllEqual"]
+    assert kinds_of(m, "self.assertAllEqual(", "func") == {api.API}
+    assert api.API not in kinds_of(m, "self.helper(", "func")
+
+
+def _method_scope(m: Module, name: str):
+    return next(f.scope for f in m.functions if f.name == name)

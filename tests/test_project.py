@@ -153,7 +153,7 @@ def test_cache_reanalyses_the_edited_file_and_its_dependents(tmp_path):
     after = {Path(r.path).name: r for r in engine.lint_paths(files, options=opts, jobs=1, cache_dir=cache_dir)}
     assert not after["workers.py"].findings
     assert [f.code for f in after["unrelated.py"].findings] == ["TFP101"]
-    assert [f.code for f in after["train.py"].findings] == ["TFP101", "TFP201"]
+    assert [f.code for f in after["train.py"].findings] == ["TFP101", "TFP201", "TFP701"]
 
 
 def test_cap_on_files_read_is_reported(monkeypatch, tmp_path):
@@ -181,7 +181,7 @@ def test_budget_of_bytes_parsed_per_linted_file(monkeypatch):
         again = engine.lint_file(str(PROJECT / "bad" / "train.py"))
     finally:
         engine._PROJECTS.clear()
-    assert [f.code for f in again.findings] == ["TFP101", "TFP201"]
+    assert [f.code for f in again.findings] == ["TFP101", "TFP201", "TFP701"]
 
 
 def test_show_settings_names_the_project_root():
@@ -248,3 +248,42 @@ def test_cross_module_shape(shape, tmp_path):
 # What a file alone still proves: the strategy a helper of another module makes is one by its use
 # (its scope entered: semantic/uses.py), so the model built outside that scope is found anyway.
 ALONE = {"import_pkg_mod_call": {("train.py", 6, "TFP101")}}
+
+
+def test_the_budget_a_file_leaves_is_kept_for_the_next_files(monkeypatch, tmp_path):
+    """Issue 28: most files of a code base need no other module and a few need many.  What a lint
+    leaves of its budget is kept for the next lints of the process (at most POOL_MAX for one), so
+    a heavy file follows its imports after light ones, while the run as a whole parses no more than
+    the sum of its files' budgets."""
+    train = ("import tensorflow as tf\n\nimport steps\n\nstrategy = tf.distribute.MirroredStrategy()\n"
+             "strategy.run(steps.step, args=(1.0,))\n")
+    train += "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}  # padding the module past one file's budget\n"
+                     for i in range(60))
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(train)
+    (tmp_path / "steps.py").write_text("import tensorflow as tf\n\n\ndef step(x):\n"
+                                       "    tf.random.set_seed(7)\n    return x * 2\n")
+    for name in ("a.py", "b.py", "c.py"):  # analysed files that need no other module
+        (tmp_path / name).write_text("import tensorflow as tf\n\nstrategy = tf.distribute.MirroredStrategy()\n"
+                                     "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                                     "with strategy.scope():\n    model.compile(optimizer='sgd', loss='mse')\n")
+    monkeypatch.setattr(project_mod, "BUDGET_BASE", len(train) // 2)
+    monkeypatch.setattr(project_mod, "BUDGET_FACTOR", 0.0)
+    engine._PROJECTS.clear()
+    try:
+        # one file's budget: train.py, which runs the step on every replica, is not read
+        alone = engine.lint_file(str(tmp_path / "steps.py"))
+        assert alone.capped and not alone.findings
+        engine._PROJECTS.clear()
+        for name in ("a.py", "b.py", "c.py"):
+            assert not engine.lint_file(str(tmp_path / name)).capped
+        after = engine.lint_file(str(tmp_path / "steps.py"))
+        assert not after.capped and [(f.line, f.code) for f in after.findings] == [(5, "TFP401")]
+        # one file may use at most POOL_MAX of what the others left
+        engine._PROJECTS.clear()
+        monkeypatch.setattr(project_mod, "POOL_MAX", len(train) // 2)
+        for name in ("a.py", "b.py", "c.py"):
+            engine.lint_file(str(tmp_path / name))
+        assert engine.lint_file(str(tmp_path / "steps.py")).capped
+    finally:
+        engine._PROJECTS.clear()

@@ -104,9 +104,15 @@ def test_tfp107_state_pinned_outside_the_scope():
         model = keras.Sequential([keras.layers.Dense(1)])
     with tf.device("cpu"):
         table = tf.constant([1, 2])  # no state
+    with tf.device("/cpu:0"):
+        steps_done = tf.Variable(0)  # a per-host counter the replicas never touch (issue 28)
     strategy = tf.distribute.MirroredStrategy()
     with strategy.scope():
         opt = keras.optimizers.SGD()
+    def step(x):
+        queue.assign_add(model(x))  # read and updated on every replica
+    strategy.run(step, args=(x,))
+    steps_done.assign_add(1)
     """
     check(src, "TFP107")
     # no mirroring strategy in the program: tf.device is plain placement

@@ -91,12 +91,17 @@ def test_helper_with_branches_returns_every_branch():
                "    if tpu:\n"
                "        return tf.distribute.TPUStrategy(r)\n"
                "    return tf.distribute.MirroredStrategy()\n"
-               "s = pick(False)\n"
-               "s.scope()\n")
+               "s = pick(flag)\n"
+               "s.scope()\n"
+               "t = pick(False)\n"
+               "t.scope()\n")
     cs = call_site(m, "s.scope")
     vals = m.infer_at(cs.node.func.value, cs)
     assert {v.qname for v in vals} == {"tensorflow.distribute.TPUStrategy", "tensorflow.distribute.MirroredStrategy"}
-    assert all(v.origin is call_site(m, "pick(False)").node for v in vals)  # created by the helper call
+    assert all(v.origin is call_site(m, "pick(flag)").node for v in vals)  # created by the helper call
+    # a call whose argument cannot take a branch gets only the other's (issue 28: paths that cannot run)
+    cs = call_site(m, "t.scope")
+    assert {v.qname for v in m.infer_at(cs.node.func.value, cs)} == {"tensorflow.distribute.MirroredStrategy"}
 
 
 def test_self_attr_set_in_init_is_read_in_another_method():

@@ -29,7 +29,6 @@ from tfpar_lint.engine import AnalysisOptions, lint_source
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data_versions"
 
-ASSUMED = "assumed: nothing in the project states a version"
 # project (file) -> (codes, the version the messages name, its source)
 EXPECTED = {
     "req_pinned_2_4": ((), None, None),
@@ -55,22 +54,25 @@ EXPECTED = {
     "nested_examples": (("TFP102", "TFP606"), "2.16", "requirements.txt"),
     "nested_examples/examples/old": ((), None, None),
     "setting_wins": (("TFP102", "TFP606"), "2.16", "the tf-version setting"),
-    # nothing states a version: the newest release is assumed, and every message says so
-    "unpinned": (("TFP102", "TFP606"), "2.21", ASSUMED),
-    "nothing": (("TFP102", "TFP606"), "2.21", ASSUMED),
-    # Keras 2 code: TFP606 does not apply; TFP102 assumes the newest Keras 2 release (2.15) and says so
-    "unpinned_keras2_preprocessing": (("TFP102",), "2.15 or older", "the code's APIs (tf.keras.layers.experimental.preprocessing.Rescaling), 2.15 assumed"),
-    "unpinned_keras2_lr": (("TFP102",), "2.15 or older", "the code's APIs (an optimizer's `lr`), 2.15 assumed"),
-    "unpinned_keras2_lr_kwarg": (("TFP102",), "2.15 or older", "the code's APIs (an optimizer made with `lr=`), 2.15 assumed"),
-    "unpinned_estimator": (("TFP102",), "2.15 or older", "the code's APIs (tf.estimator.export.ServingInputReceiver), 2.15 assumed"),
-    "code_run_v2": (("TFP102",), "2.15 or older", "the code's APIs (`strategy.experimental_run_v2`), 2.15 assumed"),
-    "code_compat_v1_session": (("TFP102",), "2.15 or older", "the code's APIs (tf.compat.v1.Session), 2.15 assumed"),
-    # an API that exists from 2.6 on says nothing about Keras 3 or 2.11: the newest release is assumed, and said
-    "unpinned_api_since_2_6": (("TFP102", "TFP606"), "2.6+", "the code's APIs (tf.keras.layers.Normalization), 2.21 assumed"),
+    # nothing states a version, or the code's APIs leave the question open: nothing is assumed, the
+    # findings that hold only on some versions are withheld, and the run says so once (issue 28)
+    "unpinned": ((), None, None),
+    "nothing": ((), None, None),
+    "unpinned_keras2_preprocessing": ((), None, None),
+    "unpinned_keras2_lr": ((), None, None),
+    "unpinned_keras2_lr_kwarg": ((), None, None),
+    "unpinned_estimator": ((), None, None),
+    "code_run_v2": ((), None, None),
+    "code_compat_v1_session": ((), None, None),
+    "unpinned_api_since_2_6": ((), None, None),
+    # a TensorFlow 2.0 preview's strategy methods: Keras 2 code, so its default-reduction loss is TFP502's
+    "code_experimental_run": (("TFP502",), "2.15 or older", "the code's APIs (`strategy.make_dataset_iterator`)"),
+    # ... which a tf.compat.v1 strategy keeps on every release: no evidence (no TFP502)
+    "code_compat_v1_experimental_run": ((), None, None),
     # an API of Keras 2 only, from 2.9 on: the legacy optimizer is not a TFP102 mistake, the model is Keras 2
     "code_optimizers_legacy": ((), None, None),
     "unpinned_keras3_ops": (("TFP102", "TFP606"), "2.16+", "the code's APIs (tf.keras.ops.mean)"),
-    "code_legacy_env": (("TFP102",), "2.21", ASSUMED),  # tf_keras of the newest release builds at first use
+    "code_legacy_env": ((), None, None),  # TF_USE_LEGACY_KERAS=1: Keras 2, and 2.11 or not is open
     "code_tf_keras": (("TFP102",), "2.14+", "the code's APIs (tf_keras.Input"),  # (2.14+ says 2.11+)
     # the Pipfile at the project's root pins 2.8; the file's own folder names tensorflow unpinned
     "pipfile_root_2_8/src": ((), None, None),
@@ -79,6 +81,9 @@ EXPECTED = {
     # package list
     "code_pip_2_15": (("TFP102",), "2.15", "the code (tensorflow==2.15.0)"),
     "code_packages_2_8": ((), None, None),
+    # the job's packages and image are names defined in another module: a version is stated, out of sight,
+    # so the newest is not assumed (held back, and said once)
+    "code_packages_by_name": ((), None, None),
     "notebook_pip_2_15": (("TFP102",), "2.15", "the code (tensorflow==2.15.0)"),
 }
 
@@ -94,9 +99,10 @@ NOTE_PROJECTS = {
     "unpinned_estimator": ("TFP102",),
     "code_run_v2": ("TFP102",),
     "code_compat_v1_session": ("TFP102",),
+    "code_compat_v1_experimental_run": ("TFP502",),  # Keras 2 or 3: nothing says
     "unpinned_api_since_2_6": ("TFP102", "TFP606"),
     "code_legacy_env": ("TFP102",),
-    "code_tf_keras": ("TFP102",),  # 2.14+: which side of 2.16 is assumed (the note counts it)
+    "code_packages_by_name": ("TFP102", "TFP606"),  # held back: stated through names this file cannot read
 }
 
 
@@ -144,7 +150,7 @@ def test_corpus_findings_follow_the_inferred_version(corpus):
             continue
         for f in found:
             msg = f["message"]
-            want_source = source if source == ASSUMED else f"from {source}"
+            want_source = f"from {source}"
             if f"TensorFlow {version} (" not in msg or want_source not in msg:
                 problems.append(f"{name}: {f['code']} message does not name {version} / {source}: {msg}")
     assert not problems, "\n".join(problems)
@@ -183,11 +189,11 @@ def test_result_cache_relints_when_a_pin_appears(tmp_path):
     run = lambda: subprocess.run([sys.executable, "-m", "tfpar_lint", "--exit-zero", "src/train.py"], cwd=tmp_path,
                                  capture_output=True, text=True, timeout=300)
     first = run()
-    assert "TFP606" in first.stdout and ASSUMED in first.stdout and "no TensorFlow version stated" in first.stderr
+    assert "TFP606" not in first.stdout and "no TensorFlow version stated" in first.stderr
     assert "no TensorFlow version stated" in run().stderr  # the cached result keeps its note
-    (tmp_path / "Pipfile").write_text('[packages]\ntensorflow = "==2.10.0"\n', encoding="utf-8")
+    (tmp_path / "Pipfile").write_text('[packages]\ntensorflow = "==2.17.0"\n', encoding="utf-8")
     again = run()
-    assert "TFP606" not in again.stdout and "no TensorFlow version stated" not in again.stderr
+    assert "TFP606" in again.stdout and "no TensorFlow version stated" not in again.stderr
 
 
 def test_flake8_reads_the_project_too(tmp_path):
@@ -195,7 +201,7 @@ def test_flake8_reads_the_project_too(tmp_path):
     (tmp_path / ".git").mkdir()
     shutil.copy(CORPUS / "nothing" / "train.py", tmp_path / "train.py")
     base = [sys.executable, "-m", "flake8", "--select", "TFP", "train.py"]
-    assert ASSUMED in subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
+    assert "TFP606" not in subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
     (tmp_path / "Dockerfile").write_text("FROM tensorflow/tensorflow:2.17.0-gpu\n", encoding="utf-8")
     assert "TFP606" in subprocess.run(base, cwd=tmp_path, capture_output=True, text=True, timeout=300).stdout
     (tmp_path / "Dockerfile").write_text("FROM tensorflow/tensorflow:2.4.1-gpu\n", encoding="utf-8")
@@ -269,8 +275,8 @@ def test_conflicting_statements_the_lock_file_wins(tmp_path):
 def test_stdin_and_strings_are_not_located():
     src = (CORPUS / "nothing" / "train.py").read_text(encoding="utf-8")
     res = lint_source(src, "<stdin>", options=AnalysisOptions())
-    assert sorted(f.code for f in res.findings) == ["TFP102", "TFP606"]
-    assert res.notes == [versions.assumed_note({"TFP102": 1, "TFP606": 1})]
+    # nothing states the version: the findings that hold only on some versions are withheld, and said
+    assert res.findings == [] and res.notes == [versions.withheld_note({"TFP102": 1, "TFP606": 1})]
     res = lint_source(src, "<stdin>", options=AnalysisOptions(tf_version="2.17"))
     assert sorted(f.code for f in res.findings) == ["TFP102", "TFP606"] and res.notes == []
     res = lint_source(src, "<stdin>", options=AnalysisOptions(tf_version="2.10"))
@@ -285,37 +291,52 @@ def test_keras2_api_and_a_keras3_api_in_one_file_is_no_evidence(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(src, encoding="utf-8")
     res = lint_source(src, str(path), options=AnalysisOptions())
-    # a compatibility branch spells both Keras versions: no evidence; the newest release is assumed, and said
-    assert sorted(f.code for f in res.findings) == ["TFP102", "TFP606"]
-    assert res.notes == [versions.assumed_note({"TFP102": 1, "TFP606": 1})]
+    # a compatibility branch spells both Keras versions: no evidence; nothing is assumed, and that is said
+    assert res.findings == [] and res.notes == [versions.withheld_note({"TFP102": 1, "TFP606": 1})]
 
 
 # ----------------------------------------------------------------------- evidence (issue 28)
 def test_an_api_bounds_the_version_and_a_statement_says_what_installs():
     since_2_6 = versions.Target(low=(2, 6), source="the code's APIs (tf.keras.layers.Normalization)", from_apis=True)
-    # bounded below only: the newest release is assumed (and said: assumes, describe)
-    assert since_2_6.tf_keras_is_keras3() is True and since_2_6.at_least((2, 11)) is True and since_2_6.assumes
-    assert since_2_6.at_least((2, 6)) is True and since_2_6.keras_major() == 3
-    assert "2.21 assumed" in since_2_6.describe(3)
+    # bounded below only: nothing about 2.11 or Keras 3 (no answer), only what the bound says
+    assert since_2_6.tf_keras_is_keras3() is None and since_2_6.at_least((2, 11)) is None
+    assert since_2_6.at_least((2, 6)) is True and since_2_6.keras_major() is None
     keras2 = versions.Target(high=(2, 15), source="the code's APIs (an optimizer's `lr`)", from_apis=True,
                              high_from_code=True)
-    # written for Keras 2: never Keras 3; 2.11 or not is open, and the newest Keras 2 release is assumed
-    assert keras2.tf_keras_is_keras3() is False and keras2.at_least((2, 11)) is True and keras2.assumes
+    # written for Keras 2: never Keras 3; 2.11 or not is open (no answer)
+    assert keras2.tf_keras_is_keras3() is False and keras2.at_least((2, 11)) is None
     assert keras2.at_least((2, 16)) is False and keras2.keras_major() == 2
     keras3 = versions.Target(low=(2, 16), source="the code's APIs (keras.ops.mean)", from_apis=True)
-    assert keras3.tf_keras_is_keras3() is True and keras3.at_least((2, 11)) is True and not keras3.assumes
+    assert keras3.tf_keras_is_keras3() is True and keras3.at_least((2, 11)) is True
     # a range the project states runs its newest release: pip installs it
     stated = versions.Target(low=(2, 4), source="requirements.txt")
-    assert stated.tf_keras_is_keras3() is True and stated.at_least((2, 11)) is True and not stated.assumes
-    # narrowed by Keras 2 code: 2.4-2.15, Keras 2; 2.15 assumed
+    assert stated.tf_keras_is_keras3() is True and stated.at_least((2, 11)) is True
+    # narrowed by Keras 2 code: 2.4-2.15, Keras 2; 2.11 or not is open
     narrowed = versions.Target(low=(2, 4), high=(2, 15), source="requirements.txt and the code's APIs",
                                high_from_code=True)
-    assert narrowed.tf_keras_is_keras3() is False and narrowed.at_least((2, 11)) is True and narrowed.assumes
-    # nothing stated at all: the newest release (what pip installs today), named as an assumption
-    assert versions.UNKNOWN.at_least((2, 11)) is True and versions.UNKNOWN.tf_keras_is_keras3() is True
-    assert "assumed" in versions.UNKNOWN.describe(3)
+    assert narrowed.tf_keras_is_keras3() is False and narrowed.at_least((2, 11)) is None
+    # nothing stated at all: no answer, and nothing assumed
+    assert versions.UNKNOWN.at_least((2, 11)) is None and versions.UNKNOWN.tf_keras_is_keras3() is None
+    assert "nothing in the project states a version" in versions.UNKNOWN.describe(3)
     legacy = versions.Target(known=False, legacy_keras=True)
-    assert legacy.tf_keras_is_keras3() is False and legacy.at_least((2, 11)) is True
+    assert legacy.tf_keras_is_keras3() is False and legacy.at_least((2, 11)) is None
+
+
+def test_a_statement_through_names_is_a_version_stated_out_of_sight():
+    assert versions.opaque_statement("@component(base_image=IMAGE, packages_to_install=[TF, 'numpy'])\n")
+    assert versions.opaque_statement("job = Job(container_uri=cfg.image)\n") == "container_uri=cfg.image"
+    # literals are read by code_statements; None and the absence of such keywords state nothing
+    assert not versions.opaque_statement("@component(packages_to_install=['tensorflow==2.8.0'])\n")
+    assert not versions.opaque_statement("Job(base_image=None)\nfit(x, epochs=EPOCHS)\n")
+    since_2_6 = versions.Target(low=(2, 6), source="the code's APIs (tf.keras.layers.Normalization)", from_apis=True,
+                                elsewhere="packages_to_install=[TF]")
+    assert since_2_6.tf_keras_is_keras3() is None and since_2_6.at_least((2, 11)) is None
+    assert since_2_6.at_least((2, 4)) is True  # what the APIs settle still holds
+    hidden = versions.Target(known=False, elsewhere="base_image=IMAGE")
+    assert hidden.at_least((2, 11)) is None and hidden.keras_major() is None
+    # a statement the project makes wins: the names are no longer needed
+    stated = versions.Target(low=(2, 17), high=(2, 17), source="requirements.txt", elsewhere="base_image=IMAGE")
+    assert stated.tf_keras_is_keras3() is True
 
 
 def test_withheld_notes_round_trip_and_make_one_line():
@@ -326,12 +347,7 @@ def test_withheld_notes_round_trip_and_make_one_line():
     line = versions.withheld_summary({"a.py": {"TFP102": 1}, "b.py": {"TFP102": 1, "TFP606": 2}, "c.py": {},
                                       "d.py": {"TFP110": 1}})
     assert "a.py, b.py, c.py and 1 more" in line and "5 findings" in line
-    assert "(TFP102 (2), TFP110, TFP606 (2))" in line and "pin tensorflow or set tf-version" in line
-    assumed = versions.assumed_note({"TFP606": 2})
-    assert versions.parse_counts(assumed) == ("assumed", {"TFP606": 2})
-    assert versions.parse_counts(note) == ("withheld", {"TFP102": 1, "TFP606": 2})
-    line = versions.assumed_summary({"a.py": {"TFP606": 2}})
-    assert "assumed the newest" in line and "2 findings (TFP606 (2))" in line
+    assert "(TFP102 (2), TFP110, TFP606 (2))" in line and "set tf-version" in line and "none is assumed" in line
 
 
 def test_one_note_for_the_run_and_in_sarif(tmp_path):
@@ -340,8 +356,9 @@ def test_one_note_for_the_run_and_in_sarif(tmp_path):
         shutil.copy(CORPUS / "nothing" / "train.py", tmp_path / name)
     proc = _cli(["--exit-zero", "a.py", "b.py"], tmp_path)
     notes = [ln for ln in proc.stderr.splitlines() if "no TensorFlow version stated" in ln]
-    assert proc.stdout.count(ASSUMED) == 4 and len(notes) == 1, proc.stderr
+    assert "TFP102" not in proc.stdout and "TFP606" not in proc.stdout and len(notes) == 1, proc.stderr
     assert "for a.py, b.py " in notes[0] and "4 findings" in notes[0] and "(TFP102 (2), TFP606 (2))" in notes[0]
+    assert "were not reported" in notes[0] and "set tf-version" in notes[0], notes[0]
     sarif = json.loads(_cli(["--exit-zero", "--output-format", "sarif", "a.py", "b.py"], tmp_path).stdout)
     notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert [(n["level"], n["descriptor"]["id"]) for n in notes] == [("note", "version-not-stated")]
@@ -358,9 +375,8 @@ def test_a_message_names_the_evidence_it_used(corpus):
     msgs = [f["message"] for f in json.loads(proc.stdout)]
     assert msgs and all("Keras 3, from the code's APIs (tf.keras.ops.mean)" in m for m in msgs), msgs
     proc = _cli(["--output-format", "json", "--exit-zero", "train.py"], corpus / "unpinned_api_since_2_6")
-    msgs = [f["message"] for f in json.loads(proc.stdout)]
-    # the API bounds the version from below; Keras 3 is the assumption, and said so, never its evidence
-    assert msgs and all("from the code's APIs (tf.keras.layers.Normalization), 2.21 assumed" in m for m in msgs), msgs
+    # the API bounds the version from below and says nothing about Keras 3: no finding rests on it
+    assert json.loads(proc.stdout) == [] and "were not reported" in proc.stderr, proc.stderr
 
 
 def test_a_pipfile_that_is_not_valid_toml_is_read_line_by_line(tmp_path):

@@ -91,6 +91,7 @@ def config_key(enabled: Optional[Collection[str]], options: Any, apply_noqa: boo
     """Hash of everything besides the file's content that decides its result."""
     opts = asdict(options) if options is not None else {}
     opts.pop("summary_dir", None)  # where summaries are kept does not change a result
+    opts.pop("project_pool", None)  # the run's share of the project budget (the size of the run)
     payload = json.dumps({
         "code": code_fingerprint(),
         "enabled": None if enabled is None else sorted(enabled),

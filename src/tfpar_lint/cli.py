@@ -701,24 +701,24 @@ def _main(argv: list[str]) -> int:
         findings.extend(r.findings)
     from tfpar_lint import versions
 
-    version_notes: dict[str, dict[str, dict[str, int]]] = {"withheld": {}, "assumed": {}}  # path -> counts
+    withheld: dict[str, dict[str, int]] = {}  # path -> counts of findings held back
     for r in results:
         for note in getattr(r, "notes", None) or ():
-            got = versions.parse_counts(note)
+            got = versions.parse_withheld(note)
             if got is not None:
-                version_notes[got[0]][r.path] = got[1]
+                withheld[r.path] = got
             elif not quiet:
                 _warn(f"{r.path}: {note}")
-    run_notes = ([versions.assumed_summary(version_notes["assumed"])] if version_notes["assumed"] else []) + \
-        ([versions.withheld_summary(version_notes["withheld"])] if version_notes["withheld"] else [])
+    run_notes = [versions.withheld_summary(withheld)] if withheld else []
     if not quiet:
         for note in run_notes:  # once for the run, not once per file
             _warn(note)
     if any(getattr(r, "capped", False) for r in results) and not quiet:
-        from tfpar_lint.semantic.project import BUDGET_BASE, BUDGET_FACTOR, MAX_MODULES
+        from tfpar_lint.semantic.project import BUDGET_BASE, BUDGET_FACTOR, MAX_MODULES, POOL_MAX
 
         _warn(f"whole-project analysis read, per linted file, at most {BUDGET_BASE // 1024} KB plus "
-              f"{BUDGET_FACTOR:g} times the file's size of the project's other files (and {MAX_MODULES} files "
+              f"{BUDGET_FACTOR:g} times the file's size of the project's other files, with what the files "
+              f"linted before it left unused (at most {POOL_MAX // 1024} KB for one file, and {MAX_MODULES} files "
               f"per process); imports beyond that were not followed (some findings may be missing)")
 
     if not found.files and not found.stdin and not found.problems and args.paths and not quiet:

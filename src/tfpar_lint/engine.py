@@ -53,6 +53,10 @@ class AnalysisOptions:
     # where the per-module summaries are kept (the result cache's folder; None: in memory only).
     # Not part of the result cache's key: a summary is the same wherever it is kept.
     summary_dir: Optional[str] = None
+    # bytes of other project files each worker process of a run of many files may parse beyond its
+    # files' own budgets, set by lint_paths: that process's share of the run's budgets (issue 28).
+    # Not part of the result cache's key, like summary_dir.
+    project_pool: int = 0
 
 
 # One Project per (folders, options) per process: the project's modules are parsed once.
@@ -96,7 +100,7 @@ def project_for(path: str, options: AnalysisOptions) -> Optional[Any]:
             return mod
 
         store = summary.SummaryStore(options.summary_dir) if summary.enabled() else None
-        project = _PROJECTS[key] = Project(roots, build, root=root, summaries=store)
+        project = _PROJECTS[key] = Project(roots, build, root=root, summaries=store, pool=options.project_pool)
     return project
 
 
@@ -117,8 +121,10 @@ def _version_digests(module: Module) -> dict[str, str]:
 
     from tfpar_lint import versions
 
+    from tfpar_lint.semantic import clusters
+
     out = {}
-    for p in versions.dependency_paths(module):
+    for p in versions.dependency_paths(module) + clusters.dependency_paths(module):
         try:
             out[p] = hashlib.sha256(read_regular(p)).hexdigest()
         except OSError:
@@ -341,13 +347,6 @@ def analyse(source: str, path: str, rules: Sequence[type[Rule]], options: Analys
                             if fixed is None else None)
         if module.version_withheld and notes is not None:
             notes.append(versions.withheld_note(module.version_withheld))
-        if notes is not None and versions.target_of(module).assumes:
-            assumed: dict[str, int] = {}
-            for f in findings:
-                if f.code in versions.VERSIONED:
-                    assumed[f.code] = assumed.get(f.code, 0) + 1
-            if assumed:
-                notes.append(versions.assumed_note(assumed))
         if fixed is not None:
             for f in findings:
                 f.col = fixed.column(f.line, f.col)
@@ -1201,6 +1200,14 @@ def lint_paths(paths: Sequence[str], enabled: Optional[Collection[str]] = None,
             if progress:
                 progress(done, total)
     worker = _worker if cache is None else _worker_digest
+    if options.project and len(todo) > 1:
+        # the run's budget for whole-project analysis, the sum of its files' budgets, shared by the
+        # files that need it: each worker starts with its share (the largest files, linted first,
+        # are those that import most)
+        from dataclasses import replace
+
+        share = sum(project_mod.BUDGET_BASE + int(project_mod.BUDGET_FACTOR * _file_size(paths[i])) for i in todo)
+        options = replace(options, project_pool=min(project_mod.POOL_MAX, share // min(jobs, len(todo))))
     work = [(paths[i], enabled_f, options, apply_noqa, max_file_size) for i in todo]
 
     def record(k: int, out) -> None:

@@ -433,6 +433,16 @@ V1_ITERATOR_METHODS = frozenset({"make_one_shot_iterator", "make_initializable_i
 
 # Not TensorFlow: the standard library's threads, pools and locks.
 THREAD_CLASSES = frozenset({"threading.Thread"})
+# Base classes of unit tests (any other imported class named ``TestCase`` counts too): code in them
+# runs in the test runner's one process (semantic/partitions.py)
+TEST_CASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase", "tensorflow.test.TestCase",
+                        "absl.testing.absltest.TestCase", "absl.testing.parameterized.TestCase"})
+# APIs that return the calling process's own part of a data set (each worker of a Ray Train job
+# gets its shard): nothing is left for the dataset function to shard
+PROCESS_SHARD_APIS = frozenset({"ray.train.get_dataset_shard", "ray.air.session.get_dataset_shard",
+                                "ray.train.session.get_dataset_shard"})
+# Decorators that make a class or function start as a process of its own (``X.remote(...)``)
+PROCESS_LAUNCH_DECORATORS = frozenset({"ray.remote"})
 EXECUTOR_CLASSES = frozenset(
     {
         "concurrent.futures.ThreadPoolExecutor",
@@ -548,6 +558,28 @@ ITERATION_WRAPPERS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tq
 SET_STRATEGY = frozenset({"tensorflow.distribute.experimental_set_strategy"})
 DISTRIBUTE_DATASET_METHODS = frozenset({"experimental_distribute_dataset"})
 DISTRIBUTE_FN_METHODS = frozenset({"distribute_datasets_from_function", "experimental_distribute_datasets_from_function"})
+# test-case base classes and their members (besides ``assert*``): ``self.evaluate(...)`` in a test is the
+# framework's method, not an object of the test's own
+TEST_CASE_CLASSES = frozenset({"unittest.TestCase", "tensorflow.test.TestCase", "absl.testing.absltest.TestCase",
+                               "absl.testing.parameterized.TestCase",
+                               "tensorflow.python.framework.test_util.TensorFlowTestCase"})
+TEST_CASE_MEMBERS = frozenset({
+    # unittest.TestCase (Python 3.11) other than assert*
+    "addClassCleanup", "addCleanup", "addTypeEqualityFunc", "countTestCases", "debug", "defaultTestResult",
+    "doClassCleanups", "doCleanups", "enterClassContext", "enterContext", "fail", "failIf", "failIfAlmostEqual",
+    "failIfEqual", "failUnless", "failUnlessAlmostEqual", "failUnlessEqual", "failUnlessRaises", "id", "run",
+    "setUp", "setUpClass", "shortDescription", "skipTest", "subTest", "tearDown", "tearDownClass",
+    # tf.test.TestCase and absltest.TestCase helpers
+    "evaluate", "session", "cached_session", "test_session", "get_temp_dir", "create_tempdir", "create_tempfile",
+    "checkedThread", "enter_context"})
+# parameter-server training's coordinator: ``schedule(fn, args=...)`` runs ``fn`` on a worker with those
+# arguments (a per-worker iterator becomes that worker's own), ``create_per_worker_dataset(fn)`` makes each
+# worker's distributed dataset
+CLUSTER_COORDINATORS = frozenset({"tensorflow.distribute.coordinator.ClusterCoordinator",
+                                  "tensorflow.distribute.experimental.coordinator.ClusterCoordinator"})
+# a strategy's iterator over a dataset it distributes (``make_dataset_iterator(ds)``) or over the datasets an
+# input function makes (``make_input_fn_iterator(fn)``): tf.compat.v1 strategies, TensorFlow 2.0 previews
+DISTRIBUTE_ITERATOR_METHODS = frozenset({"make_dataset_iterator", "make_input_fn_iterator"})
 DISTRIBUTE_VALUES_METHODS = frozenset({"experimental_distribute_values_from_function"})
 
 

@@ -71,6 +71,9 @@ class Target:
     high_from_code: bool = False
     # the whole range comes from the code's APIs: bounds on the version, not what installs
     from_apis: bool = False
+    # the code states what installs through a name it does not define (``packages_to_install=[TF]``
+    # with ``TF`` imported): a version is stated, out of sight, so today's is not assumed
+    elsewhere: str = ""
 
     @property
     def runs(self) -> Version:
@@ -89,27 +92,22 @@ class Target:
         of Keras 2 only (``optimizers.legacy``, an optimizer's ``lr``) says 2.15 or older, nothing
         about 2.11 (issue 28: a TF 2.6 notebook's ``Adam(lr=...)`` was reported as a 2.11+
         mistake).  Nothing stated: None."""
-        if not self.known:  # nothing at all: the newest release, named as an assumption (describe, the note)
-            return _LATEST >= v
+        if self.elsewhere and (not self.known or self.from_apis):  # stated where this file cannot read
+            if self.known and self.low is not None and self.low >= v:
+                return True
+            if self.known and self.high is not None and self.high < v:
+                return False
+            return None
+        if not self.known:  # nothing at all states the version: no answer (the finding is withheld)
+            return None
         if self.from_apis or self.high_from_code:
             if self.low is not None and self.low >= v:
                 return True
             if self.high is not None and self.high < v:
                 return False
-        # what pip installs within the range: its newest release (an assumption where only the code's
-        # APIs bound it: describe() and the run's note say so)
+            return None  # the code's APIs leave the question open: no evidence either way
+        # what pip installs within the range the project states: its newest release
         return self.runs >= v
-
-    @property
-    def assumes(self) -> bool:
-        """Does an answer rest on an assumption: nothing states the version, or only the code's APIs
-        bound it (the newest release they allow is taken)?"""
-        if not self.known:
-            return True
-        if not (self.from_apis or self.high_from_code):
-            return False
-        low, high = self.low or (2, 0), self.high or _LATEST
-        return any(low < b <= high for b in _BOUNDARIES)  # a question the rules ask is left open
 
     def tf_keras_is_keras3(self) -> Optional[bool]:
         """Is ``tf.keras`` Keras 3 (TensorFlow 2.16+ without ``TF_USE_LEGACY_KERAS=1``)?  None: nothing says."""
@@ -142,27 +140,23 @@ class Target:
         if keras is not None:
             bits.append(f"Keras {keras}")
         if not self.known:
-            bits.append("assumed: nothing in the project states a version; pin tensorflow or set tf-version")
-            return f"TensorFlow {_v(_LATEST)} ({', '.join(bits)})"
+            bits.append("nothing in the project states a version")
+            return f"TensorFlow (any) ({', '.join(bits)})"
         bits.append(f"from {self.source}")
-        if self.assumes:
-            bits.append(f"{_v(self.runs)} assumed: nothing states which; pin tensorflow or set tf-version")
         return f"TensorFlow {self.version_text()} ({', '.join(bits)})"
 
 
 _LATEST = (2, 21)  # the newest TensorFlow this table knows (a range without an upper bound runs it)
-_BOUNDARIES = ((2, 11), (2, 16))  # the releases the rules ask about: new Keras optimizers, Keras 3
 
 
 def _v(v: Version) -> str:
     return f"{v[0]}.{v[1]}"
 
 
-# Nothing states the version: the newest release this table knows runs (what `pip install tensorflow`
-# gives today), and every finding that rests on it says so (Target.describe) and is counted in the
-# run's one note (assumed_note).  Code whose APIs bound the version without settling a question (a
-# Keras 2 name says 2.15 or older, nothing about 2.11) answers None there: written for another
-# TensorFlow, it is not judged by today's (withhold).
+# Nothing states the version: a question about it has no answer (None), and a finding that holds only
+# on some versions is withheld (withhold) and counted in the run's one note.  The same where the code's
+# APIs bound the version without settling the question (a Keras 2 name says 2.15 or older, nothing
+# about 2.11; a name that exists since 2.6 says nothing about Keras 3).
 UNKNOWN = Target(low=KERAS3_TF, high=None, source="", known=False)
 
 
@@ -1004,6 +998,15 @@ def _attribute_evidence(m: "Module") -> Iterator[tuple[Optional[Version], Option
         for _cs, _recv, _meth, _strat in m.strategy_method_calls(("experimental_run_v2",)):
             yield None, (2, 15), 0, "`strategy.experimental_run_v2`"
             break
+    if "experimental_run" in src or "make_dataset_iterator" in src:
+        # the TensorFlow 2.0 previews' strategy methods (`experimental_run(fn, iterator)`,
+        # `make_dataset_iterator`), gone from tf.distribute's strategies since 2.0 (the
+        # tf.compat.v1 strategies keep them): code written before 2.0, and so for Keras 2
+        for _cs, _recv, meth, strat in m.strategy_method_calls(("experimental_run", "make_dataset_iterator")):
+            if strat and not any(".compat.v1." in (v.qname or "") or ".compat.v1." in (v.raw_qname or "")
+                                 for v in strat):
+                yield None, (2, 15), 0, f"`strategy.{meth}`"
+                break
     if re.search(r"_generator\s*\x28", src):  # \x28 is an opening parenthesis, written so for deep.py
         for cs, recv, meth in m.method_calls(("fit_generator", "evaluate_generator", "predict_generator")):
             for v in m.infer_at(recv, cs):
@@ -1071,6 +1074,27 @@ def code_statements(text: str) -> list[Spec]:
         if st is not None:
             out.append(st)
     return out
+
+
+# The same statements made through a name the file does not define: a job's package list or image
+# given as a constant of another module (`packages_to_install=[TENSORFLOW]`, `base_image=IMAGE`,
+# `container_uri=cfg.image`).  The code does state what installs, where a single file cannot read it.
+_ENV_KEYWORDS = r"(?:packages_to_install|install_requires|base_image|container_uri|image_uri|framework_version)"
+_OPAQUE_STATEMENT = re.compile(_ENV_KEYWORDS + r"\s*=\s*(\[[^\]]*\]|[A-Za-z_][\w.]*)")
+
+
+def opaque_statement(text: str) -> str:
+    """``packages_to_install=[TENSORFLOW]`` where the code hands a job its packages or image through
+    names (not literals); "" where it states none that way."""
+    if "=" not in text:
+        return ""
+    for mt in _OPAQUE_STATEMENT.finditer(text):
+        value = mt.group(1)
+        items = [x.strip() for x in value.strip("[]").split(",")] if value.startswith("[") else [value]
+        if any(x and x[0] not in "\"'" and re.fullmatch(r"[A-Za-z_][\w.]*", x) and x not in ("None", "True", "False")
+               for x in items):
+            return re.sub(r"\s+", " ", mt.group(0))
+    return ""
 
 
 def code_target(m: "Module") -> Optional[Target]:
@@ -1141,6 +1165,10 @@ def _resolve(m: "Module") -> Target:
             t = proj if proj is not None else UNKNOWN
             if not t.known:
                 t = replace(UNKNOWN, keras=t.keras, legacy_keras=t.legacy_keras, also=t.also, path=t.path)
+    if stated is None and (not t.known or t.from_apis):
+        hidden = opaque_statement(m.source)
+        if hidden:
+            t = replace(t, elsewhere=hidden, also=t.also + (f"the code states its packages through names: {hidden}",))
     if legacy and not t.legacy_keras:
         t = replace(t, legacy_keras=True, also=t.also + (f"TF_USE_LEGACY_KERAS=1 set in {legacy}",))
     return t
@@ -1273,41 +1301,9 @@ def parse_withheld(note: str) -> Optional[dict[str, int]]:
     return out
 
 
-ASSUMED_NOTE = "version assumed"
 # the rules whose truth depends on the TensorFlow or Keras version (their findings on code that states
 # none rest on the assumption above)
 VERSIONED = frozenset({"TFP102", "TFP110", "TFP113", "TFP502", "TFP503", "TFP505", "TFP606", "TFP703"})
-
-
-def assumed_note(counts: dict[str, int]) -> str:
-    """A file's note for its findings that rest on the assumed version: ``version assumed: TFP102=1``."""
-    return f"{ASSUMED_NOTE}: " + ", ".join(f"{c}={n}" for c, n in sorted(counts.items()))
-
-
-def parse_counts(note: str) -> Optional[tuple[str, dict[str, int]]]:
-    """(``"withheld"`` or ``"assumed"``, counts) of a :func:`withheld_note` or :func:`assumed_note`."""
-    for kind, head in (("withheld", WITHHELD_NOTE), ("assumed", ASSUMED_NOTE)):
-        if note.startswith(head + ": "):
-            got = parse_withheld(WITHHELD_NOTE + note[len(head):])
-            return (kind, got) if got is not None else None
-    return None
-
-
-def assumed_summary(files: dict[str, dict[str, int]]) -> str:
-    """The one line the run prints for every file whose findings rest on the assumed version."""
-    total: dict[str, int] = {}
-    for held in files.values():
-        for c, n in held.items():
-            total[c] = total.get(c, 0) + n
-    count = sum(total.values())
-    names = sorted(files)
-    where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    codes = ", ".join(f"{c} ({n})" if n > 1 else c for c, n in sorted(total.items()))
-    return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image or tf-version "
-            f"setting): assumed the newest release the code's APIs allow (TensorFlow {_v(_LATEST)} with Keras 3 "
-            f"where they say nothing; each message names it); {count} finding{'s' if count != 1 else ''} ({codes}) "
-            f"rest{'s' if count == 1 else ''} on that assumption; pin tensorflow or set tf-version if the code "
-            f"runs on another")
 
 
 def withheld_summary(files: dict[str, dict[str, int]]) -> str:
@@ -1320,10 +1316,12 @@ def withheld_summary(files: dict[str, dict[str, int]]) -> str:
     names = sorted(files)
     where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     codes = ", ".join(f"{c} ({n})" if n > 1 else c for c, n in sorted(total.items()))
-    return (f"the TensorFlow version of {where} is bounded by the code's APIs (written for Keras 2, or for an "
-            f"older TensorFlow) but not stated, so today's is not assumed: {count} finding{'s' if count != 1 else ''} that "
-            f"hold{'s' if count == 1 else ''} only on Keras 3 or TensorFlow 2.11+ ({codes}) "
-            f"{'were' if count != 1 else 'was'} not reported; pin tensorflow or set tf-version to check them")
+    return (f"no TensorFlow version stated for {where} (no pin or lock file, Dockerfile image, API of one "
+            f"Keras or era only, or tf-version setting; or stated only through names the file does not define, "
+            f"such as a job's package list or image), so none is assumed: {count} "
+            f"finding{'s' if count != 1 else ''} that hold{'s' if count == 1 else ''} only on some TensorFlow "
+            f"or Keras versions ({codes}) {'were' if count != 1 else 'was'} not reported; pin tensorflow or set "
+            f"tf-version (\"{_v(_LATEST)}\" is today's release) to check them")
 
 
 # The files a project most often states its TensorFlow in, watched in every folder the search went

@@ -8,6 +8,7 @@ from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic.placement import MIRRORING, calls_inside, device_calls, device_calls_formatted
 from tfpar_lint.semantic import arg
+from tfpar_lint.semantic.scope_use import uses_with_strategy
 
 CREATED = (api.MODEL, api.LAYER, api.VARIABLE, api.OPTIMIZER, api.METRIC, api.GENERATOR, api.CHECKPOINT)
 # outside the scope: state the replicas would read (a random generator pinned on purpose is left
@@ -45,7 +46,8 @@ class DevicePinnedInScope(Rule):
         for cs, _q in m.calls_to(api.DEVICE_SCOPE):
             if m.in_replica_fn(cs.scope) or m.scope_strategies(cs)[0]:
                 continue  # the other shapes' ground
-            made = [inner for inner in calls_inside(m, cs.node) if self._makes_state(inner) and not self._dead(inner)]
+            made = [inner for inner in calls_inside(m, cs.node)
+                    if self._makes_state(inner) and not self._dead(inner) and self._used_with_strategy(inner)]
             if not made:
                 continue
             name = strategies[0].qname.rsplit(".", 1)[-1] or "strategy"
@@ -60,6 +62,22 @@ class DevicePinnedInScope(Rule):
                  "context": "outside"},
                 related=made[0].node,
             )
+
+    def _used_with_strategy(self, inner) -> bool:
+        """The object made at ``inner`` is used with the strategy (:func:`uses_with_strategy`: under
+        its scope, built into a model there, or read in a function that ``strategy.run`` runs, here
+        or in a project module it is handed to).  A per-host object never touched there (a step
+        counter on the host's CPU, read by the host's loop) is placement, not a mistake."""
+        m = self.module
+        for v in m.infer(inner.node, inner.scope, inner.order):
+            if v.origin is None:
+                return True  # not told: as before
+            if next(uses_with_strategy(m, v), None) is not None:
+                return True
+            for fid in m.replica_functions():
+                if m.refs_to(v.origin, m.replica_fn_infos[fid]):
+                    return True  # read on every replica (a model only evaluated there too)
+        return False
 
     def _module_strategies(self) -> list:
         m = self.module

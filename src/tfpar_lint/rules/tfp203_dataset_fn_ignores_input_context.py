@@ -8,6 +8,7 @@ from tfpar_lint import tfapi as api
 from tfpar_lint.rule import STRATEGY_MARKERS, Report, Rule
 from tfpar_lint.semantic.loss import per_replica_size
 from tfpar_lint.semantic import arg, replicated
+from tfpar_lint.semantic.partitions import in_unit_test, own_partition
 
 # Parameter-server training does not shard by design (each worker is one replica and reads the
 # whole dataset, shuffled differently): the PS tutorial's dataset_fn ignores its context.
@@ -65,12 +66,20 @@ class DatasetFnIgnoresInputContext(Rule):
                 # Sharding and batching matter only where they change what replicas see: one host
                 # has one input pipeline (no shard needed), and a function that batches nothing
                 # itself (a dataset built and batched elsewhere) shows no batch to judge.
-                tpu = any(v.qname in api.TPU_STRATEGIES for v in strat)
+                # a unit test runs in one process: its TPU is one host's, its batch sizes the
+                # test's choice; a process that holds only its own partition has nothing to shard
+                in_test = in_unit_test(m, cs.scope)
+                tpu = any(v.qname in api.TPU_STRATEGIES for v in strat) and not in_test
                 global_batch = any(self._batches_globally(fn) for fn in fns)
-                if not multi and not tpu and not global_batch:
+                if not multi and (in_test or (not tpu and not global_batch)):
                     continue
-                if multi:
+                own = multi and all(own_partition(m, fn) for fn in fns)
+                if own and not global_batch:
+                    continue
+                if multi and not own:
                     symptom = "every worker reads all the data and each replica gets a whole global batch"
+                elif own:
+                    symptom = "each replica gets a whole global batch (N times the intended batch)"
                 elif global_batch:
                     symptom = ("each replica gets a whole global batch (N times the intended batch) and, with "
                                "several workers, every worker reads all the data")
@@ -80,7 +89,7 @@ class DatasetFnIgnoresInputContext(Rule):
                                       f"{symptom}; shard with `ctx.input_pipeline_id` and batch with "
                                       f"`ctx.get_per_replica_batch_size(...)`")
                 continue
-            if multi and all(not self._shards(fn) for fn in fns):
+            if multi and all(not self._shards(fn) for fn in fns) and not all(own_partition(m, fn) for fn in fns):
                 yield Report(cs.node, f"under a multi-worker strategy the dataset function passed to `{meth}` never "
                                       f"calls `.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)`: every worker "
                                       f"reads the same data")

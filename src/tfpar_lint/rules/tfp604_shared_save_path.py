@@ -5,6 +5,7 @@ from typing import Iterator
 from tfpar_lint.rule import Report, Rule
 from tfpar_lint.semantic.lifecycle import (mentions_task, mwms_state, path_text, save_calls, task_tests,
                                            worker_zero_as_chief)
+from tfpar_lint.semantic.clusters import has_chief_task
 from tfpar_lint.semantic.savepaths import shared_path_reason
 
 
@@ -22,10 +23,13 @@ class SharedSavePath(Rule):
     def check(self) -> Iterator[Report]:
         m = self.module
         reported: set[int] = set()
+        # a cluster declared without a chief task (a job spec of Worker replicas only): worker 0 is
+        # the chief there, and a test that lets it in is TensorFlow's own rule
+        no_chief = has_chief_task(m) is False
         for sc in save_calls(m):
             if not mwms_state(m, sc.obj):
                 continue
-            for test, scope, order in task_tests(m, sc):
+            for test, scope, order in ([] if no_chief else task_tests(m, sc)):
                 part = worker_zero_as_chief(m, test, scope, order)
                 if part is None or id(part) in reported:
                     continue

@@ -28,11 +28,10 @@ def _persistent(v: Value) -> Optional[bool]:
     return None
 
 
-def _exclusive(a: CallSite, b: CallSite) -> bool:
+def _exclusive(m, a: CallSite, b: CallSite) -> bool:
     """``a`` and ``b`` cannot both run in one execution of their function."""
-    branch = {id(i): body for i, body in a.ifs}
-    if any(id(i) in branch and branch[id(i)] != body for i, body in b.ifs):
-        return True
+    if not m.together(a.ifs, b.ifs):
+        return True  # their branches cannot be taken in one run
     # `return tape.gradient(...)` ends the function unless `b` is in the same statement
     if a.stmt is not None and a.stmt is not b.stmt and isinstance(a.stmt, cst.SimpleStatementLine) \
             and any(isinstance(s, cst.Return) for s in a.stmt.body):
@@ -67,7 +66,7 @@ class NonPersistentTapeReused(Rule):
             sites.sort(key=lambda c: c.order)
             reported = False
             for i, b in enumerate(sites):
-                first = next((a for a in sites[:i] if a.func is b.func and not _exclusive(a, b)), None)
+                first = next((a for a in sites[:i] if a.func is b.func and not _exclusive(m, a, b)), None)
                 if first is not None and m.caught(b, ("RuntimeError",)):
                     reported = True  # the error is caught around the call on purpose (a demonstration)
                     continue

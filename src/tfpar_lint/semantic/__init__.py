@@ -42,6 +42,7 @@ from tfpar_lint.semantic.nodes import (  # noqa: F401  (re-exported for rules)
     arg, attr_name, call_method, dotted_name, is_constant, keyword, literal_str, param_names,
 )
 from tfpar_lint.semantic.inputs import Inputs
+from tfpar_lint.semantic.paths import Paths
 from tfpar_lint.semantic.threads import Threads
 from tfpar_lint.semantic.kinds import Kinds
 from tfpar_lint.semantic.values import Inference
@@ -117,6 +118,7 @@ _DELEGATES = {
     "kinds": ("strategy_by_use", "receiver_key"),
     "environment": ("sets_env", "env_writes", "env_unsets", "one_device_visible"),
     "flow": ("feeding_exprs", "constant_exprs", "origin_exprs", "self_attr_bindings", "depends_on_replica_id"),
+    "paths": ("together", "value_path", "reaches_with"),
     "inputs": ("made_with_strategy", "forward_calls", "feeds_model", "captured_data"),
 }
 
@@ -171,6 +173,8 @@ class Module:
         # order -> the enclosing if branches in its function, as (id(If), in body); absent: none
         self.if_context: dict[int, tuple[tuple[int, bool], ...]] = {}
         self.if_nodes: dict[int, cst.If] = {}  # id(If) -> the If (of if_context's ids)
+        # id(If) -> (scope, order where its test is read, enclosing loops in its function)
+        self.if_where: dict[int, tuple[Scope, int, int]] = {}
         Builder(self).walk(tree)
         # the parts that answer questions about it
         self.bindings = Bindings(self)
@@ -180,6 +184,7 @@ class Module:
         self.contexts = Contexts(self)
         self.environment = Environment(self)
         self.flow = Flow(self)
+        self.paths = Paths(self)
         self.inputs = Inputs(self)
         self.threads = Threads(self)
         # facts several rules derive from the model, computed once (semantic/scope_use.values_of_kind)

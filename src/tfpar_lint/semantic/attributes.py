@@ -200,6 +200,25 @@ class AttributeValues:
             return Value(kind, cls.name, origin=call, site=site, info=cls)
         return Value(api.UNKNOWN, cls.name, origin=call, site=site, info=cls)
 
+    def test_case_member(self, cls: ClassInfo, attr: str, _depth: int = 0) -> Optional[str]:
+        """``tensorflow.test.TestCase.assertAllEqual`` when ``cls`` derives (here or through local
+        bases) from a test-case class of ``unittest``, ``absl`` or ``tf.test`` and ``attr`` is one of
+        that framework's members (``assert*``, ``unittest.TestCase``'s own, ``tf.test.TestCase``'s
+        session and evaluation helpers); None otherwise."""
+        if _depth > 8 or not (attr.startswith("assert") or attr in api.TEST_CASE_MEMBERS):
+            return None
+        for base in cls.bases:
+            q, _ = self.m.qualified_name(base, cls.scope.parent or self.m.scope, 10**9)
+            if q in api.TEST_CASE_CLASSES:
+                return f"{q}.{attr}"
+            if not q:
+                for v in self.infer(base, cls.scope.parent or self.m.scope, 10**9):
+                    if v.kind == api.CLASS and isinstance(v.info, ClassInfo) and v.info is not cls:
+                        got = self.test_case_member(v.info, attr, _depth + 1)
+                        if got:
+                            return got
+        return None
+
     def class_kind(self, cls: ClassInfo, _depth: int = 0) -> Optional[str]:
         """MODEL / LAYER / ... for a local class by its bases."""
         if cls.scope.module is not self.m and cls.scope.module is not None:

@@ -300,6 +300,8 @@ class Builder(TaskVisitor):
         return tasks
 
     def _push_if(self, entry: tuple) -> None:
+        if entry[1]:  # where the test is read (after its names, before the body): paths.py resolves its names there
+            self.m.if_where[id(entry[0])] = (self.scope, self._order(), self.loops)
         self.ifs.append(entry)
         self.branches.append((id(entry[0]), entry[1]))
         self.m.if_nodes[id(entry[0])] = entry[0]

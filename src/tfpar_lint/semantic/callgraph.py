@@ -96,7 +96,8 @@ class CallGraph:
 
     def _function_names(self) -> frozenset[str]:
         if self._names is None:
-            self._names = frozenset([fi.name for fi in self.m.functions] + [c.name for c in self.m.classes])
+            self._names = frozenset([fi.name for fi in self.m.functions] + [c.name for c in self.m.classes]
+                                    + list(self._wrapper_names().values()))
         return self._names
 
     def callees(self, cs: CallSite) -> list[FunctionInfo]:
@@ -180,10 +181,48 @@ class CallGraph:
                 for a in cs.node.args:
                     if isinstance(a.value, cst.Attribute):
                         self._attr_args.setdefault(a.value.attr.value, []).append(a.value)
-        out = [r.node for r in self._refs_to_function(name, fn, direct)]
+        wrapped = self._wrapped_refs()
+        out = [r.node for r in self._refs_to_function(name, fn, direct) if id(r.node) not in wrapped]
         if fn.cls is not None:
             out.extend(self._attr_args.get(name, ()))
         return out
+
+    def _wrapper_names(self) -> dict[int, str]:
+        """``g = tf.function(f)`` (or ``f = tf.function(f)``): id of the reference ``f`` handed to
+        ``tf.function`` -> the name ``g`` the wrapper is bound to, when every other reference to
+        that name is the callee of a call.  ``tf.function`` passes its arguments on unchanged, so
+        calling ``g`` calls ``f``: its calls are ``f``'s callers, and the wrapping hands ``f`` to no
+        unseen code."""
+        memo = getattr(self, "_wrapper_memo", None)
+        if memo is not None:
+            return memo
+        memo = self._wrapper_memo = {}
+        found: list[tuple[int, str]] = []
+        for cs, _q in self.m.calls_to(api.TF_FUNCTION):
+            target = arg(cs.node, 0, "func")
+            if not isinstance(target, cst.Name) or len(cs.node.args) < 1 or cs.node.args[0].keyword is not None:
+                continue
+            holder = next((b.name for bs in cs.scope.bindings.values() for b in bs
+                           if b.kind == "assign" and b.value is cs.node and not b.path), None)
+            if holder is not None:
+                found.append((id(target), holder))
+        if not found:
+            return memo
+        called = {id(c.node.func) for c in self.m.calls}
+        by_name: dict[str, list] = {}
+        for r in self.m.refs:
+            by_name.setdefault(r.node.value, []).append(r)
+        handed = {ref for ref, _ in found}
+        for ref, holder in found:
+            if all(id(r.node) in called or id(r.node) in handed for r in by_name.get(holder, ())):
+                memo[ref] = holder
+        return memo
+
+    def _wrapped_refs(self) -> set[int]:
+        got = getattr(self, "_wrapped_memo", None)
+        if got is None:
+            got = self._wrapped_memo = set(self._wrapper_names())
+        return got
 
     def _lambda_name(self, fn: FunctionInfo) -> Optional[str]:
         """The name a lambda is assigned to (``fn = lambda: ...``), or None."""
@@ -252,7 +291,8 @@ class CallGraph:
         """(callable, positional argument expressions, keyword expressions, how) for each callable
         this call hands to an API that calls it; how is "replica" (``strategy.run`` and friends;
         the receiver is not checked here), "thread" (``Thread``, ``Timer``) or "pool" (``submit``,
-        ``map``, ``apply_async``... of any receiver).  Argument lists are None when they cannot be
+        ``map``, ``apply_async``... of any receiver) or "worker" (a parameter-server coordinator's
+        ``schedule``: a worker runs it).  Argument lists are None when they cannot be
         told; an item None is one argument that cannot be told (the element ``map`` passes)."""
         node = cs.node
         cm = call_method(node)
@@ -263,6 +303,13 @@ class CallGraph:
                 yield fn, ([None] if arg(node, 1, "input_iterator") is not None else []), {}, "replica"
             elif fn is not None:
                 yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs")), "replica"
+            return
+        if meth == "schedule" and cm is not None and any(
+                v.qname in api.CLUSTER_COORDINATORS for v in self.m.infer(cm[0], cs.scope, cs.order)):
+            # coordinator.schedule(step_fn, args=(per_worker_iterator,)): run on a worker with those arguments
+            fn = arg(node, 0, "fn")
+            if fn is not None:
+                yield fn, _seq(arg(node, 1, "args"), empty=True), _mapping(arg(node, 2, "kwargs")), "worker"
             return
         if meth in ("submit", "apply", "apply_async", "map", "imap", "imap_unordered", "starmap", "map_async",
                     "starmap_async"):

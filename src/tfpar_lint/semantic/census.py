@@ -60,12 +60,19 @@ class Question:
     module: "Module"
 
 
-def questions(m: "Module") -> list[Question]:
-    """Every lost answer to the module's census questions, in source order of the calls."""
+ANSWERED = "answered"
+
+
+def questions(m: "Module", answered: bool = False) -> list[Question]:
+    """Every lost answer to the module's census questions, in source order of the calls
+    (``answered``: the questions that got a kind too, with the reason :data:`ANSWERED`; the census
+    benchmark compares runs of two versions on the questions both ask)."""
     out: list[Question] = []
     seen: set[tuple[int, str]] = set()
 
     def add(role: str, node: cst.CSTNode, reason: Optional[str]) -> None:
+        if reason is None and answered:
+            reason = ANSWERED
         if reason is not None and (id(node), role) not in seen:
             seen.add((id(node), role))
             out.append(Question(role, node, reason, m))
@@ -81,20 +88,20 @@ def questions(m: "Module") -> list[Question]:
         if not strat and not (meth != "run" or keyword(cs.node, "args") is not None
                               or keyword(cs.node, "kwargs") is not None):
             continue  # `t.run()`, `sess.run(ops)`: no strategy's run
-        if not strat:
-            add(STRATEGY, recv, reason(m, recv, cs))
+        add(STRATEGY, recv, reason(m, recv, cs) if not strat else None)
         fn = arg(cs.node, 0, "fn")
-        if fn is not None and not m.resolve_function(fn, cs.scope, cs.order):
-            add(REPLICA_FUNCTION, fn, _function_reason(m, fn, cs))
         fns = m.resolve_function(fn, cs.scope, cs.order) if fn is not None else []
+        if fn is not None:
+            add(REPLICA_FUNCTION, fn, _function_reason(m, fn, cs) if not fns else None)
         for i, e in enumerate(_handed(cs.node)):
             if fns and not _fed(m, fns, i, cs.node):
                 continue  # a step number, a flag, `self`: no rule asks what it is
             add(REPLICA_INPUT, e, reason(m, e, cs))
     for cs in m.calls:
         for target, _a, _k, how in m.handed_over(cs):
-            if how == "thread" and not m.resolve_function(target, cs.scope, cs.order):
-                add(THREAD_TARGET, target, _function_reason(m, target, cs))
+            if how == "thread":
+                add(THREAD_TARGET, target, None if m.resolve_function(target, cs.scope, cs.order)
+                    else _function_reason(m, target, cs))
     table = m.replica_functions()
     for fid in table:
         for cs, recv in _receivers(m, m.replica_fn_infos[fid]):
@@ -215,7 +222,7 @@ def _value_reason(m: "Module", v: Value) -> Optional[str]:
     return CALLEE
 
 
-def _function_reason(m: "Module", expr: cst.BaseExpression, cs: CallSite) -> str:
+def _function_reason(m: "Module", expr: cst.BaseExpression, cs: CallSite) -> Optional[str]:
     """Why the function ``expr`` denotes is not known: the parameter of a decorator's wrapper, a
     parameter of unseen callers, a name bound nowhere..."""
     if isinstance(expr, cst.Name):
@@ -227,6 +234,8 @@ def _function_reason(m: "Module", expr: cst.BaseExpression, cs: CallSite) -> str
             for f in m.enclosing_functions(deco.scope):
                 if any(_names(d, f.name) for g in m.functions for d in g.decorators):
                     return DECORATOR
+    if any(v.kind == api.API for v in m.infer_at(expr, cs)):
+        return None  # a library's function (strategy.run(tf.compat.v1.metrics.mean, ...)): known
     got = reason(m, expr, cs)
     return got if got is not None else CALLEE
 

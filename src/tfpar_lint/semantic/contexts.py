@@ -138,8 +138,11 @@ class Contexts:
         return seen_attr
 
     def contradicts(self, v: Value, site: CallSite) -> bool:
-        """``v`` (or what it was drawn from) was stored under a branch of a stable test (see
-        :meth:`stable_conds`) that the code at ``site`` runs only on the other branch of."""
+        """``v`` (or what it was drawn from) was made or carried on branches that cannot be taken
+        with the site's (:meth:`.paths.Paths.reaches_with`), or stored under a branch of a stable
+        test (see :meth:`stable_conds`) that the code at ``site`` runs only on the other branch of."""
+        if not self.m.paths.reaches_with(v, site):
+            return True  # made or carried on branches that cannot run with the site's
         here = dict(self.stable_conds(site.order, site.scope)) if site.ifs else {}
         if not here:
             return False
@@ -334,8 +337,14 @@ class Contexts:
         one function whose tests are the same pure expression (names, attributes, constant
         subscripts, comparisons, ``and``/``or``/``not``; no call), with nothing that the test reads
         rebound between them: the two tests always agree (``if args.gpus > 1:`` builds the
-        strategy, a later ``if args.gpus > 1:`` uses it)."""
-        if a.func is not b.func or not a.ifs or not b.ifs:
+        strategy, a later ``if args.gpus > 1:`` uses it).  Or their branches cannot all be taken in
+        one run (:mod:`.paths`: ``if strategy is None:`` and ``if strategy:``, in one function or,
+        on an attribute only the constructor sets, in two methods)."""
+        if not a.ifs or not b.ifs:
+            return False
+        if not self.m.paths.together(a.ifs, b.ifs):
+            return True
+        if a.func is not b.func:
             return False
         for ia, arm_a in a.ifs:
             for ib, arm_b in b.ifs:

@@ -19,16 +19,18 @@ a call of it makes is *made* there, like what a call of an imported function mak
   with a ``tf.distribute.ReduceOp``, its ``num_replicas_in_sync`` is read;
 * a Keras model: ``compile``, ``fit``, ``fit_generator`` or ``train_on_batch`` is called on it (not
   on an object a known non-Keras library made, such as a scikit-learn estimator), or gradients are
-  taken of or applied to its ``trainable_variables`` (``tape.gradient(loss,
-  net.trainable_variables)``, ``opt.apply_gradients(zip(grads, net.trainable_weights))``);
-* an optimizer: ``apply_gradients`` or ``get_updates`` is called on it, it is given to
-  ``compile(optimizer=...)``, or it is called with (gradient, variable) pairs
-  (``step(zip(grads, net.trainable_variables))``: a wrapper that applies them);
+  taken of, applied to or minimized over its ``trainable_variables`` (``tape.gradient(loss,
+  net.trainable_variables)``, ``opt.apply_gradients(zip(grads, net.trainable_weights))``,
+  ``opt.minimize(loss, var_list=net.trainable_variables)``);
+* an optimizer: ``apply_gradients`` or ``get_updates`` is called on it, ``minimize`` over a model's
+  variables, it is given to ``compile(optimizer=...)``, or it is called with (gradient, variable)
+  pairs (``step(zip(grads, net.trainable_variables))``: a wrapper that applies them);
 * a tf.data dataset: ``with_options``, ``batch``, ``shuffle``, ``prefetch``, ``padded_batch``,
   ``interleave`` (with an argument) is called on it, or a strategy distributes it
   (``experimental_distribute_dataset(ds)``); a callable one of whose results is distributed that
   way returns datasets (``loader = Loader(cfg)``: every ``loader("train", n)`` is a dataset);
-* a metric: ``update_state`` or ``reset_states`` is called on it;
+* a metric: ``update_state`` or ``reset_states`` is called on it (``reset_states`` is a model's too:
+  other uses that make it a model win);
 * a variable: ``assign_add`` or ``assign_sub`` is called on it.
 
 A value used as two different kinds stays unknown; a local class's own method of the name (a
@@ -98,6 +100,10 @@ _STRATEGY_METHODS = (api.DISTRIBUTE_DATASET_METHODS | api.DISTRIBUTE_FN_METHODS 
 _MODEL_METHODS = frozenset({"compile", "fit", "fit_generator", "train_on_batch"})
 _DATASET_METHODS = frozenset({"with_options", "batch", "shuffle", "prefetch", "padded_batch", "interleave"})
 _METRIC_METHODS = frozenset({"update_state", "reset_states"})
+# Methods other kinds have too: ``reset_states`` of a metric is also a Keras model's (its stateful
+# layers): the kind it tells yields to what other uses tell (a model whose variables are trained)
+_SHARED_METHODS = frozenset({"reset_states"})
+_SHARED_METHODS_YIELD = {api.METRIC: (api.MODEL,)}
 _VARIABLE_METHODS = frozenset({"assign_add", "assign_sub"})
 TRAINABLE = ("trainable_variables", "trainable_weights")
 
@@ -203,6 +209,7 @@ class Kinds:
             got = table.get(key)
             table[key] = kind if got in (None, kind) else _CONFLICT
 
+        shared: dict[int, str] = {}  # what a method other kinds have too told (see _SHARED_METHODS)
         try:
             for expr, cs, kind, meth in self._telling_uses():
                 for v in self.m.infer(expr, cs.scope, cs.order):
@@ -216,10 +223,19 @@ class Kinds:
                         # distributed somewhere: a parameter or another object's attribute is then
                         # distributed before use, in an order between methods the analysis cannot tell
                         continue
+                    if meth in _SHARED_METHODS:
+                        file(shared, id(v.origin), kind)
+                        continue
                     file(index, id(v.origin), kind)
                     src = v.source
                     if v.info == CALL and src is not None and _judged(src) and kind == api.DATASET:
                         file(returns, id(src.origin), kind)  # what the callable makes is a dataset
+            for key, kind in shared.items():
+                got = index.get(key)
+                if got is None:
+                    index[key] = kind
+                elif got != kind and got not in _SHARED_METHODS_YIELD.get(kind, ()):
+                    index[key] = _CONFLICT
         finally:
             self.building = False
             self._index = index
@@ -271,6 +287,13 @@ class Kinds:
                 owner = _variables_owner(arg(call, 1, "sources"), self.m, cs)
                 if owner is not None:
                     yield owner, cs, api.MODEL, ""
+            elif meth == "minimize":
+                # opt.minimize(loss, var_list=net.trainable_variables[, tape=tape]): an optimizer
+                # stepping a model's variables
+                owner = _variables_owner(arg(call, 1, "var_list"), self.m, cs)
+                if owner is not None:
+                    yield recv, cs, api.OPTIMIZER, meth
+                    yield owner, cs, api.MODEL, ""
             elif meth in _DATASET_METHODS and call.args:
                 yield recv, cs, api.DATASET, meth
             elif meth in _METRIC_METHODS:
@@ -311,7 +334,7 @@ class Kinds:
             if out is None:
                 out = list(vals)
             out[i] = Value(k, v.qname, origin=v.origin, site=v.site, raw_qname=v.raw_qname, info=v.info,
-                           source=v.source, conds=v.conds)
+                           source=v.source, conds=v.conds, path=v.path)
         return vals if out is None else out
 
     # ------------------------------------------------------------------ strategies by their use

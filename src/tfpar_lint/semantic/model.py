@@ -151,6 +151,11 @@ class Value:
     # an attribute only the constructor sets) under which the object was stored where it was read:
     # ((test text, in the body?), ...)
     conds: tuple = ()
+    # the ``if`` branches under which the value reached where it was read, beyond its site's: the
+    # branches of the binding it came through and the other arms of the rebindings it survived
+    # (``ds = plain; if strategy: ds = distributed``: the plain one only where ``strategy`` is false);
+    # ((If, in the body?), ...), judged by semantic/paths.py
+    path: tuple = ()
 
     def is_(self, *kinds: str) -> bool:
         return self.kind in kinds

@@ -50,6 +50,14 @@ MAX_MODULES = 200  # project files read beyond the linted one
 # at most 1.5x, measured in benchmarks/project_per_file.py).  Past the budget, a module is unknown.
 BUDGET_BASE = 48 * 1024
 BUDGET_FACTOR = 0.4
+# Issue 28: most files of a code base need no other module and a few need many (measured over 23
+# code bases: 95% of lints need at most 45 KB, 1% more than 400 KB; benchmarks/project_cap.py).  So
+# in a run of many files the budgets are pooled: what a linted file leaves is kept for the next
+# files its process lints, and each worker process starts with its share of the run's budget (the
+# sum of its files' budgets); one file may use at most POOL_MAX bytes.  A run of many files parses
+# at most twice the sum of its files' budgets; a file linted alone, its own budget (issue 20's
+# 1.5x per file, as before).
+POOL_MAX = 1024 * 1024
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(?P<mod>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#]+)"
                           r"|import[ \t]+(?P<plain>[^\n#]+))", re.M)
 MAX_SCAN = 5000  # project files scanned (text only) for importers
@@ -103,18 +111,22 @@ ASKED: set = set()
 
 class Project:
     def __init__(self, roots: list[str], build: Callable[[str, str], Optional["Module"]],
-                 root: Optional[str] = None, summaries: Optional["SummaryStore"] = None) -> None:
+                 root: Optional[str] = None, summaries: Optional["SummaryStore"] = None, pool: int = 0) -> None:
         """``roots``: folders module names resolve against, in order; ``root``: the project root
         (scanned recursively for importers; other folders only at their top level);
         ``build(path, source)`` makes a module's semantic model (the engine's parse);
-        ``summaries``: the per-module summaries (:mod:`.summary`) that spare parses, or None."""
+        ``summaries``: the per-module summaries (:mod:`.summary`) that spare parses, or None;
+        ``pool``: bytes this process may parse beyond its files' budgets (its share of a run's)."""
         self.roots = [os.path.abspath(r) for r in dict.fromkeys(roots)]
         self.root = os.path.abspath(root) if root else None
         self._resolved: dict[tuple[str, str], Optional[str]] = {}
         self._build = build
         self.modules: dict[str, Optional["Module"]] = {}
         self.read = 0  # files read beyond the linted ones
-        self.capped = False
+        # a lint of this process met the budget or the cap on files read (it stays set: what that
+        # lint could not follow may be remembered in the answers later lints reuse)
+        self._lint_capped = False
+        self.scan_capped = False  # the scan for importers met MAX_SCAN (the whole project, every lint)
         self._texts: Optional[dict[str, str]] = None
         self._index: Optional[dict[str, list[str]]] = None
         self._importers: dict[str, list["Module"]] = {}
@@ -127,6 +139,7 @@ class Project:
         self._unknown_paths: dict[tuple[str, str], tuple[str, ...]] = {}
         self.spared: dict[str, int] = {"importers": 0, "names": 0}  # parses the summaries answered instead
         self._budget: Optional[int] = None  # bytes the current lint may still parse (None: no lint begun)
+        self._pool = max(0, pool)  # what the first lint finds left (a run's share; see begin)
         self._importable: dict[str, bool] = {}
         self._targets_memo: Optional[tuple] = None  # (path, text, its import targets): the last asked
 
@@ -135,9 +148,19 @@ class Project:
         """Register a module being linted (so that others resolve to this very object)."""
         self.modules[os.path.abspath(path)] = module
 
+    @property
+    def capped(self) -> bool:
+        """A lint of this process did not follow everything it asked for (see :meth:`begin`)."""
+        return self._lint_capped or self.scan_capped
+
     def begin(self, source: str) -> None:
-        """A new file is linted: its budget of bytes of other project files to parse."""
-        self._budget = BUDGET_BASE + int(BUDGET_FACTOR * len(source))
+        """A new file is linted: its budget of bytes of other project files to parse, BUDGET_BASE
+        plus BUDGET_FACTOR times its size, added to what the files linted before it in this
+        process left unused, or for the first one to the process's share of the run's budget (at
+        most POOL_MAX in all).  A run of many files parses at most twice the sum of its files'
+        budgets; one file alone, its own budget."""
+        left = self._budget if self._budget is not None else self._pool
+        self._budget = min(POOL_MAX, left + BUDGET_BASE + int(BUDGET_FACTOR * len(source)))
 
     def forget(self, module: "Module") -> None:
         """Drop a linted module that no other module has read (its tree can be freed)."""
@@ -180,7 +203,7 @@ class Project:
         if path in self.modules:
             return self.modules[path]
         if self.read >= MAX_MODULES:
-            self.capped = True
+            self._lint_capped = True
             return None
         source = _read_regular(path)
         if source is None:
@@ -188,7 +211,7 @@ class Project:
             return None
         if self._budget is not None:
             if len(source) > self._budget:
-                self.capped = True
+                self._lint_capped = True
                 return None  # not cached: another file's lint may have the budget for it
             self._budget -= len(source)
         self.modules[path] = None  # a cycle resolves to "unknown" while it is built
@@ -253,7 +276,7 @@ class Project:
             if text is not None and self._budget is not None:
                 # computing one (an `ast` parse) costs about a third of a libcst parse: charged so
                 if len(text) // 3 > self._budget:
-                    self.capped = True
+                    self._lint_capped = True
                     return None  # not cached: another file's lint may have the budget for it
                 self._budget -= len(text) // 3
             self._summary_of[path] = self.summaries.get(text) if text is not None else None
@@ -419,7 +442,7 @@ class Project:
                 # as it did; a file whose status is the same has the same import lines
                 self._files = [f[0] for f in stored["files"]]
                 self._dirs = stored["dirs"]
-                self.capped = self.capped or bool(stored["capped"])
+                self.scan_capped = self.scan_capped or bool(stored["capped"])
                 reuse = {f[0]: (f[1], f[2]) for f in stored["files"]}
             per_file: list[list] = []
             changed = stored is None or not reuse
@@ -488,7 +511,7 @@ class Project:
 
         if any(k is None for k in self._dirs.values()):
             return  # a folder changed as it was listed: list it again next time
-        body = {"dirs": self._dirs, "files": per_file, "capped": self.capped}
+        body = {"dirs": self._dirs, "files": per_file, "capped": self.scan_capped}
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -599,7 +622,7 @@ class Project:
                         seen_set.add(p)
                         files.append(p)
                     if len(files) >= MAX_SCAN:
-                        self.capped = True
+                        self.scan_capped = True
                         break
             self._files = files
             self._dirs = dirs

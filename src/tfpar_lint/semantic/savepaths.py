@@ -234,7 +234,9 @@ def _stable(m: Module, text: str) -> bool:
 def contradict(m: Module, a_ifs, b_ifs) -> bool:
     """Two sites whose ``if`` branches compare the same stable expression with string literals in a
     way that cannot hold together (``args.distribute == "multiworker"`` builds the strategy,
-    ``args.distribute == "tpu"`` saves)."""
+    ``args.distribute == "tpu"`` saves); or whose branches cannot be taken in one run (:mod:`.paths`)."""
+    if not m.together(a_ifs, b_ifs):
+        return True
     a, b = _equalities(m, a_ifs), _equalities(m, b_ifs)
     for text, (eq_a, ne_a) in a.items():
         if text not in b or not _stable(m, text):

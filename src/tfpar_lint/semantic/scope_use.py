@@ -480,8 +480,8 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
         if known or maybe or m.in_replica_fn(cs.scope):
             continue
         for made, s in m.strategies_made_in(cs.func):
-            if made.order > cs.order or not replicated([s]) or _exclusive(made.ifs, cs.ifs) \
-                    or (v.site is not None and _exclusive(made.ifs, v.site.ifs)):
+            if made.order > cs.order or not replicated([s]) or _exclusive(m, made.ifs, cs.ifs) \
+                    or (v.site is not None and _exclusive(m, made.ifs, v.site.ifs)):
                 continue
             if m.scope_entered(s) is not False:
                 continue
@@ -498,7 +498,7 @@ def _trained_beside_unused_strategy(m: Module, v: Value) -> Iterator[Use]:
     # that held the model was bound again: the model was gone by then (a model reloaded to show its
     # weights, then reloaded under a scope, before a later notebook cell makes another strategy).
     for made, s in m.strategies_made_in(v.site.func):
-        if not replicated([s]) or _exclusive(made.ifs, v.site.ifs) or m.scope_entered(s) is not False \
+        if not replicated([s]) or _exclusive(m, made.ifs, v.site.ifs) or m.scope_entered(s) is not False \
                 or _gone_before(m, v.site, made):
             continue
         target = _assigned_name(made)
@@ -607,11 +607,10 @@ def _referenced_after(m: Module, target: cst.Name, made: CallSite) -> bool:
     return False
 
 
-def _exclusive(a: tuple, b: tuple) -> bool:
+def _exclusive(m: Module, a: tuple, b: tuple) -> bool:
     """Two sites under these if branches never run in one pass (they take different branches of
-    one ``if``)."""
-    taken = {id(node): branch for node, branch in a}
-    return any(id(node) in taken and taken[id(node)] != branch for node, branch in b)
+    one ``if``, or their tests cannot hold together: :mod:`.paths`)."""
+    return not m.together(a, b)
 
 
 _APPLY = ("apply_gradients", "minimize")
@@ -682,7 +681,7 @@ def _scoped_model(m: Module, expr: cst.BaseExpression, cs: CallSite, along: Opti
     for v in m.infer_at(expr, cs):
         if v.kind == api.MODEL and created_in_scope(m, v) and not (
                 along is not None and along.site is not None and v.site is not None
-                and _exclusive(v.site.ifs, along.site.ifs)):
+                and _exclusive(m, v.site.ifs, along.site.ifs)):
             return v
     return None
 

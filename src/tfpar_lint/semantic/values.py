@@ -118,7 +118,12 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 return [UNKNOWN if expr.value in BUILTINS else self.m.kinds.free(expr.value)]
             out: list[Value] = []
             for b in bs:
-                out.extend(self.binding_values(b))
+                got = self.binding_values(b)
+                if len(bs) > 1 and b.scope is scope:  # one of several bindings: on its own branches only
+                    path = self.m.paths.binding_path(b, bs)
+                    if path:
+                        got = [replace(v, path=v.path + path) if v.origin is not None else v for v in got]
+                out.extend(got)
             return out
         if isinstance(expr, cst.Attribute):
             q, raw = self.m.qualified_name(expr, scope, order)
@@ -154,9 +159,15 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 keras_set = self.keras_attribute(fn.cls, attr)
                 if keras_set is not None:
                     return keras_set
+                framework = self.test_case_member(fn.cls, attr)
+                if framework is not None:  # self.assertEqual in a tf.test.TestCase: the framework's method
+                    return [Value(api.API, framework, raw_qname=framework)]
                 # set by a base class the module cannot see, or from outside: an unknown value of
                 # the class's instances (its uses may tell its kind)
                 return [self.m.kinds.attribute(fn.cls, attr)]
+            sup = self._super_member(expr, scope, order)
+            if sup is not None:
+                return sup
             inst = self._instance_attribute(expr, scope, order)
             if inst is not None:
                 return inst
@@ -207,6 +218,18 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                         return got
             return [UNKNOWN]
         return [UNKNOWN]
+
+    def _super_member(self, expr: cst.Attribute, scope: Scope, order: int) -> Optional[list[Value]]:
+        """``super().step`` (``super(Cls, self).step``) in a method: the base class's member, when a
+        base class this module defines has it (``strategy.run(super()._step)``); None otherwise."""
+        call = expr.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "super") \
+                or self.m.lookup("super", scope, order):
+            return None
+        fn = self._method_of(scope)
+        if fn is None or fn.cls is None:
+            return None
+        return self._base_member(fn.cls, expr.attr.value)
 
     def _infer_call(self, call: cst.Call, scope: Scope, order: int) -> list[Value]:
         site = self.m.site_of_call.get(id(call))
@@ -275,14 +298,22 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
         if not fn.returns:
             return [UNKNOWN]
         out = []
+        owner = fn.scope.module or self.m
         for expr, order in fn.returns:
+            # the branches the `return` is on (`if strategy: return distributed` / `else: return ds`)
+            branch = tuple((owner.if_nodes[i], b) for i, b in owner.if_context.get(order, ()) if i in owner.if_nodes)
+            if branch and site is not None and not owner.paths.together(
+                    branch, given=owner.paths.call_arguments(fn, call, site.scope, site.order)):
+                continue  # a `return` this call's arguments cannot reach (`if strategy:` given a strategy)
             for v in self.infer(expr, fn.scope, order):
                 if (v.kind != api.UNKNOWN or v.origin is not None) and self.created_within(v.origin, fn) \
                         and not is_record(v):  # a record keeps the call that filled its fields
                     # created by the call: the creation context is the caller's
                     # (a dataset keeps the helper's last method call in its chain: `.batch(n)`)
                     v = Value(v.kind, v.qname, origin=call, site=site, raw_qname=v.raw_qname,
-                              info=v.info, source=v if v.kind == api.DATASET else v.source)
+                              info=v.info, source=v if v.kind == api.DATASET else v.source, path=v.path + branch)
+                elif branch and v.origin is not None:
+                    v = replace(v, path=v.path + branch)
                 out.append(v)
         return out
 
@@ -383,6 +414,8 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
                 return Value(api.DIST_VALUES, origin=call, site=site, source=rv)
             if meth in api.RUN_METHODS:
                 return Value(api.PER_REPLICA, origin=call, site=site, source=rv)
+            if meth in api.DISTRIBUTE_ITERATOR_METHODS:  # TensorFlow 1 / 2.0 previews (tf.compat.v1 strategies)
+                return Value(api.DIST_ITERATOR, origin=call, site=site, source=rv)
             return UNKNOWN
         if k == api.DATASET:
             if meth in api.DATASET_METHODS:
@@ -394,6 +427,8 @@ class Inference(AttributeValues, ContainerValues, BindingValues):
             if meth in ("get_single_element",):
                 return Value(api.ELEMENT, origin=call, site=site, source=rv)
             return UNKNOWN
+        if rv.qname in api.CLUSTER_COORDINATORS and meth == "create_per_worker_dataset":
+            return Value(api.DIST_DATASET, origin=call, site=site, source=rv)
         if k == api.ITERATOR and meth in ("get_next", "__next__", "next"):
             return Value(api.ELEMENT, origin=call, site=site, source=rv)
         if k == api.DIST_DATASET and meth == "__iter__":
