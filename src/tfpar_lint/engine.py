@@ -817,7 +817,8 @@ def lint_source(source: str, path: str = "<stdin>", enabled: Optional[Collection
     for f in findings:
         if "related_line" in f.data:
             f.message = _name_related_line(f.message, f"line {f.data['related_line']}")
-    project = project_for(path, options) if deps else None
+    # a file that read no other module may still have been refused one by the budget (capped)
+    project = project_for(path, options) if options.project else None
     capped = bool(project is not None and project.capped)
     deps = _with_consulted(deps, consulted, path, options) if options.project else deps
     return FileResult(path, findings, deps=deps, capped=capped, notes=notes)

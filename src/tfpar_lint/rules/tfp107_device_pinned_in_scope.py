@@ -75,8 +75,25 @@ class DevicePinnedInScope(Rule):
             if next(uses_with_strategy(m, v), None) is not None:
                 return True
             for fid in m.replica_functions():
-                if m.refs_to(v.origin, m.replica_fn_infos[fid]):
+                fn = m.replica_fn_infos[fid]
+                if m.refs_to(v.origin, fn) or self._item_read_in(v.origin, fn):
                     return True  # read on every replica (a model only evaluated there too)
+        return False
+
+    def _item_read_in(self, origin, fn) -> bool:
+        """An item of a container read in ``fn`` (``counters[0].assign_add(1)``) is the object made
+        at ``origin``: the container's element values, as the analysis infers them."""
+        m = self.module
+        refs = {id(r.node): r for r in m.function_refs(fn)}
+        subs = [n for n in _subscripts(fn.node) if id(n.value) in refs]
+        for sub in subs:
+            r = refs[id(sub.value)]
+            if any(v.origin is origin for v in m.infer(sub, r.scope, r.order)):
+                return True
+            # a function reads its container when it runs, after the module's code filled it
+            for item, i_scope, i_order in m.container_items(sub.value, r.scope, _LATE) or ():
+                if any(v.origin is origin for v in m.infer(item, i_scope, i_order)):
+                    return True
         return False
 
     def _module_strategies(self) -> list:
@@ -171,3 +188,18 @@ class DevicePinnedInScope(Rule):
             text = f"{indent}{comment.value}{m.tree.default_newline}" + text
         return (Fix("Drop the `tf.device` block (the strategy places its ops)", UNSAFE)
                 .delete_statement(with_node, keep_comment=False).insert_lines_before(with_node, text))
+
+
+_LATE = 1 << 60  # an order after every statement of the module
+
+
+def _subscripts(node) -> list:
+    """Every ``x[...]`` inside ``node``."""
+    out: list = []
+
+    class _Walk(cst.CSTVisitor):
+        def visit_Subscript(self, n: cst.Subscript) -> None:
+            out.append(n)
+
+    node.visit(_Walk())
+    return out
