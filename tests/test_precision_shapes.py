@@ -459,3 +459,49 @@ def test_copies_of_a_dataset_zipped_together_are_feature_columns(zipped, reporte
     """
     got = codes(src, select={"TFP202"})
     assert bool(got) is reported, got
+
+
+# ---------------------------------------------------------------- the ambient strategy where the object is made
+AMBIENT = """
+    import tensorflow as tf
+
+
+    class Runnable:
+        def __init__(self):
+            self.strategy = {strategy}
+            self.loss = tf.keras.metrics.Mean("loss")
+
+        def step(self, x):
+            self.loss.update_state(x)
+            return x
+
+        def train(self, x):
+            return self.strategy.run(self.step, args=(x,))
+"""
+
+
+@pytest.mark.parametrize("strategy, reported", [
+    # get_strategy() where the metric is made: under whatever scope the caller opened (or no strategy)
+    ("tf.distribute.get_strategy()", False),
+    # a strategy made here: the metric is outside its scope
+    ("tf.distribute.MirroredStrategy()", True),
+])
+def test_the_ambient_strategy_read_where_the_object_is_made(strategy, reported):
+    got = [c for _, c in codes(AMBIENT.format(strategy=strategy), select={"TFP103"})]
+    assert got == (["TFP103"] if reported else []), got
+
+
+@pytest.mark.parametrize("strategy, ambient", [("tf.distribute.get_strategy()", True),
+                                               ("tf.distribute.MirroredStrategy()", False)])
+def test_the_strategies_that_run_the_step_are_the_ambient_one_read_where_the_metric_is_made(strategy, ambient):
+    """The part of the question the rules ask (scope_use._ambient_where_made): where the caller's scope
+    cannot be seen (a helper of another package opens it), the strategy of ``self.strategy.run`` is the
+    one ``get_strategy()`` returned in the ``__init__`` that made the metric, so the metric was made
+    under its scope, or under none (the default strategy: nothing replicated)."""
+    from tfpar_lint import tfapi as api
+    from tfpar_lint.semantic.scope_use import _ambient_where_made, values_of_kind
+
+    m = module(AMBIENT.format(strategy=strategy))
+    (metric,) = [v for v in values_of_kind(m, api.METRIC)]
+    (strategies,) = list(m.replica_functions().values())
+    assert _ambient_where_made(metric, strategies) is ambient

@@ -442,12 +442,27 @@ def uses_with_strategy(m: Module, v: Value) -> Iterator[Use]:
         table = mod.replica_functions()
         for fid, strategies in table.items():
             fn = mod.replica_fn_infos[fid]
+            if _ambient_where_made(v, strategies):
+                continue
             refs = mod.refs_to(origin, fn) if mod is m else mod.refs_to(origin, fn, from_module=m)
             if refs and v.kind == api.MODEL and not _trained_in(mod, fn, {mod.code(r.node) for r in refs}):
                 continue  # inference only (a teacher or eval model): its plain variables are read correctly
             if refs:
                 yield Use(refs[0].node, f"it is used in `{fn.name}`, which runs on every replica through "
                                         f"`strategy.run` ({{line}})", "strategy", mod.code(refs[0].node))
+
+
+def _ambient_where_made(v: Value, strategies) -> bool:
+    """Every strategy that runs the replica function is the one ``tf.distribute.get_strategy()``
+    returned in the function that made ``v`` (``self.strategy = tf.distribute.get_strategy()`` in the
+    ``__init__`` that makes the metrics): whatever scope was open around that call was open around
+    ``v``'s making too, so ``v`` is under the strategy's scope, or there is no strategy but the
+    default one (nothing replicated)."""
+    made_in = v.site.func if v.site is not None else None
+    if made_in is None or not strategies:
+        return False
+    return all(s.qname in api.STRATEGY_GETTERS and s.site is not None and s.site.func is made_in
+               for s in strategies)
 
 
 def _handed_to_modules(m: Module) -> list[Module]:
