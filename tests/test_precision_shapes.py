@@ -505,3 +505,54 @@ def test_the_strategies_that_run_the_step_are_the_ambient_one_read_where_the_met
     (metric,) = [v for v in values_of_kind(m, api.METRIC)]
     (strategies,) = list(m.replica_functions().values())
     assert _ambient_where_made(metric, strategies) is ambient
+
+
+# ---------------------------------------------------------------- a helper of another module run by the replicas
+HELPER = """import tensorflow as tf
+
+
+def loss_of(images):
+    n = tf.shape(images)[0]
+    return tf.reduce_sum(images) / tf.cast(n, tf.float32)
+"""
+TRAINER = """import tensorflow as tf
+
+from losses import loss_of
+
+
+class Trainer:
+    def step(self, inputs):
+        return loss_of(inputs[0])
+
+    def train(self, dist_ds, strategy):
+        @tf.function
+        def dist_step(inputs):
+            return strategy.run(self.step, args=(inputs,))
+
+        for images in dist_ds:
+            dist_step((images,))
+            {host}
+
+
+strategy = tf.distribute.MirroredStrategy()
+ds = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices(tf.ones([8, 4])).batch(4))
+Trainer().train(ds, strategy)
+"""
+
+
+@pytest.mark.parametrize("host, reported", [
+    ("pass", False),  # called only from the step strategy.run runs: replica context
+    ("loss_of(images)", True),  # also called on the host with the distributed batch
+])
+def test_a_helper_of_another_module_called_only_by_the_replica_step(tmp_path, host, reported):
+    from tfpar_lint.engine import _PROJECTS, lint_file
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "losses.py").write_text(HELPER)
+    (tmp_path / "train.py").write_text(TRAINER.format(host=host))
+    _PROJECTS.clear()
+    try:
+        got = [f.code for f in lint_file(str(tmp_path / "losses.py")).findings if f.code == "TFP508"]
+    finally:
+        _PROJECTS.clear()
+    assert bool(got) is reported, got

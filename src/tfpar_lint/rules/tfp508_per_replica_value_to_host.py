@@ -53,7 +53,7 @@ class PerReplicaValueToHost(Rule):
     def check(self) -> Iterator[Report]:
         m = self.module
         for cs in m.calls:
-            if m.in_replica_fn(cs.scope):
+            if m.in_replica_fn(cs.scope) or self._run_by_replicas_only(cs):
                 continue
             got = self._sink(cs)
             if got is None:
@@ -71,6 +71,23 @@ class PerReplicaValueToHost(Rule):
                 {"value": m.code(expr), "kind": kind},
                 related=related,
             )
+
+    def _run_by_replicas_only(self, cs: CallSite) -> bool:
+        """``cs`` is in a function of this module that the project calls only from replica functions
+        (a loss helper of ``losses.py`` called by the step that ``strategy.run`` runs in
+        ``train.py``): it runs in replica context, where a per-replica value is the replica's own."""
+        m = self.module
+        fns = list(m.enclosing_functions(cs.scope))
+        if not fns:
+            return False
+        fn = fns[-1]  # the outermost: the one other modules can call
+        calls = [(m, c) for c in m.callers(fn)]
+        for mod in m.importers():
+            for c in mod.calls:
+                if any(f is fn for f in mod.resolve_function(c.node.func, c.scope, c.order)):
+                    calls.append((mod, c))
+        return bool(calls) and any(mod is not m for mod, _c in calls) \
+            and all(mod.in_replica_fn(c.scope) for mod, c in calls)
 
     def _hedge_node(self, expr: cst.BaseExpression, cs: CallSite) -> Optional[cst.CSTNode]:
         from tfpar_lint.semantic.perreplica import hedged_roots, root_of
