@@ -1,7 +1,9 @@
 """Symptom 'unable to lock file' (TFP610): every worker writes the same HDF5 file, and one worker
 opens it while the other still holds it.  A Keras `model.save("....h5")` on every worker has the same
-race; here the other worker holds the file over a collective, so the refusal happens on every run."""
+race; here the worker that opens it first holds it for a few seconds, so the other one's open is
+refused on every run (and the holder ends normally: the crash is the refused worker's own)."""
 import os
+import time
 
 import h5py
 import tensorflow as tf
@@ -19,5 +21,5 @@ os.makedirs("tfp610_out", exist_ok=True)
 sync()  # both workers are here
 with h5py.File(os.path.join("tfp610_out", "weights.h5"), "w") as f:  # every worker: the same file
     f["w"] = w.numpy()
-    sync()  # held open until the other worker has opened it too
+    time.sleep(5)  # held open while the other worker opens it too
 print("saved")
